@@ -1,0 +1,37 @@
+#pragma once
+// Errors raised by engine/ for bad input from files or callers. Each carries a stable
+// code (for logs, CLI exit messages and, later, protocol error frames) and a message
+// that names the file and the problem.
+#include <stdexcept>
+#include <string>
+
+namespace specd {
+
+enum class ErrorCode {
+  missing_file,
+  malformed_json,
+  missing_field,
+  bad_value,
+  unsupported_architecture,
+  missing_tensor,
+  shape_mismatch,
+  unsupported_dtype,
+  truncated_file,
+  tokenizer_error,
+  invalid_argument,
+  out_of_capacity,
+};
+
+const char* error_code_name(ErrorCode code);
+
+class SpecdError : public std::runtime_error {
+ public:
+  SpecdError(ErrorCode code, const std::string& message)
+      : std::runtime_error(std::string(error_code_name(code)) + ": " + message), code_(code) {}
+  ErrorCode code() const { return code_; }
+
+ private:
+  ErrorCode code_;
+};
+
+}  // namespace specd

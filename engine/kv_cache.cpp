@@ -1,0 +1,66 @@
+#include "engine/kv_cache.hpp"
+
+#include <ATen/ATen.h>
+
+#include <algorithm>
+#include <string>
+
+#include "engine/errors.hpp"
+#include "engine/model_config.hpp"
+
+namespace specd {
+
+KvCache::KvCache(const ModelConfig& config, int32_t slots, int64_t max_seq_len)
+    : max_seq_len_(max_seq_len), lengths_(slots, 0), in_use_(slots, false) {
+  if (slots <= 0 || max_seq_len <= 0) {
+    throw SpecdError(ErrorCode::invalid_argument, "KV cache needs slots > 0 and max_seq_len > 0");
+  }
+  auto options = at::TensorOptions().dtype(at::kFloat);
+  for (int64_t layer = 0; layer < config.num_hidden_layers; ++layer) {
+    keys_.push_back(at::zeros({slots, config.num_key_value_heads, max_seq_len, config.head_dim}, options));
+    values_.push_back(at::zeros_like(keys_.back()));
+  }
+  // Hand out low slot numbers first, so a lone request always uses slot 0.
+  for (int32_t slot = slots - 1; slot >= 0; --slot) free_slots_.push_back(slot);
+}
+
+int64_t KvCache::bytes() const {
+  int64_t total = 0;
+  for (const auto& k : keys_) total += k.numel() * static_cast<int64_t>(k.element_size());
+  return total * 2;
+}
+
+std::optional<int32_t> KvCache::allocate() {
+  if (free_slots_.empty()) return std::nullopt;
+  int32_t slot = free_slots_.back();
+  free_slots_.pop_back();
+  in_use_[slot] = true;
+  lengths_[slot] = 0;
+  return slot;
+}
+
+void KvCache::release(int32_t slot) {
+  if (slot < 0 || slot >= slot_count() || !in_use_[slot]) {
+    throw SpecdError(ErrorCode::invalid_argument, "release of a KV slot not in use: " + std::to_string(slot));
+  }
+  in_use_[slot] = false;
+  lengths_[slot] = 0;
+  free_slots_.push_back(slot);
+}
+
+void KvCache::set_length(int32_t slot, int64_t length) {
+  if (length < 0 || length > max_seq_len_) {
+    throw SpecdError(ErrorCode::out_of_capacity, "KV length " + std::to_string(length) +
+                                                     " outside [0, " + std::to_string(max_seq_len_) + "]");
+  }
+  lengths_.at(slot) = length;
+}
+
+void KvCache::truncate_to(int32_t slot, int64_t length) {
+  if (length > lengths_.at(slot)) {
+    throw SpecdError(ErrorCode::invalid_argument, "truncate_to beyond the written length");
+  }
+  lengths_[slot] = length;
+}
+
+}  // namespace specd

@@ -1,0 +1,52 @@
+#pragma once
+// Turning logits into a token: repetition penalty, temperature, top-k and top-p, then
+// a draw from a per-request seeded generator. The same processing serves target-only
+// decoding and (for both p and q) speculative rejection sampling.
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
+#include <random>
+#include <span>
+
+namespace specd {
+
+struct SamplingParams {
+  double temperature = 0.0;  // 0 means greedy (argmax)
+  int32_t top_k = 0;         // 0 keeps every token
+  double top_p = 1.0;        // nucleus mass kept, in (0, 1]
+  double repetition_penalty = 1.0;  // CTRL-style, on tokens already in the context
+  uint64_t seed = 0;
+
+  bool greedy() const { return temperature <= 0.0; }
+};
+
+// Throws SpecdError(invalid_argument) naming the first bad field.
+void validate(const SamplingParams& params);
+
+// A request's own random stream: same seed, same draws, on every platform.
+class Rng {
+ public:
+  explicit Rng(uint64_t seed) : engine_(seed) {}
+  double uniform() { return std::uniform_real_distribution<double>(0.0, 1.0)(engine_); }
+
+ private:
+  std::mt19937_64 engine_;
+};
+
+// Logits [vocab] after the repetition penalty on `context`.
+at::Tensor penalized_logits(const at::Tensor& logits, const SamplingParams& params,
+                            std::span<const int32_t> context);
+
+// The distribution [vocab] (float32, sums to 1) that sampling draws from: penalty,
+// temperature, top-k, top-p. Requires temperature > 0.
+at::Tensor sampling_distribution(const at::Tensor& logits, const SamplingParams& params,
+                                 std::span<const int32_t> context);
+
+// Draws an index from a probability vector by inverse CDF with one uniform draw.
+int32_t draw_from(const at::Tensor& probs, Rng& rng);
+
+// Greedy argmax of the penalized logits, or a draw from sampling_distribution.
+int32_t sample_token(const at::Tensor& logits, const SamplingParams& params,
+                     std::span<const int32_t> context, Rng& rng);
+
+}  // namespace specd

@@ -1,0 +1,27 @@
+#pragma once
+// Pieces shared by the specd subcommands: where the default models live, option
+// parsing helpers, JSON output.
+#include <CLI/CLI.hpp>
+#include <boost/json.hpp>
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace specd::cli {
+
+// The committed default pair: $SPECD_MODELS_DIR, else the source tree's models/.
+std::filesystem::path default_models_dir();
+std::filesystem::path default_target_dir();
+
+// "1,2,3" -> ids; throws CLI::ValidationError on anything else.
+std::vector<int32_t> parse_id_list(const std::string& text);
+
+void print_json(const boost::json::value& value);
+
+// Each subcommand registers its options and a callback that runs it.
+void add_generate_command(CLI::App& app);
+void add_tokenize_commands(CLI::App& app);
+
+}  // namespace specd::cli

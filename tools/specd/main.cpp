@@ -1,0 +1,25 @@
+// specd: the command-line entry point (generate, tokenize, detokenize).
+#include <cstdio>
+#include <exception>
+
+#include "engine/errors.hpp"
+#include "tools/specd/cli_common.hpp"
+
+int main(int argc, char** argv) {
+  CLI::App app{"specd: a speculative-decoding inference engine"};
+  app.require_subcommand(1);
+  specd::cli::add_generate_command(app);
+  specd::cli::add_tokenize_commands(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  } catch (const specd::SpecdError& e) {
+    std::fprintf(stderr, "specd: error: %s\n", e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "specd: internal error: %s\n", e.what());
+    return 3;
+  }
+  return 0;
+}
