@@ -1,0 +1,158 @@
+// Writing and reading HF model directories: identical logits after a round trip, and
+// a clear error (code plus the file and problem) for every kind of broken checkpoint.
+#include "tests/support/doctest_torch.hpp"
+
+#include <ATen/ATen.h>
+#include <torch/csrc/autograd/grad_mode.h>
+
+#include <fstream>
+
+#include "engine/checkpoint.hpp"
+#include "engine/errors.hpp"
+#include "engine/llama_model.hpp"
+#include "engine/model_config.hpp"
+#include "tests/support/tiny_models.hpp"
+
+using namespace specd;
+using specd::testing::random_model;
+using specd::testing::TempDir;
+using specd::testing::tiny_config;
+
+namespace {
+
+at::Tensor logits_of(LlamaModel& m) {
+  torch::InferenceMode guard;
+  return m.forward_full(at::arange(0, 40, at::kLong).remainder(97).unsqueeze(0));
+}
+
+// Runs load_model and returns the error it raised (fails the test if none).
+SpecdError load_error(const std::filesystem::path& dir) {
+  try {
+    load_model(dir);
+  } catch (const SpecdError& e) {
+    return e;
+  }
+  FAIL("load_model accepted a broken checkpoint");
+  return SpecdError(ErrorCode::invalid_argument, "unreachable");
+}
+
+void write_text(const std::filesystem::path& p, const std::string& text) { std::ofstream(p) << text; }
+
+std::string read_bytes(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), {}};
+}
+
+}  // namespace
+
+TEST_CASE("an F32 checkpoint round trip gives bit-identical logits, tied and untied") {
+  for (bool tied : {true, false}) {
+    CAPTURE(tied);
+    TempDir dir;
+    auto model = random_model(tiny_config(tied), 21);
+    save_model(*model, dir.path, DType::F32);
+    auto loaded = load_model(dir.path);
+    CHECK(loaded->config().tie_word_embeddings == tied);
+    CHECK(loaded->parameter_count() == model->parameter_count());
+    CHECK(at::equal(logits_of(*model), logits_of(*loaded)));
+  }
+}
+
+TEST_CASE("F16 and BF16 checkpoints load the rounded weights exactly") {
+  for (DType storage : {DType::F16, DType::BF16}) {
+    CAPTURE(dtype_name(storage));
+    TempDir dir;
+    auto model = random_model(tiny_config(), 22);
+    save_model(*model, dir.path, storage);
+    auto loaded = load_model(dir.path);
+    const auto torch_type = storage == DType::F16 ? at::kHalf : at::kBFloat16;
+    {
+      torch::NoGradGuard no_grad;
+      for (auto& p : model->parameters()) p.copy_(p.to(torch_type).to(at::kFloat));
+    }
+    CHECK(at::equal(logits_of(*model), logits_of(*loaded)));
+  }
+}
+
+TEST_CASE("broken checkpoints give an error naming the file and the problem") {
+  TempDir dir;
+  auto model = random_model(tiny_config(false), 23);
+  save_model(*model, dir.path, DType::F32);
+  const auto config = dir.path / "config.json", weights = dir.path / "model.safetensors";
+  const std::string good_config = read_bytes(config), good_weights = read_bytes(weights);
+  auto restore = [&] {
+    write_text(config, good_config);
+    std::ofstream(weights, std::ios::binary) << good_weights;
+  };
+
+  SUBCASE("missing directory") {
+    auto e = load_error(dir.path / "nope");
+    CHECK(e.code() == ErrorCode::missing_file);
+    CHECK(std::string(e.what()).find("nope") != std::string::npos);
+  }
+  SUBCASE("missing config.json") {
+    std::filesystem::remove(config);
+    auto e = load_error(dir.path);
+    CHECK(e.code() == ErrorCode::missing_file);
+    CHECK(std::string(e.what()).find("config.json") != std::string::npos);
+  }
+  SUBCASE("missing model.safetensors") {
+    std::filesystem::remove(weights);
+    auto e = load_error(dir.path);
+    CHECK(e.code() == ErrorCode::missing_file);
+    CHECK(std::string(e.what()).find("model.safetensors") != std::string::npos);
+  }
+  SUBCASE("malformed config.json") {
+    write_text(config, "{\"hidden_size\": 48,");
+    auto e = load_error(dir.path);
+    CHECK(e.code() == ErrorCode::malformed_json);
+    CHECK(std::string(e.what()).find("config.json") != std::string::npos);
+  }
+  SUBCASE("missing tensor (lm_head in an untied model)") {
+    ModelConfig tied = tiny_config(true);
+    auto tied_model = random_model(tied, 24);
+    save_model(*tied_model, dir.path, DType::F32);
+    write_text(config, good_config);  // the untied config needs lm_head.weight
+    auto e = load_error(dir.path);
+    CHECK(e.code() == ErrorCode::missing_tensor);
+    CHECK(std::string(e.what()).find("lm_head.weight") != std::string::npos);
+    CHECK(std::string(e.what()).find("model.safetensors") != std::string::npos);
+  }
+  SUBCASE("wrong shape") {
+    ModelConfig wider = tiny_config(false);
+    wider.intermediate_size = 128;
+    write_text(config, model_config_to_json(wider));
+    auto e = load_error(dir.path);
+    CHECK(e.code() == ErrorCode::shape_mismatch);
+    CHECK(std::string(e.what()).find("mlp") != std::string::npos);
+    CHECK(std::string(e.what()).find("[96, 48]") != std::string::npos);
+  }
+  SUBCASE("unknown dtype") {
+    std::string bytes = good_weights;
+    const auto at = bytes.find("\"F32\"");
+    REQUIRE(at != std::string::npos);
+    bytes.replace(at, 5, "\"I32\"");
+    std::ofstream(weights, std::ios::binary) << bytes;
+    auto e = load_error(dir.path);
+    CHECK(e.code() == ErrorCode::unsupported_dtype);
+    CHECK(std::string(e.what()).find("I32") != std::string::npos);
+  }
+  SUBCASE("truncated safetensors") {
+    std::ofstream(weights, std::ios::binary) << good_weights.substr(0, good_weights.size() - 100);
+    auto e = load_error(dir.path);
+    CHECK(e.code() == ErrorCode::truncated_file);
+    CHECK(std::string(e.what()).find("model.safetensors") != std::string::npos);
+  }
+  SUBCASE("unsupported architecture") {
+    std::string text = good_config;
+    const auto at = text.find("LlamaForCausalLM");
+    REQUIRE(at != std::string::npos);
+    text.replace(at, 16, "MistralForCausal");
+    write_text(config, text);
+    auto e = load_error(dir.path);
+    CHECK(e.code() == ErrorCode::unsupported_architecture);
+    CHECK(std::string(e.what()).find("MistralForCausal") != std::string::npos);
+  }
+  restore();
+  CHECK(load_model(dir.path)->parameter_count() == model->parameter_count());
+}
