@@ -50,6 +50,7 @@ std::shared_ptr<LlamaModel> load_model(const std::filesystem::path& dir) {
   torch::NoGradGuard no_grad;
   for (auto& item : model->named_parameters()) copy_tensor(file, item.key(), item.value());
   model->eval();
+  model->fuse_projections();
   return model;
 }
 

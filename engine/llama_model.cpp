@@ -133,13 +133,47 @@ at::Tensor LlamaModel::logits_from_hidden(const at::Tensor& hidden) {
   return at::linear(hidden, model_->embed_tokens->weight);
 }
 
+void LlamaModel::fuse_projections() {
+  torch::NoGradGuard no_grad;
+  fused_qkv_.clear();
+  fused_gate_up_.clear();
+  // The separate parameters become views into the fused weights, so memory is not
+  // doubled and the HF names still address the same numbers.
+  auto fuse = [](std::vector<at::Tensor*> parts) {
+    std::vector<at::Tensor> weights;
+    for (auto* p : parts) weights.push_back(*p);
+    at::Tensor fused = at::cat(weights, 0);
+    int64_t row = 0;
+    for (auto* p : parts) {
+      const int64_t rows = p->size(0);
+      p->set_data(fused.narrow(0, row, rows));
+      row += rows;
+    }
+    return fused;
+  };
+  for (auto& layer : model_->layers) {
+    auto& a = *layer->self_attn;
+    fused_qkv_.push_back(fuse({&a.q_proj->weight, &a.k_proj->weight, &a.v_proj->weight}));
+    fused_gate_up_.push_back(fuse({&layer->mlp->gate_proj->weight, &layer->mlp->up_proj->weight}));
+  }
+}
+
 at::Tensor LlamaModel::attention(int32_t layer, const at::Tensor& x, const Step& step) {
   auto& attn = *model_->layers[layer]->self_attn;
   const int64_t B = x.size(0), T = x.size(1), D = config_.head_dim;
   const int64_t H = config_.num_attention_heads, KV = config_.num_key_value_heads;
-  at::Tensor q = apply_rope(attn.q_proj(x).view({B, T, H, D}).transpose(1, 2), step.cos, step.sin);
-  at::Tensor k = apply_rope(attn.k_proj(x).view({B, T, KV, D}).transpose(1, 2), step.cos, step.sin);
-  at::Tensor v = attn.v_proj(x).view({B, T, KV, D}).transpose(1, 2);
+  at::Tensor q, k, v;
+  if (!fused_qkv_.empty()) {  // inference: one projection and one RoPE for q and k together
+    at::Tensor qkv = at::linear(x, fused_qkv_[layer]).view({B, T, H + 2 * KV, D});
+    at::Tensor qk = apply_rope(qkv.narrow(2, 0, H + KV).transpose(1, 2), step.cos, step.sin);
+    q = qk.narrow(1, 0, H);
+    k = qk.narrow(1, H, KV);
+    v = qkv.narrow(2, H + KV, KV).transpose(1, 2);
+  } else {
+    q = apply_rope(attn.q_proj(x).view({B, T, H, D}).transpose(1, 2), step.cos, step.sin);
+    k = apply_rope(attn.k_proj(x).view({B, T, KV, D}).transpose(1, 2), step.cos, step.sin);
+    v = attn.v_proj(x).view({B, T, KV, D}).transpose(1, 2);
+  }
 
   at::Tensor keys = k, values = v;
   if (step.cache) {
@@ -173,7 +207,14 @@ at::Tensor LlamaModel::run_layers(at::Tensor x, const Step& step) {
   for (int32_t i = 0; i < static_cast<int32_t>(model_->layers.size()); ++i) {
     const auto& layer = *model_->layers[i];
     x = x + attention(i, layer.input_layernorm->forward(x), step);
-    x = x + layer.mlp->forward(layer.post_attention_layernorm->forward(x));
+    at::Tensor h = layer.post_attention_layernorm->forward(x);
+    if (fused_gate_up_.empty()) {
+      x = x + layer.mlp->forward(h);
+    } else {
+      const int64_t I = config_.intermediate_size;
+      at::Tensor gate_up = at::linear(h, fused_gate_up_[i]);
+      x = x + layer.mlp->down_proj(at::silu(gate_up.narrow(-1, 0, I)) * gate_up.narrow(-1, I, I));
+    }
   }
   return model_->norm->forward(x);
 }

@@ -66,6 +66,11 @@ class LlamaModel : public torch::nn::Module {
   explicit LlamaModel(const ModelConfig& config);
 
   const ModelConfig& config() const { return config_; }
+
+  // For inference: concatenates q/k/v and gate/up weights so each layer runs two
+  // projections fewer (the per-op overhead dominates small models on CPU). Call after
+  // the weights are final; the parameters keep their names and values.
+  void fuse_projections();
   int64_t parameter_count() const;
 
   // Full-sequence causal forward with no cache (training, reference checks):
@@ -87,6 +92,8 @@ class LlamaModel : public torch::nn::Module {
   std::shared_ptr<LlamaBody> model_;
   torch::nn::Linear lm_head_{nullptr};  // absent when embeddings are tied
   at::Tensor inv_freq_;                 // [head_dim / 2]
+  std::vector<at::Tensor> fused_qkv_;   // per layer, empty until fuse_projections()
+  std::vector<at::Tensor> fused_gate_up_;
 };
 
 // Inverse RoPE frequencies for a config, including llama3 rope_scaling.

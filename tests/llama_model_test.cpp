@@ -173,3 +173,18 @@ TEST_CASE("RoPE inverse frequencies follow theta, and llama3 scaling follows its
   CHECK(scaled[63].item<double>() < plain[63].item<double>() / 31.0);  // longest wavelength divided by 32
   CHECK(scaled[0].item<double>() == doctest::Approx(plain[0].item<double>()));  // short ones kept
 }
+
+TEST_CASE("fused q/k/v and gate/up projections give the same logits and keep parameter values") {
+  torch::InferenceMode guard;
+  auto model = random_model(tiny_config(), 41);
+  at::Tensor tokens = random_tokens(30, 97, 9).unsqueeze(0);
+  at::Tensor before = model->forward_full(tokens);
+  const at::Tensor k_before = model->named_parameters()["model.layers.1.self_attn.k_proj.weight"].clone();
+  model->fuse_projections();
+  CHECK(max_diff(model->forward_full(tokens), before) < 1e-4);
+  CHECK(at::equal(model->named_parameters()["model.layers.1.self_attn.k_proj.weight"], k_before));
+  KvCache cache(model->config(), 1, 64);
+  const int32_t slot = *cache.allocate();
+  at::Tensor cached = model->forward({tokens, {slot}, {30}}, cache, LogitsFor::all_positions);
+  CHECK(max_diff(cached, before) < 1e-4);
+}

@@ -37,6 +37,7 @@ struct Args {
   Shape draft{128, 2, 4, 2, 384};
   int64_t max_positions = 1024;
   TrainOptions target_train, draft_train;
+  std::string teacher;  // when set: reuse this target (and its tokenizer), train only the draft
   uint64_t seed = 1234;
   int threads = 2;
 };
@@ -147,28 +148,38 @@ int run(const Args& a) {
 
   const fs::path out(a.out_dir), work = out / ".train-work";
   fs::create_directories(work);
-  std::ofstream(work / "train.txt") << text.substr(0, cut);
-  train_sentencepiece("--input=" + (work / "train.txt").string() + " --model_prefix=" + (work / "tokenizer").string() +
-                      " --vocab_size=" + std::to_string(a.vocab_size) +
-                      " --model_type=bpe --byte_fallback=true --character_coverage=1.0"
-                      " --normalization_rule_name=identity --remove_extra_whitespaces=false --add_dummy_prefix=false"
-                      " --split_digits=true --unk_id=0 --bos_id=1 --eos_id=2 --pad_id=-1 --num_threads=2"
-                      " --minloglevel=1");
-  SentencePieceTokenizer tok(work / "tokenizer.model");
+  const fs::path spm_model = a.teacher.empty() ? work / "tokenizer.model" : fs::path(a.teacher) / "tokenizer.model";
+  if (a.teacher.empty()) {
+    std::ofstream(work / "train.txt") << text.substr(0, cut);
+    train_sentencepiece("--input=" + (work / "train.txt").string() + " --model_prefix=" + (work / "tokenizer").string() +
+                        " --vocab_size=" + std::to_string(a.vocab_size) +
+                        " --model_type=bpe --byte_fallback=true --character_coverage=1.0"
+                        " --normalization_rule_name=identity --remove_extra_whitespaces=false --add_dummy_prefix=false"
+                        " --split_digits=true --unk_id=0 --bos_id=1 --eos_id=2 --pad_id=-1 --num_threads=2"
+                        " --minloglevel=1");
+  }
+  SentencePieceTokenizer tok(spm_model);
   const auto train_ids = encode_stream(tok, train_paras), val_ids = encode_stream(tok, val_paras);
   std::printf("tokenizer: vocab %d, %zu training tokens, %zu validation tokens\n", tok.vocab_size(),
               train_ids.size(), val_ids.size());
 
   TrainReport target_report, draft_report;
-  auto target = train_one("target", a.target, a, tok.vocab_size(), a.target_train, train_ids, val_ids, target_report);
+  std::shared_ptr<LlamaModel> target;
+  if (a.teacher.empty()) {
+    target = train_one("target", a.target, a, tok.vocab_size(), a.target_train, train_ids, val_ids, target_report);
+    save_model(*target, out / "target", DType::F16);
+    write_tokenizer_files(out / "target", spm_model);
+  } else {
+    target = load_model(a.teacher);
+    target_report.validation_loss = validation_loss(*target, val_ids, a.target_train.seq_len,
+                                                    a.target_train.eval_batches * 4, a.target_train.batch_size, 1);
+    std::printf("[target] loaded from %s, validation loss %.4f\n", a.teacher.c_str(), target_report.validation_loss);
+  }
   TrainOptions draft_opts = a.draft_train;
   draft_opts.teacher = target;
   auto draft = train_one("draft", a.draft, a, tok.vocab_size(), draft_opts, train_ids, val_ids, draft_report);
-
-  for (auto [name, model] : {std::pair{"target", target}, std::pair{"draft", draft}}) {
-    save_model(*model, out / name, DType::F16);
-    write_tokenizer_files(out / name, work / "tokenizer.model");
-  }
+  save_model(*draft, out / "draft", DType::F16);
+  write_tokenizer_files(out / "draft", spm_model);
   const double total = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::ofstream(out / "train_report.json")
       << "{\n  \"wall_seconds\": " << total << ",\n  \"training_tokens\": " << train_ids.size()
@@ -199,6 +210,7 @@ int main(int argc, char** argv) {
   app.add_option("--seq-len", a.target_train.seq_len, "training window")->capture_default_str();
   app.add_option("--distill-weight", a.draft_train.distill_weight, "weight of the target's soft labels for the draft")
       ->capture_default_str()->check(CLI::Range(0.0, 1.0));
+  app.add_option("--teacher", a.teacher, "existing target directory: train only a draft distilled from it");
   app.add_option("--seed", a.seed, "random seed")->capture_default_str();
   app.add_option("--threads", a.threads, "intra-op threads")->capture_default_str()->check(CLI::Range(1, 256));
   add_shape_options(app, "target", a.target);
