@@ -4,6 +4,8 @@
 #include <CLI/CLI.hpp>
 #include <boost/json.hpp>
 
+#include <charconv>
+
 #include <cstdint>
 #include <filesystem>
 #include <string>

@@ -1,0 +1,217 @@
+#include "engine/spec_generation.hpp"
+
+#include <ATen/ATen.h>
+#include <torch/csrc/autograd/grad_mode.h>
+
+#include <algorithm>
+#include <chrono>
+#include <memory>
+#include <optional>
+
+#include "engine/errors.hpp"
+#include "engine/kv_cache.hpp"
+#include "engine/llama_model.hpp"
+#include "engine/stop_conditions.hpp"
+#include "engine/tokenizer.hpp"
+
+namespace specd {
+
+void CostMeter::observe(const RoundResult& round) {
+  // Exponential averages: recent rounds matter most, one outlier does not swing K.
+  constexpr double w = 0.1;
+  if (round.draft_steps > 0) {
+    const double step = round.draft_seconds / round.draft_steps;
+    draft_step_seconds = draft_step_seconds > 0 ? (1 - w) * draft_step_seconds + w * step : step;
+  }
+  verify_seconds = verify_seconds > 0 ? (1 - w) * verify_seconds + w * round.verify_seconds : round.verify_seconds;
+}
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr double kDefaultCostRatio = 0.1;  // until the first rounds are measured
+
+struct Active {
+  size_t index;
+  std::unique_ptr<SpecSequence> seq;  // null once finished and released
+  std::optional<StopStringMatcher> stop;
+  std::string stop_fed;  // decoded text fed to the stop matcher so far
+  std::string stop_text;
+  bool stopped_by_string = false;
+  Clock::time_point first_token_at;
+};
+
+// Feeds the text of newly accepted tokens to the stop matcher. A trailing U+FFFD is
+// an unfinished byte sequence (byte-fallback pieces); it waits for the next token.
+bool feed_stop(Active& a, const Tokenizer& tok, const std::vector<int32_t>& generated) {
+  std::string full = tok.decode(generated);
+  static const std::string kReplacement = "\xEF\xBF\xBD";
+  while (full.size() >= 3 && full.compare(full.size() - 3, 3, kReplacement) == 0) full.resize(full.size() - 3);
+  if (full.size() <= a.stop_fed.size() || full.compare(0, a.stop_fed.size(), a.stop_fed) != 0) return false;
+  auto result = a.stop->feed(std::string_view(full).substr(a.stop_fed.size()));
+  a.stop_fed = full;
+  a.stop_text += result.emit;
+  return result.stopped;
+}
+
+// Applies stop conditions to a burst in order; returns true when the request ends.
+bool accept_burst(Active& a, const SpecRequest& req, SpecResult& res, const std::vector<int32_t>& burst,
+                  const Tokenizer* tok) {
+  for (int32_t token : burst) {
+    res.tokens.push_back(token);
+    if (std::find(req.eos_ids.begin(), req.eos_ids.end(), token) != req.eos_ids.end()) {
+      res.finish_reason = FinishReason::stop;
+      return true;
+    }
+    if (a.stop && tok && feed_stop(a, *tok, res.tokens)) {
+      res.finish_reason = FinishReason::stop;
+      a.stopped_by_string = true;
+      return true;
+    }
+    if (static_cast<int32_t>(res.tokens.size()) >= req.max_tokens) {
+      res.finish_reason = FinishReason::length;
+      return true;
+    }
+  }
+  return false;
+}
+
+void check_request(const SpecRequest& r, const SpecModels& m) {
+  validate(r.sampling);
+  if (r.prompt.empty()) throw SpecdError(ErrorCode::invalid_argument, "the prompt has no tokens");
+  if (r.max_tokens < 1) throw SpecdError(ErrorCode::invalid_argument, "max_tokens must be >= 1");
+  if (r.spec.k < 0 || r.spec.k_max < 0) throw SpecdError(ErrorCode::invalid_argument, "K must be >= 0");
+  if (static_cast<int64_t>(r.prompt.size()) >= m.target_cache.max_seq_len()) {
+    throw SpecdError(ErrorCode::out_of_capacity, "prompt of " + std::to_string(r.prompt.size()) +
+                                                     " tokens does not fit max_seq_len " +
+                                                     std::to_string(m.target_cache.max_seq_len()));
+  }
+  const auto vocab = m.target.config().vocab_size;
+  for (int32_t id : r.prompt) {
+    if (id < 0 || id >= vocab) throw SpecdError(ErrorCode::invalid_argument, "prompt id " + std::to_string(id) + " outside the vocabulary");
+  }
+}
+
+std::unique_ptr<SpecSequence> admit(SpecModels& m, const SpecRequest& r, double c) {
+  auto target_slot = m.target_cache.allocate();
+  if (!target_slot) throw SpecdError(ErrorCode::out_of_capacity, "no free target KV slot");
+  int32_t draft_slot = -1;
+  if (m.draft && r.spec.enabled && r.spec.drafter == DrafterKind::model) {
+    auto slot = m.draft_cache->allocate();
+    if (!slot) {
+      m.target_cache.release(*target_slot);
+      throw SpecdError(ErrorCode::out_of_capacity, "no free draft KV slot");
+    }
+    draft_slot = *slot;
+  }
+  return std::make_unique<SpecSequence>(r.prompt, *target_slot, draft_slot, r.sampling, r.spec, c);
+}
+
+void release(SpecModels& m, Active& a) {
+  if (!a.seq) return;
+  m.target_cache.release(a.seq->target_slot);
+  if (a.seq->draft_slot >= 0) m.draft_cache->release(a.seq->draft_slot);
+  a.seq.reset();
+}
+
+// Final bookkeeping of a request that stopped: text, statistics, slots back.
+void finish(SpecModels& m, Active& a, SpecResult& res, const Tokenizer* tok) {
+  res.stats = a.seq->stats;
+  res.decode_seconds = std::chrono::duration<double>(Clock::now() - a.first_token_at).count();
+  if (a.stopped_by_string) {
+    res.text = a.stop_text;
+  } else if (tok) {
+    res.text = tok->decode(res.tokens);
+  }
+  release(m, a);
+}
+
+// Batched target prefill of the prompts; each row's last logits give its first token.
+std::vector<int32_t> prefill(SpecModels& m, std::vector<Active>& batch) {
+  std::vector<int64_t> lengths;
+  std::vector<int32_t> slots;
+  size_t width = 0;
+  for (auto& a : batch) width = std::max(width, a.seq->tokens.size());
+  at::Tensor tokens = at::zeros({static_cast<int64_t>(batch.size()), static_cast<int64_t>(width)}, at::kLong);
+  for (size_t b = 0; b < batch.size(); ++b) {
+    const auto& t = batch[b].seq->tokens;
+    tokens[b].narrow(0, 0, static_cast<int64_t>(t.size())).copy_(at::tensor(t, at::kInt).to(at::kLong));
+    lengths.push_back(static_cast<int64_t>(t.size()));
+    slots.push_back(batch[b].seq->target_slot);
+  }
+  at::Tensor logits = m.target.forward({tokens, slots, lengths}, m.target_cache, LogitsFor::last_position);
+  std::vector<int32_t> first;
+  for (size_t b = 0; b < batch.size(); ++b) {
+    SpecSequence& s = *batch[b].seq;
+    first.push_back(sample_token(logits[b], s.sampling, s.tokens, s.rng));
+  }
+  return first;
+}
+
+}  // namespace
+
+std::vector<SpecResult> generate_speculative(SpecModels& m, const std::vector<SpecRequest>& requests,
+                                             const Tokenizer* tokenizer, CostMeter* meter) {
+  for (const auto& r : requests) check_request(r, m);
+  torch::InferenceMode inference;
+  CostMeter local_meter;
+  CostMeter& cost = meter ? *meter : local_meter;
+  std::vector<SpecResult> results(requests.size());
+  std::vector<Active> active;
+  auto cleanup = [&] { for (auto& a : active) release(m, a); };
+  try {
+    for (size_t i = 0; i < requests.size(); ++i) {
+      active.push_back({i, admit(m, requests[i], cost.cost_ratio(kDefaultCostRatio)), std::nullopt, {}, {}, {}});
+      if (!requests[i].stop.empty() && tokenizer) active.back().stop.emplace(requests[i].stop);
+    }
+    const auto t0 = Clock::now();
+    const auto first = prefill(m, active);
+    const double prefill_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+    std::vector<Active> running;
+    for (size_t b = 0; b < active.size(); ++b) {
+      Active& a = active[b];
+      SpecResult& res = results[a.index];
+      res.prefill_seconds = prefill_seconds;
+      a.first_token_at = Clock::now();
+      a.seq->tokens.push_back(first[b]);
+      if (accept_burst(a, requests[a.index], res, {first[b]}, tokenizer)) {
+        finish(m, a, res, tokenizer);
+      } else {
+        running.push_back(std::move(a));
+      }
+    }
+    active = std::move(running);
+    while (!active.empty()) {
+      std::vector<SpecSequence*> seqs;
+      for (auto& a : active) {
+        a.seq->max_new_this_round = requests[a.index].max_tokens - static_cast<int32_t>(results[a.index].tokens.size());
+        a.seq->adaptive.set_cost_ratio(cost.cost_ratio(kDefaultCostRatio));
+        seqs.push_back(a.seq.get());
+      }
+      RoundResult round = speculative_round(m, seqs);
+      cost.observe(round);
+      running.clear();
+      for (size_t b = 0; b < active.size(); ++b) {
+        Active& a = active[b];
+        SpecResult& res = results[a.index];
+        bool done = accept_burst(a, requests[a.index], res, round.rows[b].tokens, tokenizer);
+        if (!done && static_cast<int64_t>(a.seq->tokens.size()) > m.target_cache.max_seq_len()) {
+          res.finish_reason = FinishReason::length;  // the cache is full: no room to feed g
+          done = true;
+        }
+        if (done) {
+          finish(m, a, res, tokenizer);
+        } else {
+          running.push_back(std::move(a));
+        }
+      }
+      active = std::move(running);
+    }
+  } catch (...) {
+    cleanup();
+    throw;
+  }
+  return results;
+}
+
+}  // namespace specd

@@ -1,0 +1,52 @@
+#pragma once
+// Generation of a batch of requests with speculative rounds: target prefill of each
+// prompt (its logits give the first token), then rounds until every request stops.
+// Stop conditions (EOS ids, stop strings, max_tokens) apply to accepted tokens only,
+// in order; the rest of a round's burst is dropped. With speculation off for a row,
+// its rounds are plain batched target steps, so one driver serves both paths.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "engine/generation.hpp"
+#include "engine/speculative_round.hpp"
+
+namespace specd {
+
+class Tokenizer;
+
+struct SpecRequest {
+  std::vector<int32_t> prompt;
+  SamplingParams sampling;
+  int32_t max_tokens = 128;
+  std::vector<int32_t> eos_ids;
+  std::vector<std::string> stop;  // stop strings; needs a tokenizer
+  SpecSettings spec;
+};
+
+struct SpecResult {
+  std::vector<int32_t> tokens;  // generated ids (an EOS that stopped generation is kept)
+  std::string text;             // decoded text, cut before a stop string (empty without tokenizer)
+  FinishReason finish_reason = FinishReason::length;
+  SpecStats stats;
+  double prefill_seconds = 0;
+  double decode_seconds = 0;
+};
+
+// Measured draft-step and verify costs, for adaptive K's cost ratio c.
+struct CostMeter {
+  double draft_step_seconds = 0;   // mean batched draft step
+  double verify_seconds = 0;       // mean batched target pass
+  double cost_ratio(double fallback) const {
+    return draft_step_seconds > 0 && verify_seconds > 0 ? draft_step_seconds / verify_seconds : fallback;
+  }
+  void observe(const RoundResult& round);
+};
+
+// Runs all requests together (continuous batching inside one call: a finished request
+// leaves the batch, its slots are released). Throws SpecdError for a request that
+// cannot fit (prompt longer than the cache) or when slots run out.
+std::vector<SpecResult> generate_speculative(SpecModels& models, const std::vector<SpecRequest>& requests,
+                                             const Tokenizer* tokenizer, CostMeter* meter = nullptr);
+
+}  // namespace specd

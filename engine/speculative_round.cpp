@@ -1,0 +1,227 @@
+#include "engine/speculative_round.hpp"
+
+#include <ATen/ATen.h>
+#include <torch/csrc/autograd/grad_mode.h>
+
+#include <algorithm>
+#include <chrono>
+
+#include "engine/errors.hpp"
+#include "engine/kv_cache.hpp"
+#include "engine/llama_model.hpp"
+#include "engine/prompt_lookup.hpp"
+#include "engine/rejection_sampler.hpp"
+
+namespace specd {
+
+const char* drafter_name(DrafterKind kind) { return kind == DrafterKind::model ? "model" : "lookup"; }
+
+void SpecStats::record(int32_t drafted_now, int32_t accepted_now) {
+  rounds += 1;
+  drafted += drafted_now;
+  accepted += accepted_now;
+  emitted += accepted_now + 1;
+  if (static_cast<int32_t>(accepted_per_position.size()) < drafted_now) accepted_per_position.resize(drafted_now, 0);
+  for (int32_t i = 0; i < accepted_now; ++i) accepted_per_position[i] += 1;
+}
+
+SpecSequence::SpecSequence(std::vector<int32_t> context, int32_t target_slot_, int32_t draft_slot_,
+                           SamplingParams sampling_, SpecSettings spec_, double cost_ratio)
+    : tokens(std::move(context)),
+      target_slot(target_slot_),
+      draft_slot(draft_slot_),
+      sampling(sampling_),
+      rng(sampling_.seed),
+      spec(spec_),
+      adaptive(cost_ratio, spec_.k_max) {}
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+// One row's work in the round.
+struct Row {
+  SpecSequence* seq;
+  int32_t k = 0;
+  std::vector<int32_t> drafts;       // t1..tk
+  std::vector<at::Tensor> draft_q;   // q1..qk (sampling only)
+  std::vector<int32_t> context;      // tokens + drafts so far (for the repetition penalty)
+};
+
+at::Tensor to_batch(const std::vector<std::vector<int32_t>>& rows, std::vector<int64_t>& lengths) {
+  size_t width = 0;
+  for (const auto& r : rows) width = std::max(width, r.size());
+  at::Tensor out = at::zeros({static_cast<int64_t>(rows.size()), static_cast<int64_t>(width)}, at::kLong);
+  auto acc = out.accessor<int64_t, 2>();
+  lengths.clear();
+  for (size_t b = 0; b < rows.size(); ++b) {
+    for (size_t t = 0; t < rows[b].size(); ++t) acc[b][t] = rows[b][t];
+    lengths.push_back(static_cast<int64_t>(rows[b].size()));
+  }
+  return out;
+}
+
+// Draws the next draft token for a row from the draft's logits, keeping q for sampling.
+void take_draft_token(Row& row, const at::Tensor& logits) {
+  const SamplingParams& sp = row.seq->sampling;
+  int32_t token;
+  if (sp.greedy()) {
+    token = static_cast<int32_t>(penalized_logits(logits, sp, row.context).argmax().item<int64_t>());
+  } else {
+    at::Tensor q = sampling_distribution(logits, sp, row.context);
+    token = draw_from(q, row.seq->rng);
+    row.draft_q.push_back(q);
+  }
+  row.drafts.push_back(token);
+  row.context.push_back(token);
+}
+
+// K batched draft steps. The first step feeds every token the draft has not seen yet
+// (the whole context for a newcomer: lazy prefill; emitted tokens otherwise: catch-up).
+int32_t run_draft(SpecModels& m, std::vector<Row*>& rows) {
+  if (rows.empty()) return 0;
+  std::vector<std::vector<int32_t>> feed;
+  std::vector<int32_t> slots;
+  for (Row* r : rows) {
+    const int64_t seen = m.draft_cache->length(r->seq->draft_slot);
+    feed.emplace_back(r->seq->tokens.begin() + seen, r->seq->tokens.end());
+    slots.push_back(r->seq->draft_slot);
+  }
+  std::vector<int64_t> lengths;
+  at::Tensor logits = m.draft->forward({to_batch(feed, lengths), slots, lengths}, *m.draft_cache,
+                                       LogitsFor::last_position);
+  for (size_t b = 0; b < rows.size(); ++b) take_draft_token(*rows[b], logits[b]);
+  int32_t steps = 1;
+  for (int32_t j = 1;; ++j, ++steps) {
+    std::vector<Row*> active;
+    for (Row* r : rows) if (r->k > j) active.push_back(r);
+    if (active.empty()) break;
+    std::vector<std::vector<int32_t>> step_feed;
+    slots.clear();
+    for (Row* r : active) {
+      step_feed.push_back({r->drafts.back()});
+      slots.push_back(r->seq->draft_slot);
+    }
+    logits = m.draft->forward({to_batch(step_feed, lengths), slots, lengths}, *m.draft_cache, LogitsFor::last_position);
+    for (size_t b = 0; b < active.size(); ++b) take_draft_token(*active[b], logits[b]);
+  }
+  return steps;
+}
+
+// A deterministic proposal is a draft distribution with all mass on the proposed token.
+at::Tensor one_hot(int32_t token, int64_t vocab) {
+  at::Tensor q = at::zeros({vocab}, at::kFloat);
+  q[token] = 1.0f;
+  return q;
+}
+
+VerifyOutcome accept_reject(Row& row, const at::Tensor& logits) {
+  SpecSequence& seq = *row.seq;
+  const int32_t k = row.k;
+  std::vector<int32_t> ctx = seq.tokens;
+  if (seq.sampling.greedy()) {
+    std::vector<int32_t> choices;
+    if (seq.sampling.repetition_penalty == 1.0) {
+      at::Tensor best = logits.narrow(0, 0, k + 1).argmax(-1);
+      for (int32_t j = 0; j <= k; ++j) choices.push_back(static_cast<int32_t>(best[j].item<int64_t>()));
+    } else {
+      for (int32_t j = 0; j <= k; ++j) {
+        choices.push_back(static_cast<int32_t>(penalized_logits(logits[j], seq.sampling, ctx).argmax().item<int64_t>()));
+        if (j < k) ctx.push_back(row.drafts[j]);
+      }
+    }
+    return verify_greedy(choices, row.drafts);
+  }
+  std::vector<at::Tensor> p;
+  for (int32_t j = 0; j <= k; ++j) {
+    p.push_back(sampling_distribution(logits[j], seq.sampling, ctx));
+    if (j < k) ctx.push_back(row.drafts[j]);
+  }
+  if (row.draft_q.empty()) {
+    for (int32_t t : row.drafts) row.draft_q.push_back(one_hot(t, logits.size(-1)));
+  }
+  return verify_sampled(p, row.draft_q, row.drafts, seq.rng);
+}
+
+}  // namespace
+
+int32_t plan_k(const SpecModels& m, SpecSequence& seq) {
+  if (!seq.spec.enabled) return 0;
+  const bool model_drafter = seq.spec.drafter == DrafterKind::model;
+  if (model_drafter && (!m.draft || seq.draft_slot < 0)) return 0;
+  int64_t k = seq.spec.adaptive ? seq.adaptive.next_k() : seq.spec.k;
+  const auto n = static_cast<int64_t>(seq.tokens.size());
+  k = std::min<int64_t>(k, m.target_cache.max_seq_len() - n);  // verify writes g and K drafts after n-1 tokens
+  if (model_drafter) k = std::min<int64_t>(k, m.draft_cache->max_seq_len() - n + 1);
+  k = std::min<int64_t>(k, seq.max_new_this_round - 1);  // never draft past max_tokens
+  return static_cast<int32_t>(std::max<int64_t>(k, 0));
+}
+
+RoundResult speculative_round(SpecModels& m, std::span<SpecSequence* const> batch) {
+  torch::InferenceMode inference;
+  RoundResult result;
+  std::vector<Row> rows(batch.size());
+  std::vector<Row*> model_rows;
+  for (size_t b = 0; b < batch.size(); ++b) {
+    Row& row = rows[b];
+    row.seq = batch[b];
+    if (static_cast<int64_t>(row.seq->tokens.size()) > m.target_cache.max_seq_len()) {
+      throw SpecdError(ErrorCode::out_of_capacity, "speculative_round: a sequence has no room left in the KV cache");
+    }
+    row.k = plan_k(m, *row.seq);
+    row.context = row.seq->tokens;
+    if (row.k == 0) continue;
+    if (row.seq->spec.drafter == DrafterKind::lookup) {
+      row.drafts = propose_by_lookup(row.seq->tokens, row.k, row.seq->spec.lookup_max_ngram);
+      row.k = static_cast<int32_t>(row.drafts.size());
+    } else {
+      model_rows.push_back(&row);
+    }
+  }
+  auto t0 = Clock::now();
+  result.draft_steps = run_draft(m, model_rows);
+  result.draft_seconds = seconds_since(t0);
+
+  // One batched target pass over [g, t1..tK] per row.
+  std::vector<std::vector<int32_t>> feed;
+  std::vector<int32_t> slots;
+  std::vector<int64_t> starts;
+  for (Row& row : rows) {
+    feed.push_back({row.seq->tokens.back()});
+    feed.back().insert(feed.back().end(), row.drafts.begin(), row.drafts.end());
+    slots.push_back(row.seq->target_slot);
+    starts.push_back(m.target_cache.length(row.seq->target_slot));
+  }
+  std::vector<int64_t> lengths;
+  t0 = Clock::now();
+  at::Tensor logits = m.target.forward({to_batch(feed, lengths), slots, lengths}, m.target_cache, LogitsFor::all_positions);
+  result.verify_seconds = seconds_since(t0);
+
+  for (size_t b = 0; b < rows.size(); ++b) {
+    Row& row = rows[b];
+    SpecSequence& seq = *row.seq;
+    const VerifyOutcome outcome = accept_reject(row, logits[b]);
+    const int64_t before = static_cast<int64_t>(seq.tokens.size());
+    m.target_cache.truncate_to(seq.target_slot, starts[b] + outcome.accepted + 1);
+    if (seq.spec.drafter == DrafterKind::model && row.k > 0) {
+      // The draft saw the context and t1..t(k-1); keep what the target accepted.
+      m.draft_cache->truncate_to(seq.draft_slot, std::min(m.draft_cache->length(seq.draft_slot), before + outcome.accepted));
+    }
+    RoundOutput out;
+    out.tokens.assign(row.drafts.begin(), row.drafts.begin() + outcome.accepted);
+    out.tokens.push_back(outcome.next_token);
+    out.drafted = row.k;
+    out.accepted = outcome.accepted;
+    seq.tokens.insert(seq.tokens.end(), out.tokens.begin(), out.tokens.end());
+    if (row.k > 0) {
+      seq.stats.record(row.k, outcome.accepted);
+      if (seq.spec.adaptive) seq.adaptive.observe(row.k, outcome.accepted);
+    }
+    result.rows.push_back(std::move(out));
+  }
+  return result;
+}
+
+}  // namespace specd

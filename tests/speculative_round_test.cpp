@@ -1,0 +1,232 @@
+// Speculative decoding is lossless: greedy output equals target-only greedy token for
+// token (for every K, batch size and prompt length mix), sampled output has the
+// target's distribution, and stop conditions apply to accepted tokens only.
+#include "tests/support/doctest_torch.hpp"
+
+#include <map>
+
+#include "engine/generation.hpp"
+#include "engine/spec_generation.hpp"
+#include "tests/support/chi_square.hpp"
+#include "tests/support/spec_pairs.hpp"
+
+using namespace specd;
+using namespace specd::testing;
+
+namespace {
+
+// 24 prompts of mixed lengths 1..47 over the tiny vocabulary.
+std::vector<std::vector<int32_t>> mixed_prompts() {
+  std::vector<std::vector<int32_t>> prompts;
+  for (int i = 0; i < 24; ++i) {
+    std::vector<int32_t> p = {1};
+    const int len = 1 + (i * 13) % 47;
+    for (int j = 1; j < len; ++j) p.push_back((i * 31 + j * 7 + j * j) % 97);
+    prompts.push_back(p);
+  }
+  return prompts;
+}
+
+std::vector<int32_t> target_only(LlamaModel& target, const std::vector<int32_t>& prompt, int32_t max_tokens,
+                                 double repetition_penalty = 1.0) {
+  KvCache cache(target.config(), 1, 128);
+  GenerationRequest r;
+  r.prompt = prompt;
+  r.max_tokens = max_tokens;
+  r.sampling.repetition_penalty = repetition_penalty;
+  return generate_target_only(target, cache, r).tokens;
+}
+
+SpecRequest spec_request(const std::vector<int32_t>& prompt, int32_t k, int32_t max_tokens) {
+  SpecRequest r;
+  r.prompt = prompt;
+  r.max_tokens = max_tokens;
+  r.spec.k = k;
+  return r;
+}
+
+// Greedy grid: every prompt, in batches of `batch`, equals target-only greedy.
+void check_greedy_grid(TestPair& pair, const std::vector<int32_t>& ks, const std::vector<size_t>& batches,
+                       SpecStats* totals_for_k4) {
+  const auto prompts = mixed_prompts();
+  std::vector<std::vector<int32_t>> expected;
+  for (const auto& p : prompts) expected.push_back(target_only(*pair.target, p, 24));
+  for (int32_t k : ks) {
+    for (size_t batch : batches) {
+      CAPTURE(k);
+      CAPTURE(batch);
+      for (size_t first = 0; first < prompts.size(); first += batch) {
+        std::vector<SpecRequest> reqs;
+        for (size_t i = first; i < std::min(prompts.size(), first + batch); ++i) reqs.push_back(spec_request(prompts[i], k, 24));
+        SpecModels models = pair.models();
+        auto results = generate_speculative(models, reqs, nullptr);
+        for (size_t i = 0; i < results.size(); ++i) {
+          CHECK(results[i].tokens == expected[first + i]);
+          if (k == 4 && batch == 1 && totals_for_k4) {
+            totals_for_k4->drafted += results[i].stats.drafted;
+            totals_for_k4->accepted += results[i].stats.accepted;
+            totals_for_k4->rounds += results[i].stats.rounds;
+            totals_for_k4->accepted_per_position.resize(4, 0);
+            for (size_t j = 0; j < results[i].stats.accepted_per_position.size(); ++j) {
+              totals_for_k4->accepted_per_position[j] += results[i].stats.accepted_per_position[j];
+            }
+          }
+        }
+      }
+      CHECK(pair.target_cache->free_slot_count() == pair.target_cache->slot_count());
+      CHECK(pair.draft_cache->free_slot_count() == pair.draft_cache->slot_count());
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("greedy speculation equals target-only greedy: random draft, K 1/2/4/8, batches 1/3/8") {
+  TestPair pair = make_pair(false, 8);
+  SpecStats totals;
+  check_greedy_grid(pair, {1, 2, 4, 8}, {1, 3, 8}, &totals);
+  MESSAGE("random draft acceptance at K=4: " << double(totals.accepted) / double(totals.drafted));
+  CHECK(totals.accepted < totals.drafted / 2);  // this draft really disagrees often
+}
+
+TEST_CASE("greedy speculation equals target-only greedy when rejections land at every draft position") {
+  TestPair pair = make_pair(true, 8);
+  SpecStats totals;
+  check_greedy_grid(pair, {1, 2, 4, 8}, {1, 3, 8}, &totals);
+  MESSAGE("perturbed draft acceptance at K=4: " << double(totals.accepted) / double(totals.drafted));
+  // Rounds that reached position i and were rejected there: reached(i) - accepted(i).
+  REQUIRE(totals.accepted_per_position.size() == 4);
+  int64_t reached = totals.rounds;
+  for (int i = 0; i < 4; ++i) {
+    CAPTURE(i);
+    CHECK(reached - totals.accepted_per_position[i] > 0);
+    reached = totals.accepted_per_position[i];
+  }
+  CHECK(totals.accepted_per_position[3] > 0);  // and full accepts (bonus tokens) happen too
+}
+
+TEST_CASE("rows with different K, speculation off, and the lookup drafter share one batch losslessly") {
+  TestPair pair = make_pair(true, 6);
+  const auto prompts = mixed_prompts();
+  std::vector<SpecRequest> reqs;
+  for (int i = 0; i < 6; ++i) reqs.push_back(spec_request(prompts[i + 3], 1 + i, 30));
+  reqs[2].spec.enabled = false;
+  reqs[4].spec.drafter = DrafterKind::lookup;
+  reqs[5].spec.adaptive = true;
+  reqs[1].sampling.repetition_penalty = 1.3;
+  SpecModels models = pair.models();
+  auto results = generate_speculative(models, reqs, nullptr);
+  for (int i = 0; i < 6; ++i) {
+    CAPTURE(i);
+    CHECK(results[i].tokens == target_only(*pair.target, reqs[i].prompt, 30, reqs[i].sampling.repetition_penalty));
+  }
+  CHECK(results[2].stats.rounds == 0);
+  CHECK(results[1].stats.drafted > 0);
+}
+
+TEST_CASE("max_tokens is exact and EOS ends generation at the accepted token") {
+  TestPair pair = make_pair(true, 1);
+  const auto prompt = mixed_prompts()[5];
+  const auto expected = target_only(*pair.target, prompt, 40);
+  for (int32_t max_tokens : {1, 2, 3, 5, 9, 17}) {
+    for (int32_t k : {1, 4, 8}) {
+      SpecModels models = pair.models();
+      auto r = generate_speculative(models, {spec_request(prompt, k, max_tokens)}, nullptr).front();
+      CHECK(r.tokens == std::vector<int32_t>(expected.begin(), expected.begin() + max_tokens));
+      CHECK(r.finish_reason == FinishReason::length);
+    }
+  }
+  auto req = spec_request(prompt, 8, 40);
+  req.eos_ids = {expected[11]};
+  SpecModels models = pair.models();
+  auto r = generate_speculative(models, {req}, nullptr).front();
+  const auto stop_at = std::find(expected.begin(), expected.end(), expected[11]) - expected.begin();
+  CHECK(r.tokens == std::vector<int32_t>(expected.begin(), expected.begin() + stop_at + 1));
+  CHECK(r.finish_reason == FinishReason::stop);
+}
+
+TEST_CASE("near max_seq_len K shrinks and the last tokens come from plain target steps") {
+  TestPair pair = make_pair(true, 1, 40);
+  const auto prompt = mixed_prompts()[7];  // 1 + 7*13 % 47 = 45 % 47... length below
+  std::vector<int32_t> short_prompt(prompt.begin(), prompt.begin() + std::min<size_t>(prompt.size(), 20));
+  KvCache cache(pair.target->config(), 1, 40);
+  GenerationRequest ref;
+  ref.prompt = short_prompt;
+  ref.max_tokens = 100;
+  auto expected = generate_target_only(*pair.target, cache, ref);
+  SpecModels models = pair.models();
+  auto r = generate_speculative(models, {spec_request(short_prompt, 8, 100)}, nullptr).front();
+  CHECK(r.tokens == expected.tokens);
+  CHECK(r.tokens.size() == 40 - short_prompt.size() + 1);
+  CHECK(r.finish_reason == FinishReason::length);
+}
+
+TEST_CASE("sampled speculation has the target's joint distribution of three tokens (chi-square, p < 0.001)") {
+  // Exact target-only probabilities of (t1, t2, t3) under top-k 3, then the counts of
+  // N speculative samples (K = 2, so t2 and t3 come from one speculative round).
+  TestPair pair = make_pair(true, 8);
+  const std::vector<int32_t> prompt = {1, 40, 41, 42};
+  SamplingParams sp;
+  sp.temperature = 1.0;
+  sp.top_k = 3;
+  std::map<std::vector<int32_t>, double> exact;
+  {
+    torch::InferenceMode guard;
+    auto dist = [&](const std::vector<int32_t>& ctx) {
+      std::vector<int64_t> ids(ctx.begin(), ctx.end());
+      return sampling_distribution(pair.target->forward_full(at::tensor(ids).unsqueeze(0))[0][-1], sp, ctx);
+    };
+    at::Tensor p1 = dist(prompt);
+    for (int a = 0; a < 97; ++a) {
+      if (p1[a].item<float>() == 0) continue;
+      auto c1 = prompt;
+      c1.push_back(a);
+      at::Tensor p2 = dist(c1);
+      for (int b = 0; b < 97; ++b) {
+        if (p2[b].item<float>() == 0) continue;
+        auto c2 = c1;
+        c2.push_back(b);
+        at::Tensor p3 = dist(c2);
+        for (int c = 0; c < 97; ++c) {
+          if (p3[c].item<float>() > 0) exact[{a, b, c}] = p1[a].item<double>() * p2[b].item<double>() * p3[c].item<double>();
+        }
+      }
+    }
+  }
+  REQUIRE(exact.size() == 27);
+  std::map<std::vector<int32_t>, int64_t> counts;
+  const int64_t n = 24000;
+  SpecStats stats;
+  for (int64_t first = 0; first < n; first += 8) {
+    std::vector<SpecRequest> reqs;
+    for (int64_t i = first; i < first + 8; ++i) {
+      SpecRequest r = spec_request(prompt, 2, 3);
+      r.sampling = sp;
+      r.sampling.seed = 1000 + static_cast<uint64_t>(i);
+      reqs.push_back(r);
+    }
+    SpecModels models = pair.models();
+    for (auto& res : generate_speculative(models, reqs, nullptr)) {
+      counts[res.tokens] += 1;
+      stats.drafted += res.stats.drafted;
+      stats.accepted += res.stats.accepted;
+    }
+  }
+  int64_t outside = 0;
+  for (auto& [seq, count] : counts) {
+    if (!exact.count(seq)) outside += count;
+  }
+  CHECK(outside == 0);
+  std::vector<double> observed, expected;
+  for (auto& [seq, prob] : exact) {
+    expected.push_back(prob * n);
+    observed.push_back(static_cast<double>(counts[seq]));
+  }
+  const ChiSquare test = chi_square(observed, expected);
+  MESSAGE("chi2 = " << test.statistic << " (dof " << test.dof << ", critical " << test.critical
+                    << "), sampled acceptance " << double(stats.accepted) / double(stats.drafted));
+  CHECK(test.dof >= 5);
+  CHECK(test.passes());
+  CHECK(stats.accepted > 0);
+  CHECK(stats.accepted < stats.drafted);
+}

@@ -1,0 +1,120 @@
+#include "tools/specd/model_pair.hpp"
+
+#include <ATen/Parallel.h>
+
+#include "engine/checkpoint.hpp"
+#include "engine/errors.hpp"
+#include "engine/kv_cache.hpp"
+#include "engine/llama_model.hpp"
+#include "engine/tokenizer.hpp"
+#include "tools/specd/cli_common.hpp"
+
+namespace specd::cli {
+
+namespace fs = std::filesystem;
+
+constexpr int32_t kMaxK = 16;
+
+ModelPair::ModelPair() = default;
+ModelPair::~ModelPair() = default;
+ModelPair::ModelPair(ModelPair&&) noexcept = default;
+
+SpecModels ModelPair::models() {
+  return SpecModels{*target, *target_cache, draft.get(), draft_cache.get()};
+}
+
+std::string ModelPair::mode_description() const {
+  if (!spec.enabled) return "target-only";
+  const std::string k = spec.adaptive ? "auto" : std::to_string(spec.k);
+  return std::string("speculative, drafter ") + drafter_name(spec.drafter) + ", k " + k;
+}
+
+void parse_k(const std::string& text, SpecSettings& spec) {
+  if (text == "auto") {
+    spec.adaptive = true;
+    return;
+  }
+  int k = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), k);
+  if (ec != std::errc() || end != text.data() + text.size() || k < 1 || k > kMaxK) {
+    throw CLI::ValidationError("--k", "expected an integer in 1.." + std::to_string(kMaxK) + " or 'auto', got '" + text + "'");
+  }
+  spec.k = k;
+  spec.adaptive = false;
+}
+
+void add_pair_options(CLI::App& cmd, PairArgs& a) {
+  cmd.add_option("--model", a.model, "target model directory (default: the committed target)");
+  cmd.add_option("--draft", a.draft, "draft model directory (default: the committed draft with the default target)");
+  cmd.add_option("--k", a.k, "drafted tokens per round, 1..16, or 'auto'")->capture_default_str();
+  cmd.add_option("--drafter", a.drafter, "model or lookup (prompt lookup, no draft model)")
+      ->capture_default_str()->check(CLI::IsMember({"model", "lookup"}));
+  cmd.add_flag("--no-spec", a.no_spec, "target-only generation");
+  cmd.add_option("--max-seq-len", a.max_seq_len, "KV cache length per sequence")
+      ->capture_default_str()->check(CLI::Range(2, 1 << 20));
+  cmd.add_option("--threads", a.threads, "intra-op threads (0: libtorch default)")
+      ->capture_default_str()->check(CLI::Range(0, 256));
+}
+
+namespace {
+
+void check_compatible(const ModelPair& p) {
+  const auto& t = p.target->config();
+  const auto& d = p.draft->config();
+  auto tok_draft = load_tokenizer(p.draft_dir);
+  auto mismatch = [&](const std::string& what, const std::string& tv, const std::string& dv) {
+    throw SpecdError(ErrorCode::bad_value, "draft " + p.draft_dir.string() + " is not compatible with target " +
+                                               p.target_dir.string() + ": " + what + " " + dv + " (draft) vs " + tv +
+                                               " (target)");
+  };
+  if (t.vocab_size != d.vocab_size) mismatch("vocab_size", std::to_string(t.vocab_size), std::to_string(d.vocab_size));
+  if (p.tokenizer->vocab_size() != tok_draft->vocab_size()) {
+    mismatch("tokenizer vocabulary", std::to_string(p.tokenizer->vocab_size()), std::to_string(tok_draft->vocab_size()));
+  }
+  auto ids = [](const std::vector<int32_t>& v) {
+    std::string s;
+    for (int32_t id : v) s += (s.empty() ? "" : ",") + std::to_string(id);
+    return "[" + s + "]";
+  };
+  if (p.tokenizer->eos_ids() != tok_draft->eos_ids()) mismatch("eos ids", ids(p.tokenizer->eos_ids()), ids(tok_draft->eos_ids()));
+  if (p.tokenizer->bos_id() != tok_draft->bos_id()) {
+    mismatch("bos id", std::to_string(p.tokenizer->bos_id().value_or(-1)), std::to_string(tok_draft->bos_id().value_or(-1)));
+  }
+}
+
+}  // namespace
+
+ModelPair load_pair(const PairArgs& a) {
+  if (a.threads > 0) at::set_num_threads(a.threads);
+  ModelPair p;
+  parse_k(a.k, p.spec);
+  p.spec.drafter = a.drafter == "lookup" ? DrafterKind::lookup : DrafterKind::model;
+  const bool default_target = a.model.empty() || fs::weakly_canonical(a.model) == fs::weakly_canonical(default_target_dir());
+  p.target_dir = a.model.empty() ? default_target_dir() : fs::path(a.model);
+  if (!a.no_spec && p.spec.drafter == DrafterKind::model) {
+    if (!a.draft.empty()) {
+      p.draft_dir = a.draft;
+    } else if (default_target) {
+      p.draft_dir = default_models_dir() / "draft";
+    }
+  }
+  p.spec.enabled = !a.no_spec && (p.spec.drafter == DrafterKind::lookup || !p.draft_dir.empty());
+  p.tokenizer = load_tokenizer(p.target_dir);
+  p.target = load_model(p.target_dir);
+  if (p.tokenizer->vocab_size() > p.target->config().vocab_size) {
+    throw SpecdError(ErrorCode::bad_value, p.target_dir.string() + ": tokenizer vocabulary (" +
+                                               std::to_string(p.tokenizer->vocab_size()) + ") exceeds the model's (" +
+                                               std::to_string(p.target->config().vocab_size) + ")");
+  }
+  const int64_t max_seq = std::min<int64_t>(a.max_seq_len, p.target->config().max_position_embeddings);
+  p.target_cache = std::make_unique<KvCache>(p.target->config(), a.slots, max_seq);
+  if (!p.draft_dir.empty()) {
+    p.draft = load_model(p.draft_dir);
+    check_compatible(p);
+    p.draft_cache = std::make_unique<KvCache>(p.draft->config(), a.slots,
+                                              std::min<int64_t>(max_seq, p.draft->config().max_position_embeddings));
+  }
+  return p;
+}
+
+}  // namespace specd::cli
