@@ -41,7 +41,9 @@ double expected_speedup(double a, int32_t k, double c) {
 int32_t best_k(double a, double c, int32_t k_max) {
   if (k_max < 0) fail("k_max must be >= 0");
   double max_speedup = 1.0;  // K = 0
-  for (int32_t k = 1; k <= k_max; ++k) max_speedup = std::max(max_speedup, expected_speedup(a, k, c));
+  for (int32_t k = 1; k <= k_max; ++k) {
+    max_speedup = std::max(max_speedup, expected_speedup(a, k, c));
+  }
   if (max_speedup <= 1.0 + kTieTolerance) return 0;
   // The smallest K that is as good as the best: no draft steps for an unmeasurable gain.
   for (int32_t k = 1; k < k_max; ++k) {

@@ -12,6 +12,7 @@
 #include "engine/kv_cache.hpp"
 #include "engine/llama_model.hpp"
 #include "engine/stop_conditions.hpp"
+#include "engine/stream_detokenizer.hpp"
 #include "engine/tokenizer.hpp"
 
 namespace specd {
@@ -35,35 +36,28 @@ struct Active {
   size_t index;
   std::unique_ptr<SpecSequence> seq;  // null once finished and released
   std::optional<StopStringMatcher> stop;
-  std::string stop_fed;  // decoded text fed to the stop matcher so far
+  std::optional<StreamDetokenizer> detokenizer;  // feeds the stop matcher, with stop strings only
   std::string stop_text;
   bool stopped_by_string = false;
   Clock::time_point first_token_at;
 };
 
-// Feeds the text of newly accepted tokens to the stop matcher. A trailing U+FFFD is
-// an unfinished byte sequence (byte-fallback pieces); it waits for the next token.
-bool feed_stop(Active& a, const Tokenizer& tok, const std::vector<int32_t>& generated) {
-  std::string full = tok.decode(generated);
-  static const std::string kReplacement = "\xEF\xBF\xBD";
-  while (full.size() >= 3 && full.compare(full.size() - 3, 3, kReplacement) == 0) full.resize(full.size() - 3);
-  if (full.size() <= a.stop_fed.size() || full.compare(0, a.stop_fed.size(), a.stop_fed) != 0) return false;
-  auto result = a.stop->feed(std::string_view(full).substr(a.stop_fed.size()));
-  a.stop_fed = full;
+// Feeds the text a newly accepted token completes to the stop matcher.
+bool feed_stop(Active& a, int32_t token) {
+  auto result = a.stop->feed(a.detokenizer->push(token));
   a.stop_text += result.emit;
   return result.stopped;
 }
 
 // Applies stop conditions to a burst in order; returns true when the request ends.
-bool accept_burst(Active& a, const SpecRequest& req, SpecResult& res, const std::vector<int32_t>& burst,
-                  const Tokenizer* tok) {
+bool accept_burst(Active& a, const SpecRequest& req, SpecResult& res, const std::vector<int32_t>& burst) {
   for (int32_t token : burst) {
     res.tokens.push_back(token);
     if (std::find(req.eos_ids.begin(), req.eos_ids.end(), token) != req.eos_ids.end()) {
       res.finish_reason = FinishReason::stop;
       return true;
     }
-    if (a.stop && tok && feed_stop(a, *tok, res.tokens)) {
+    if (a.stop && feed_stop(a, token)) {
       res.finish_reason = FinishReason::stop;
       a.stopped_by_string = true;
       return true;
@@ -161,8 +155,11 @@ std::vector<SpecResult> generate_speculative(SpecModels& m, const std::vector<Sp
   auto cleanup = [&] { for (auto& a : active) release(m, a); };
   try {
     for (size_t i = 0; i < requests.size(); ++i) {
-      active.push_back({i, admit(m, requests[i], cost.cost_ratio(kDefaultCostRatio)), std::nullopt, {}, {}, {}});
-      if (!requests[i].stop.empty() && tokenizer) active.back().stop.emplace(requests[i].stop);
+      active.push_back({i, admit(m, requests[i], cost.cost_ratio(kDefaultCostRatio)), std::nullopt, std::nullopt, {}, false, {}});
+      if (!requests[i].stop.empty() && tokenizer) {
+        active.back().stop.emplace(requests[i].stop);
+        active.back().detokenizer.emplace(*tokenizer);
+      }
     }
     const auto t0 = Clock::now();
     const auto first = prefill(m, active);
@@ -174,7 +171,7 @@ std::vector<SpecResult> generate_speculative(SpecModels& m, const std::vector<Sp
       res.prefill_seconds = prefill_seconds;
       a.first_token_at = Clock::now();
       a.seq->tokens.push_back(first[b]);
-      if (accept_burst(a, requests[a.index], res, {first[b]}, tokenizer)) {
+      if (accept_burst(a, requests[a.index], res, {first[b]})) {
         finish(m, a, res, tokenizer);
       } else {
         running.push_back(std::move(a));
@@ -194,7 +191,7 @@ std::vector<SpecResult> generate_speculative(SpecModels& m, const std::vector<Sp
       for (size_t b = 0; b < active.size(); ++b) {
         Active& a = active[b];
         SpecResult& res = results[a.index];
-        bool done = accept_burst(a, requests[a.index], res, round.rows[b].tokens, tokenizer);
+        bool done = accept_burst(a, requests[a.index], res, round.rows[b].tokens);
         if (!done && static_cast<int64_t>(a.seq->tokens.size()) > m.target_cache.max_seq_len()) {
           res.finish_reason = FinishReason::length;  // the cache is full: no room to feed g
           done = true;

@@ -120,17 +120,19 @@ at::Tensor one_hot(int32_t token, int64_t vocab) {
 VerifyOutcome accept_reject(Row& row, const at::Tensor& logits) {
   SpecSequence& seq = *row.seq;
   const int32_t k = row.k;
+  if (seq.sampling.greedy() && seq.sampling.repetition_penalty == 1.0) {  // argmax needs no context
+    std::vector<int32_t> choices;
+    at::Tensor best = logits.narrow(0, 0, k + 1).argmax(-1);
+    for (int32_t j = 0; j <= k; ++j) choices.push_back(static_cast<int32_t>(best[j].item<int64_t>()));
+    return verify_greedy(choices, row.drafts);
+  }
+  // Position j sees the context plus t1..tj, as target-only decoding would have.
   std::vector<int32_t> ctx = seq.tokens;
   if (seq.sampling.greedy()) {
     std::vector<int32_t> choices;
-    if (seq.sampling.repetition_penalty == 1.0) {
-      at::Tensor best = logits.narrow(0, 0, k + 1).argmax(-1);
-      for (int32_t j = 0; j <= k; ++j) choices.push_back(static_cast<int32_t>(best[j].item<int64_t>()));
-    } else {
-      for (int32_t j = 0; j <= k; ++j) {
-        choices.push_back(static_cast<int32_t>(penalized_logits(logits[j], seq.sampling, ctx).argmax().item<int64_t>()));
-        if (j < k) ctx.push_back(row.drafts[j]);
-      }
+    for (int32_t j = 0; j <= k; ++j) {
+      choices.push_back(static_cast<int32_t>(penalized_logits(logits[j], seq.sampling, ctx).argmax().item<int64_t>()));
+      if (j < k) ctx.push_back(row.drafts[j]);
     }
     return verify_greedy(choices, row.drafts);
   }

@@ -10,7 +10,9 @@ namespace specd {
 StopStringMatcher::StopStringMatcher(std::vector<std::string> stops) : stops_(std::move(stops)) {
   // An empty stop would match before the first byte and end every request at once.
   for (const auto& stop : stops_) {
-    if (stop.empty()) throw SpecdError(ErrorCode::invalid_argument, "stop strings must not be empty");
+    if (stop.empty()) {
+      throw SpecdError(ErrorCode::invalid_argument, "stop strings must not be empty");
+    }
   }
 }
 

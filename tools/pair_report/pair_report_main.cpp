@@ -12,8 +12,10 @@
 #include <sstream>
 
 #include "engine/checkpoint.hpp"
+#include "engine/cost_probe.hpp"
 #include "engine/kv_cache.hpp"
 #include "engine/llama_model.hpp"
+#include "engine/spec_generation.hpp"
 #include "engine/tokenizer.hpp"
 
 namespace fs = std::filesystem;
@@ -27,71 +29,6 @@ struct Args {
   double heldout_fraction = 0.1;
   int prompts = 60, prompt_tokens = 24, new_tokens = 64, k = 4, timing_tokens = 128, threads = 2;
 };
-
-int32_t greedy_next(LlamaModel& m, KvCache& cache, int32_t slot, const std::vector<int32_t>& ids) {
-  ForwardBatch b{at::tensor(ids, at::kInt).to(at::kLong).unsqueeze(0), {slot}, {static_cast<int64_t>(ids.size())}};
-  return static_cast<int32_t>(m.forward(b, cache, LogitsFor::last_position)[0].argmax().item<int64_t>());
-}
-
-// Median-free simple figure: mean ms per single-token decode step after a short prompt.
-double decode_ms_per_token(LlamaModel& m, int tokens) {
-  KvCache cache(m.config(), 1, tokens + 16);
-  const int32_t slot = *cache.allocate();
-  int32_t next = greedy_next(m, cache, slot, {1, 100, 200, 300});
-  for (int i = 0; i < 8; ++i) next = greedy_next(m, cache, slot, {next});  // warm-up
-  const auto t0 = std::chrono::steady_clock::now();
-  for (int i = 0; i < tokens; ++i) next = greedy_next(m, cache, slot, {next});
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() / tokens;
-}
-
-struct Acceptance {
-  int64_t drafted = 0, accepted = 0, rounds = 0, emitted = 0;
-};
-
-// Speculative greedy for one prompt: both caches hold the context up to, not
-// including, the last sampled token g (DESIGN.md, "The speculative round").
-void speculate(LlamaModel& target, LlamaModel& draft, const std::vector<int32_t>& prompt, int k, int new_tokens,
-               Acceptance& acc) {
-  const int64_t cap = static_cast<int64_t>(prompt.size()) + new_tokens + k + 2;
-  KvCache tc(target.config(), 1, cap), dc(draft.config(), 1, cap);
-  const int32_t ts = *tc.allocate(), ds = *dc.allocate();
-  std::vector<int32_t> head(prompt.begin(), prompt.end() - 1);
-  target.forward({at::tensor(head, at::kInt).to(at::kLong).unsqueeze(0), {ts}, {static_cast<int64_t>(head.size())}}, tc,
-                 LogitsFor::last_position);
-  draft.forward({at::tensor(head, at::kInt).to(at::kLong).unsqueeze(0), {ds}, {static_cast<int64_t>(head.size())}}, dc,
-                LogitsFor::last_position);
-  std::vector<int32_t> pending = {prompt.back()};  // tokens the draft has not seen yet; ends with g
-  int32_t g = prompt.back();
-  int produced = 0;
-  while (produced < new_tokens) {
-    const int64_t start = tc.length(ts);
-    std::vector<int32_t> proposal;
-    int32_t t = greedy_next(draft, dc, ds, pending);
-    for (int i = 0; i < k; ++i) {
-      proposal.push_back(t);
-      if (i + 1 < k) t = greedy_next(draft, dc, ds, {t});
-    }
-    std::vector<int32_t> verify = {g};
-    verify.insert(verify.end(), proposal.begin(), proposal.end());
-    at::Tensor logits = target.forward({at::tensor(verify, at::kInt).to(at::kLong).unsqueeze(0), {ts}, {k + 1}}, tc,
-                                       LogitsFor::all_positions)[0];
-    at::Tensor choice = logits.argmax(-1);
-    int n = 0;
-    while (n < k && choice[n].item<int64_t>() == proposal[n]) ++n;
-    const auto extra = static_cast<int32_t>(choice[n].item<int64_t>());
-    acc.drafted += k;
-    acc.accepted += n;
-    acc.rounds += 1;
-    acc.emitted += n + 1;
-    produced += n + 1;
-    tc.truncate_to(ts, start + n + 1);
-    dc.truncate_to(ds, std::min(dc.length(ds), start + n + 1));
-    // The draft saw g and t1..t(k-1); what it has not seen of the accepted text comes next.
-    pending.assign(proposal.begin() + (dc.length(ds) - start - 1), proposal.begin() + n);
-    pending.push_back(extra);
-    g = extra;
-  }
-}
 
 std::vector<std::vector<int32_t>> heldout_prompts(const Args& a, const Tokenizer& tok) {
   std::ifstream in(a.corpus, std::ios::binary);
@@ -133,11 +70,29 @@ int main(int argc, char** argv) {
     torch::InferenceMode guard;
     auto target = load_model(a.target), draft = load_model(a.draft);
     auto tok = load_tokenizer(a.target);
-    const double target_ms = decode_ms_per_token(*target, a.timing_tokens);
-    const double draft_ms = decode_ms_per_token(*draft, a.timing_tokens);
-    Acceptance acc;
+    const double target_ms = 1e3 * measure_decode_step_seconds(*target, a.timing_tokens);
+    const double draft_ms = 1e3 * measure_decode_step_seconds(*draft, a.timing_tokens);
     const auto prompts = heldout_prompts(a, *tok);
-    for (const auto& p : prompts) speculate(*target, *draft, p, a.k, a.new_tokens, acc);
+    std::vector<SpecRequest> requests;
+    for (const auto& p : prompts) {
+      SpecRequest r;
+      r.prompt = p;
+      r.max_tokens = a.new_tokens;
+      r.spec.k = a.k;
+      requests.push_back(r);
+    }
+    // One request at a time: the single-sequence figure, as the issue asks.
+    KvCache target_cache(target->config(), 1, a.prompt_tokens + a.new_tokens + 1);
+    KvCache draft_cache(draft->config(), 1, a.prompt_tokens + a.new_tokens + 1);
+    SpecModels models{*target, target_cache, draft.get(), &draft_cache};
+    SpecStats acc;
+    for (const auto& r : requests) {
+      const SpecStats s = generate_speculative(models, {r}, nullptr).front().stats;
+      acc.rounds += s.rounds;
+      acc.drafted += s.drafted;
+      acc.accepted += s.accepted;
+      acc.emitted += s.emitted;
+    }
     std::printf(
         "{\"target_parameters\": %lld, \"draft_parameters\": %lld, \"threads\": %d, \"target_decode_ms\": %.3f, "
         "\"draft_decode_ms\": %.3f, \"c\": %.4f, \"k\": %d, \"prompts\": %zu, \"rounds\": %lld, \"drafted\": %lld, "

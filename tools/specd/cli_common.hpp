@@ -25,5 +25,6 @@ void print_json(const boost::json::value& value);
 // Each subcommand registers its options and a callback that runs it.
 void add_generate_command(CLI::App& app);
 void add_tokenize_commands(CLI::App& app);
+void add_bench_command(CLI::App& app);
 
 }  // namespace specd::cli

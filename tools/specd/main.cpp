@@ -1,4 +1,4 @@
-// specd: the command-line entry point (generate, tokenize, detokenize).
+// specd: the command-line entry point (generate, tokenize, detokenize, bench).
 #include <cstdio>
 #include <exception>
 
@@ -10,6 +10,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   specd::cli::add_generate_command(app);
   specd::cli::add_tokenize_commands(app);
+  specd::cli::add_bench_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

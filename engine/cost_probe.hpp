@@ -1,0 +1,13 @@
+#pragma once
+// Measures what a model costs on this machine: the mean wall time of a single-sequence,
+// single-token decode step (the c of speculative decoding is draft / target of this).
+#include <cstdint>
+
+namespace specd {
+
+class LlamaModel;
+
+// Mean seconds per decode step over `steps` steps after a short prompt and warm-up.
+double measure_decode_step_seconds(LlamaModel& model, int32_t steps = 64, int64_t context = 32);
+
+}  // namespace specd

@@ -1,0 +1,202 @@
+// The committed default pair (models/target, models/draft): its tokenizer, deterministic
+// generation, and lossless speculation on real trained models (greedy token for token
+// over a grid of K and batch sizes; sampling matched in distribution).
+#include "tests/support/doctest_torch.hpp"
+
+#include <map>
+
+#include "engine/checkpoint.hpp"
+#include "engine/generation.hpp"
+#include "engine/kv_cache.hpp"
+#include "engine/llama_model.hpp"
+#include "engine/spec_generation.hpp"
+#include "engine/tokenizer.hpp"
+#include "tests/support/chi_square.hpp"
+
+using namespace specd;
+using namespace specd::testing;
+
+namespace {
+
+const std::filesystem::path kModels = std::filesystem::path(SPECD_SOURCE_DIR) / "models";
+
+struct DefaultPair {
+  std::unique_ptr<Tokenizer> tokenizer = load_tokenizer(kModels / "target");
+  std::shared_ptr<LlamaModel> target = load_model(kModels / "target");
+  std::shared_ptr<LlamaModel> draft = load_model(kModels / "draft");
+};
+
+DefaultPair& pair() {
+  static DefaultPair p;
+  return p;
+}
+
+const char* kPrompts[] = {
+    "ROMEO:\nBut soft, what light", "KING HENRY VI:\nO God", "First Citizen:\nWe are accounted poor citizens",
+    "JULIET:\n", "MENENIUS:\nWhat work's, my countrymen, in hand?", "DUKE VINCENTIO:\nBe absolute for death;",
+    "GLOUCESTER:\nNow is the winter of our discontent\nMade glorious summer", "LADY ANNE:\nSet down, set down your honourable load,",
+    "PETRUCHIO:\nGood morrow, Kate; for that's your name, I hear.", "KATHARINA:\nWell have you heard, but something hard of hearing:",
+    "HAMLET:\nTo be, or not to be", "CLAUDIO:\nThe miserable have no other medicine", "ISABELLA:\nO, it is excellent",
+    "LUCIO:\n", "BRUTUS:\nThe people", "CORIOLANUS:\nYou common cry of curs!", "QUEEN MARGARET:\nSo now prosperity begins to mellow",
+    "Nurse:\nNow, by my maidenhead, at twelve year old,", "MERCUTIO:\nO, then, I see Queen Mab hath been with you.",
+    "FRIAR LAURENCE:\nThe grey-eyed morn smiles on the frowning night,", "BIONDELLO:\nMaster, master!", "TRANIO:\nI pray",
+};
+
+std::vector<std::vector<int32_t>> encoded_prompts() {
+  std::vector<std::vector<int32_t>> out;
+  for (const char* p : kPrompts) out.push_back(pair().tokenizer->encode(p, true));
+  return out;
+}
+
+std::vector<int32_t> target_only(const std::vector<int32_t>& prompt, int32_t max_tokens) {
+  KvCache cache(pair().target->config(), 1, 256);
+  GenerationRequest r;
+  r.prompt = prompt;
+  r.max_tokens = max_tokens;
+  return generate_target_only(*pair().target, cache, r).tokens;
+}
+
+}  // namespace
+
+TEST_CASE("the default tokenizer round-trips text and has the trained special ids") {
+  const Tokenizer& tok = *pair().tokenizer;
+  CHECK(tok.vocab_size() == 2048);
+  CHECK(tok.bos_id() == 1);
+  CHECK(tok.eos_ids() == std::vector<int32_t>{2});
+  for (const char* text : {"ROMEO:\nBut soft, what light through yonder window breaks?", "  two  spaces\tand a tab\n\n",
+                           "caf\xC3\xA9 \xE2\x80\x94 \xE6\x97\xA5\xE6\x9C\xAC \xF0\x9F\x98\x80", "12345 67"}) {
+    CAPTURE(text);
+    auto ids = tok.encode(text, false);
+    CHECK(tok.decode(ids) == text);
+  }
+  CHECK(tok.encode("ROMEO:", true).front() == 1);
+}
+
+TEST_CASE("greedy speculation on the default pair equals target-only: 22 prompts x K 1/2/4/8 x batches 1/3/8") {
+  const auto prompts = encoded_prompts();
+  std::vector<std::vector<int32_t>> expected;
+  for (const auto& p : prompts) expected.push_back(target_only(p, 24));
+  SpecStats totals;
+  for (int32_t k : {1, 2, 4, 8}) {
+    for (size_t batch : {1, 3, 8}) {
+      CAPTURE(k);
+      CAPTURE(batch);
+      KvCache tc(pair().target->config(), 8, 256), dc(pair().draft->config(), 8, 256);
+      SpecModels models{*pair().target, tc, pair().draft.get(), &dc};
+      for (size_t first = 0; first < prompts.size(); first += batch) {
+        std::vector<SpecRequest> reqs;
+        for (size_t i = first; i < std::min(prompts.size(), first + batch); ++i) {
+          SpecRequest r;
+          r.prompt = prompts[i];
+          r.max_tokens = 24;
+          r.spec.k = k;
+          reqs.push_back(r);
+        }
+        auto results = generate_speculative(models, reqs, nullptr);
+        for (size_t i = 0; i < results.size(); ++i) {
+          CHECK(results[i].tokens == expected[first + i]);
+          totals.drafted += results[i].stats.drafted;
+          totals.accepted += results[i].stats.accepted;
+        }
+      }
+    }
+  }
+  MESSAGE("default pair greedy acceptance over the grid: " << totals.acceptance_rate());
+  CHECK(totals.accepted > 0);
+}
+
+TEST_CASE("sampled speculation on the default pair matches target-only in distribution (chi-square, p < 0.001)") {
+  // Exact target-only probabilities of the first three tokens under top-k 3 against
+  // N speculative samples with K = 2 (tokens 2 and 3 come from one speculative round).
+  const std::vector<int32_t> prompt = pair().tokenizer->encode("ROMEO:\n", true);
+  SamplingParams sp;
+  sp.temperature = 1.0;
+  sp.top_k = 3;
+  std::map<std::vector<int32_t>, double> exact;
+  {
+    torch::InferenceMode guard;
+    auto dist = [&](const std::vector<int32_t>& ctx) {
+      std::vector<int64_t> ids(ctx.begin(), ctx.end());
+      return sampling_distribution(pair().target->forward_full(at::tensor(ids).unsqueeze(0))[0][-1], sp, ctx);
+    };
+    auto support = [](const at::Tensor& p) {
+      std::vector<int32_t> ids;
+      for (int64_t i = 0; i < p.numel(); ++i) if (p[i].item<float>() > 0) ids.push_back(static_cast<int32_t>(i));
+      return ids;
+    };
+    at::Tensor p1 = dist(prompt);
+    for (int32_t a : support(p1)) {
+      auto c1 = prompt;
+      c1.push_back(a);
+      at::Tensor p2 = dist(c1);
+      for (int32_t b : support(p2)) {
+        auto c2 = c1;
+        c2.push_back(b);
+        at::Tensor p3 = dist(c2);
+        for (int32_t c : support(p3)) exact[{a, b, c}] = p1[a].item<double>() * p2[b].item<double>() * p3[c].item<double>();
+      }
+    }
+  }
+  REQUIRE(exact.size() == 27);
+  KvCache tc(pair().target->config(), 8, 64), dc(pair().draft->config(), 8, 64);
+  SpecModels models{*pair().target, tc, pair().draft.get(), &dc};
+  std::map<std::vector<int32_t>, int64_t> counts;
+  const int64_t n = 12000;
+  SpecStats stats;
+  for (int64_t first = 0; first < n; first += 8) {
+    std::vector<SpecRequest> reqs;
+    for (int64_t i = first; i < first + 8; ++i) {
+      SpecRequest r;
+      r.prompt = prompt;
+      r.max_tokens = 3;
+      r.spec.k = 2;
+      r.sampling = sp;
+      r.sampling.seed = 5000 + static_cast<uint64_t>(i);
+      reqs.push_back(r);
+    }
+    for (auto& res : generate_speculative(models, reqs, nullptr)) {
+      counts[res.tokens] += 1;
+      stats.drafted += res.stats.drafted;
+      stats.accepted += res.stats.accepted;
+    }
+  }
+  std::vector<double> observed, expected;
+  int64_t inside = 0;
+  for (auto& [seq, prob] : exact) {
+    expected.push_back(prob * n);
+    observed.push_back(static_cast<double>(counts[seq]));
+    inside += counts[seq];
+  }
+  CHECK(inside == n);  // nothing outside the target's support
+  const ChiSquare test = chi_square(observed, expected);
+  MESSAGE("chi2 = " << test.statistic << " (dof " << test.dof << ", critical " << test.critical
+                    << "), sampled acceptance " << stats.acceptance_rate());
+  CHECK(test.dof >= 3);
+  CHECK(test.passes());
+}
+
+TEST_CASE("a stop string spanning token boundaries ends the text before it, on accepted tokens only") {
+  const auto prompt = pair().tokenizer->encode("ROMEO:\nBut soft, what light", true);
+  KvCache tc(pair().target->config(), 1, 256), dc(pair().draft->config(), 1, 256);
+  SpecModels models{*pair().target, tc, pair().draft.get(), &dc};
+  SpecRequest r;
+  r.prompt = prompt;
+  r.max_tokens = 40;
+  r.spec.k = 8;
+  const SpecResult free_run = generate_speculative(models, {r}, pair().tokenizer.get()).front();
+  REQUIRE(free_run.text.size() > 30);
+  // A stop string that starts mid-token: the text from byte 13 for 7 bytes.
+  const std::string stop = free_run.text.substr(13, 7);
+  r.stop = {stop, "never appears \x01"};
+  const SpecResult stopped = generate_speculative(models, {r}, pair().tokenizer.get()).front();
+  CHECK(stopped.finish_reason == FinishReason::stop);
+  CHECK(stopped.text == free_run.text.substr(0, free_run.text.find(stop)));
+  REQUIRE(stopped.tokens.size() <= free_run.tokens.size());
+  CHECK(std::equal(stopped.tokens.begin(), stopped.tokens.end(), free_run.tokens.begin()));
+  // The last kept token is the one that completed the stop string.
+  const std::string with_last = pair().tokenizer->decode(stopped.tokens);
+  const std::string without_last =
+      pair().tokenizer->decode(std::vector<int32_t>(stopped.tokens.begin(), stopped.tokens.end() - 1));
+  CHECK(with_last.find(stop) != std::string::npos);
+  CHECK(without_last.find(stop) == std::string::npos);
+}

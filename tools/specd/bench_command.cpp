@@ -1,0 +1,170 @@
+// `specd bench --spec`: target-only against speculative decoding on the same prompts in
+// the same run, at temperature 0 and 1, for K = 1..8 and auto, with both drafters.
+// Prints JSON: measured tokens/s, acceptance a, cost ratio c, speedup, and the speedup
+// predicted from a and c by (1 - a^(K+1)) / ((1 - a)(Kc + 1)).
+#include <ATen/Parallel.h>
+
+#include <chrono>
+#include <cmath>
+#include <fstream>
+#include <iostream>
+
+#include "engine/adaptive_k.hpp"
+#include "engine/cost_probe.hpp"
+#include "engine/errors.hpp"
+#include "engine/kv_cache.hpp"
+#include "engine/llama_model.hpp"
+#include "engine/tokenizer.hpp"
+#include "tools/specd/cli_common.hpp"
+#include "tools/specd/model_pair.hpp"
+
+namespace specd::cli {
+
+namespace {
+
+struct BenchArgs {
+  PairArgs pair;
+  bool spec = false, json = false;
+  std::string prompts_file = std::string(SPECD_SOURCE_DIR) + "/conf/bench_prompts.txt";
+  int32_t max_tokens = 64;
+  int32_t prompt_count = 24;
+  int32_t k_max = 8;
+};
+
+struct Measured {
+  double seconds = 0;
+  int64_t tokens = 0;
+  SpecStats stats;
+  double tokens_per_second() const { return seconds > 0 ? tokens / seconds : 0; }
+};
+
+std::vector<std::string> read_prompts(const BenchArgs& a) {
+  std::ifstream in(a.prompts_file);
+  if (!in) throw SpecdError(ErrorCode::missing_file, "cannot read prompts file " + a.prompts_file);
+  std::vector<std::string> prompts;
+  for (std::string line; std::getline(in, line) && static_cast<int32_t>(prompts.size()) < a.prompt_count;) {
+    std::string text;  // lines hold "\n" escapes for newlines
+    for (size_t i = 0; i < line.size(); ++i) {
+      if (line[i] == '\\' && i + 1 < line.size() && line[i + 1] == 'n') {
+        text += '\n';
+        ++i;
+      } else {
+        text += line[i];
+      }
+    }
+    if (!text.empty()) prompts.push_back(text);
+  }
+  if (prompts.empty()) throw SpecdError(ErrorCode::bad_value, a.prompts_file + " holds no prompts");
+  return prompts;
+}
+
+// Runs every prompt alone (single-request latency, the figure speculation improves).
+Measured run_all(ModelPair& pair, const std::vector<std::vector<int32_t>>& prompts, const SpecSettings& spec,
+                 double temperature, int32_t max_tokens) {
+  Measured m;
+  SpecModels models = pair.models();
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    SpecRequest r;
+    r.prompt = prompts[i];
+    r.max_tokens = max_tokens;
+    r.sampling.temperature = temperature;
+    r.sampling.seed = 1000 + i;
+    r.spec = spec;
+    const auto t0 = std::chrono::steady_clock::now();
+    SpecResult res = generate_speculative(models, {r}, nullptr).front();
+    m.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    m.tokens += static_cast<int64_t>(res.tokens.size());
+    m.stats.rounds += res.stats.rounds;
+    m.stats.drafted += res.stats.drafted;
+    m.stats.accepted += res.stats.accepted;
+    m.stats.emitted += res.stats.emitted;
+  }
+  return m;
+}
+
+boost::json::object row_json(const std::string& drafter, const std::string& k, double temperature, const Measured& m,
+                             const Measured& base, double c, double mean_k) {
+  const double a = m.stats.acceptance_rate();
+  const double speedup = m.tokens_per_second() / base.tokens_per_second();
+  const int32_t k_for_formula = static_cast<int32_t>(std::lround(mean_k));
+  const double predicted = k_for_formula > 0 ? expected_speedup(std::min(a, 1.0), k_for_formula, c) : 1.0;
+  return {{"drafter", drafter},         {"k", k},
+          {"temperature", temperature}, {"tokens_per_second", m.tokens_per_second()},
+          {"target_only_tokens_per_second", base.tokens_per_second()},
+          {"speedup", speedup},         {"acceptance", a},
+          {"mean_k", mean_k},           {"tokens_per_round", m.stats.tokens_per_round()},
+          {"c", c},                     {"predicted_speedup", predicted},
+          {"measured_over_predicted", speedup / predicted}};
+}
+
+void run_bench(const BenchArgs& a) {
+  if (!a.spec) throw CLI::ValidationError("--spec", "only the speculative benchmark exists; pass --spec");
+  PairArgs pair_args = a.pair;
+  pair_args.k = "1";
+  ModelPair pair = load_pair(pair_args);
+  if (!pair.draft) throw SpecdError(ErrorCode::invalid_argument, "bench --spec needs a draft model (--draft)");
+  std::vector<std::vector<int32_t>> prompts;
+  for (const auto& p : read_prompts(a)) prompts.push_back(pair.tokenizer->encode(p, true));
+  const double target_step = measure_decode_step_seconds(*pair.target, 128);
+  const double draft_step = measure_decode_step_seconds(*pair.draft, 128);
+  const double c = draft_step / target_step;
+  boost::json::array rows;
+  for (double temperature : {0.0, 1.0}) {
+    SpecSettings off;
+    off.enabled = false;
+    const Measured base = run_all(pair, prompts, off, temperature, a.max_tokens);
+    for (DrafterKind drafter : {DrafterKind::model, DrafterKind::lookup}) {
+      const double drafter_c = drafter == DrafterKind::model ? c : 0.0;  // lookup proposals cost microseconds
+      for (int32_t k = 1; k <= a.k_max + 1; ++k) {
+        SpecSettings s;
+        s.drafter = drafter;
+        s.adaptive = k > a.k_max;
+        s.k = s.adaptive ? 1 : k;
+        s.k_max = a.k_max;
+        const Measured m = run_all(pair, prompts, s, temperature, a.max_tokens);
+        const double mean_k = m.stats.rounds ? static_cast<double>(m.stats.drafted) / m.stats.rounds : 0;
+        rows.push_back(row_json(drafter_name(drafter), s.adaptive ? "auto" : std::to_string(k), temperature, m, base,
+                                drafter_c, mean_k));
+        std::cerr << "bench: T=" << temperature << " " << drafter_name(drafter) << " k=" << (s.adaptive ? "auto" : std::to_string(k))
+                  << " speedup " << rows.back().as_object().at("speedup").as_double() << "\n";
+      }
+    }
+  }
+  boost::json::object out{{"prompts", prompts.size()},
+                          {"max_tokens", a.max_tokens},
+                          {"threads", at::get_num_threads()},
+                          {"target_parameters", pair.target->parameter_count()},
+                          {"draft_parameters", pair.draft->parameter_count()},
+                          {"target_step_ms", target_step * 1e3},
+                          {"draft_step_ms", draft_step * 1e3},
+                          {"c", c},
+                          {"results", rows}};
+  if (a.json) {
+    print_json(out);
+    return;
+  }
+  std::printf("%-6s %-7s %-5s %10s %8s %8s %10s\n", "temp", "drafter", "k", "tokens/s", "speedup", "accept", "predicted");
+  for (const auto& r : rows) {
+    const auto& o = r.as_object();
+    std::printf("%-6.1f %-7s %-5s %10.1f %8.2f %8.3f %10.2f\n", o.at("temperature").as_double(),
+                o.at("drafter").as_string().c_str(), o.at("k").as_string().c_str(), o.at("tokens_per_second").as_double(),
+                o.at("speedup").as_double(), o.at("acceptance").as_double(), o.at("predicted_speedup").as_double());
+  }
+}
+
+}  // namespace
+
+void add_bench_command(CLI::App& app) {
+  auto args = std::make_shared<BenchArgs>();
+  auto* cmd = app.add_subcommand("bench", "Benchmarks: --spec compares speculative with target-only decoding");
+  add_pair_options(*cmd, args->pair);
+  cmd->add_flag("--spec", args->spec, "speculative against target-only, K 1..k-max and auto, both drafters");
+  cmd->add_flag("--json", args->json, "print one JSON object");
+  cmd->add_option("--prompts", args->prompts_file, "one prompt per line (\\n for newlines)")->capture_default_str();
+  cmd->add_option("--prompt-count", args->prompt_count, "prompts to use")->capture_default_str()->check(CLI::Range(1, 100000));
+  cmd->add_option("--max-tokens", args->max_tokens, "tokens per prompt")->capture_default_str()->check(CLI::Range(1, 1 << 16));
+  cmd->add_option("--k-max", args->k_max, "largest fixed K, and the bound of auto")->capture_default_str()->check(CLI::Range(1, 16));
+  cmd->callback([args] { run_bench(*args); });
+}
+
+}  // namespace specd::cli
