@@ -3,6 +3,7 @@
 #include <ATen/Parallel.h>
 
 #include "engine/checkpoint.hpp"
+#include "engine/draft_compat.hpp"
 #include "engine/errors.hpp"
 #include "engine/kv_cache.hpp"
 #include "engine/llama_model.hpp"
@@ -56,34 +57,6 @@ void add_pair_options(CLI::App& cmd, PairArgs& a) {
       ->capture_default_str()->check(CLI::Range(0, 256));
 }
 
-namespace {
-
-void check_compatible(const ModelPair& p) {
-  const auto& t = p.target->config();
-  const auto& d = p.draft->config();
-  auto tok_draft = load_tokenizer(p.draft_dir);
-  auto mismatch = [&](const std::string& what, const std::string& tv, const std::string& dv) {
-    throw SpecdError(ErrorCode::bad_value, "draft " + p.draft_dir.string() + " is not compatible with target " +
-                                               p.target_dir.string() + ": " + what + " " + dv + " (draft) vs " + tv +
-                                               " (target)");
-  };
-  if (t.vocab_size != d.vocab_size) mismatch("vocab_size", std::to_string(t.vocab_size), std::to_string(d.vocab_size));
-  if (p.tokenizer->vocab_size() != tok_draft->vocab_size()) {
-    mismatch("tokenizer vocabulary", std::to_string(p.tokenizer->vocab_size()), std::to_string(tok_draft->vocab_size()));
-  }
-  auto ids = [](const std::vector<int32_t>& v) {
-    std::string s;
-    for (int32_t id : v) s += (s.empty() ? "" : ",") + std::to_string(id);
-    return "[" + s + "]";
-  };
-  if (p.tokenizer->eos_ids() != tok_draft->eos_ids()) mismatch("eos ids", ids(p.tokenizer->eos_ids()), ids(tok_draft->eos_ids()));
-  if (p.tokenizer->bos_id() != tok_draft->bos_id()) {
-    mismatch("bos id", std::to_string(p.tokenizer->bos_id().value_or(-1)), std::to_string(tok_draft->bos_id().value_or(-1)));
-  }
-}
-
-}  // namespace
-
 ModelPair load_pair(const PairArgs& a) {
   if (a.threads > 0) at::set_num_threads(a.threads);
   ModelPair p;
@@ -110,7 +83,8 @@ ModelPair load_pair(const PairArgs& a) {
   p.target_cache = std::make_unique<KvCache>(p.target->config(), a.slots, max_seq);
   if (!p.draft_dir.empty()) {
     p.draft = load_model(p.draft_dir);
-    check_compatible(p);
+    check_draft_compatible(p.target_dir, p.target->config(), *p.tokenizer, p.draft_dir, p.draft->config(),
+                           *load_tokenizer(p.draft_dir));
     p.draft_cache = std::make_unique<KvCache>(p.draft->config(), a.slots,
                                               std::min<int64_t>(max_seq, p.draft->config().max_position_embeddings));
   }
