@@ -7,7 +7,8 @@ namespace specd {
 
 class LlamaModel;
 
-// Mean seconds per decode step over `steps` steps after a short prompt and warm-up.
+// Seconds per decode step: the median over 7 runs of `steps` steps each, after a short
+// prompt and a warm-up.
 double measure_decode_step_seconds(LlamaModel& model, int32_t steps = 64, int64_t context = 32);
 
 }  // namespace specd

@@ -37,9 +37,17 @@ struct SpecStats {
   int64_t drafted = 0;
   int64_t accepted = 0;
   int64_t emitted = 0;   // tokens produced by those rounds (accepted + correction/bonus)
+  int64_t rejections = 0;  // rounds that ended on a rejected draft token (the rest accepted all)
   std::vector<int64_t> accepted_per_position;  // [i]: rounds whose draft token i+1 was accepted
 
+  // Accepted over drafted, as vLLM reports it (drafts after a rejection count as not accepted).
   double acceptance_rate() const { return drafted ? static_cast<double>(accepted) / drafted : 0.0; }
+  // The per-token acceptance probability a of the speedup formula (Leviathan et al.'s
+  // alpha): accepted over the draft tokens the target actually judged (accepted plus
+  // the one rejected per round); the maximum-likelihood estimate for truncated rounds.
+  double alpha() const {
+    return accepted + rejections ? static_cast<double>(accepted) / static_cast<double>(accepted + rejections) : 0.0;
+  }
   double tokens_per_round() const { return rounds ? static_cast<double>(emitted) / rounds : 0.0; }
   void record(int32_t drafted_now, int32_t accepted_now);
 };

@@ -230,3 +230,19 @@ TEST_CASE("sampled speculation has the target's joint distribution of three toke
   CHECK(stats.accepted > 0);
   CHECK(stats.accepted < stats.drafted);
 }
+
+TEST_CASE("statistics: acceptance rate, per-token alpha, accepted per position, tokens per round") {
+  SpecStats s;
+  s.record(4, 2);  // t1 t2 accepted, t3 rejected
+  s.record(4, 4);  // all accepted: bonus token
+  s.record(2, 0);  // t1 rejected
+  CHECK(s.rounds == 3);
+  CHECK(s.drafted == 10);
+  CHECK(s.accepted == 6);
+  CHECK(s.rejections == 2);
+  CHECK(s.emitted == 9);
+  CHECK(s.accepted_per_position == std::vector<int64_t>{2, 2, 1, 1});
+  CHECK(s.acceptance_rate() == doctest::Approx(0.6));
+  CHECK(s.alpha() == doctest::Approx(0.75));
+  CHECK(s.tokens_per_round() == doctest::Approx(3.0));
+}

@@ -92,16 +92,17 @@ int main(int argc, char** argv) {
       acc.drafted += s.drafted;
       acc.accepted += s.accepted;
       acc.emitted += s.emitted;
+      acc.rejections += s.rejections;
     }
     std::printf(
         "{\"target_parameters\": %lld, \"draft_parameters\": %lld, \"threads\": %d, \"target_decode_ms\": %.3f, "
         "\"draft_decode_ms\": %.3f, \"c\": %.4f, \"k\": %d, \"prompts\": %zu, \"rounds\": %lld, \"drafted\": %lld, "
-        "\"accepted\": %lld, \"greedy_acceptance\": %.4f, \"tokens_per_round\": %.3f}\n",
+        "\"accepted\": %lld, \"rejections\": %lld, \"acceptance_rate\": %.4f, \"alpha\": %.4f, "
+        "\"tokens_per_round\": %.3f}\n",
         static_cast<long long>(target->parameter_count()), static_cast<long long>(draft->parameter_count()), a.threads,
         target_ms, draft_ms, draft_ms / target_ms, a.k, prompts.size(), static_cast<long long>(acc.rounds),
         static_cast<long long>(acc.drafted), static_cast<long long>(acc.accepted),
-        static_cast<double>(acc.accepted) / static_cast<double>(acc.drafted),
-        static_cast<double>(acc.emitted) / static_cast<double>(acc.rounds));
+        static_cast<long long>(acc.rejections), acc.acceptance_rate(), acc.alpha(), acc.tokens_per_round());
   } catch (const std::exception& e) {
     std::fprintf(stderr, "specd_pair_report: %s\n", e.what());
     return 1;

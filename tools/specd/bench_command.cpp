@@ -78,20 +78,22 @@ Measured run_all(ModelPair& pair, const std::vector<std::vector<int32_t>>& promp
     m.stats.drafted += res.stats.drafted;
     m.stats.accepted += res.stats.accepted;
     m.stats.emitted += res.stats.emitted;
+    m.stats.rejections += res.stats.rejections;
   }
   return m;
 }
 
 boost::json::object row_json(const std::string& drafter, const std::string& k, double temperature, const Measured& m,
                              const Measured& base, double c, double mean_k) {
-  const double a = m.stats.acceptance_rate();
+  const double a = m.stats.alpha();
   const double speedup = m.tokens_per_second() / base.tokens_per_second();
   const int32_t k_for_formula = static_cast<int32_t>(std::lround(mean_k));
   const double predicted = k_for_formula > 0 ? expected_speedup(std::min(a, 1.0), k_for_formula, c) : 1.0;
   return {{"drafter", drafter},         {"k", k},
           {"temperature", temperature}, {"tokens_per_second", m.tokens_per_second()},
           {"target_only_tokens_per_second", base.tokens_per_second()},
-          {"speedup", speedup},         {"acceptance", a},
+          {"speedup", speedup},         {"alpha", a},
+          {"acceptance_rate", m.stats.acceptance_rate()},
           {"mean_k", mean_k},           {"tokens_per_round", m.stats.tokens_per_round()},
           {"c", c},                     {"predicted_speedup", predicted},
           {"measured_over_predicted", speedup / predicted}};
@@ -143,12 +145,12 @@ void run_bench(const BenchArgs& a) {
     print_json(out);
     return;
   }
-  std::printf("%-6s %-7s %-5s %10s %8s %8s %10s\n", "temp", "drafter", "k", "tokens/s", "speedup", "accept", "predicted");
+  std::printf("%-6s %-7s %-5s %10s %8s %8s %10s\n", "temp", "drafter", "k", "tokens/s", "speedup", "alpha", "predicted");
   for (const auto& r : rows) {
     const auto& o = r.as_object();
     std::printf("%-6.1f %-7s %-5s %10.1f %8.2f %8.3f %10.2f\n", o.at("temperature").as_double(),
                 o.at("drafter").as_string().c_str(), o.at("k").as_string().c_str(), o.at("tokens_per_second").as_double(),
-                o.at("speedup").as_double(), o.at("acceptance").as_double(), o.at("predicted_speedup").as_double());
+                o.at("speedup").as_double(), o.at("alpha").as_double(), o.at("predicted_speedup").as_double());
   }
 }
 

@@ -32,6 +32,7 @@ boost::json::object spec_json(const SpecStats& s) {
           {"drafted", s.drafted},
           {"accepted", s.accepted},
           {"acceptance_rate", s.acceptance_rate()},
+          {"alpha", s.alpha()},
           {"accepted_per_position", boost::json::array(s.accepted_per_position.begin(), s.accepted_per_position.end())},
           {"tokens_per_round", s.tokens_per_round()}};
 }
