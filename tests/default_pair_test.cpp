@@ -11,7 +11,7 @@
 #include "engine/llama_model.hpp"
 #include "engine/spec_generation.hpp"
 #include "engine/tokenizer.hpp"
-#include "tests/support/chi_square.hpp"
+#include "tests/support/joint_distribution.hpp"
 
 using namespace specd;
 using namespace specd::testing;
@@ -112,65 +112,17 @@ TEST_CASE("sampled speculation on the default pair matches target-only in distri
   SamplingParams sp;
   sp.temperature = 1.0;
   sp.top_k = 3;
-  std::map<std::vector<int32_t>, double> exact;
-  {
-    torch::InferenceMode guard;
-    auto dist = [&](const std::vector<int32_t>& ctx) {
-      std::vector<int64_t> ids(ctx.begin(), ctx.end());
-      return sampling_distribution(pair().target->forward_full(at::tensor(ids).unsqueeze(0))[0][-1], sp, ctx);
-    };
-    auto support = [](const at::Tensor& p) {
-      std::vector<int32_t> ids;
-      for (int64_t i = 0; i < p.numel(); ++i) if (p[i].item<float>() > 0) ids.push_back(static_cast<int32_t>(i));
-      return ids;
-    };
-    at::Tensor p1 = dist(prompt);
-    for (int32_t a : support(p1)) {
-      auto c1 = prompt;
-      c1.push_back(a);
-      at::Tensor p2 = dist(c1);
-      for (int32_t b : support(p2)) {
-        auto c2 = c1;
-        c2.push_back(b);
-        at::Tensor p3 = dist(c2);
-        for (int32_t c : support(p3)) exact[{a, b, c}] = p1[a].item<double>() * p2[b].item<double>() * p3[c].item<double>();
-      }
-    }
-  }
+  const auto exact = exact_joint3(*pair().target, prompt, sp);
   REQUIRE(exact.size() == 27);
   KvCache tc(pair().target->config(), 8, 64), dc(pair().draft->config(), 8, 64);
   SpecModels models{*pair().target, tc, pair().draft.get(), &dc};
-  std::map<std::vector<int32_t>, int64_t> counts;
   const int64_t n = 12000;
-  SpecStats stats;
-  for (int64_t first = 0; first < n; first += 8) {
-    std::vector<SpecRequest> reqs;
-    for (int64_t i = first; i < first + 8; ++i) {
-      SpecRequest r;
-      r.prompt = prompt;
-      r.max_tokens = 3;
-      r.spec.k = 2;
-      r.sampling = sp;
-      r.sampling.seed = 5000 + static_cast<uint64_t>(i);
-      reqs.push_back(r);
-    }
-    for (auto& res : generate_speculative(models, reqs, nullptr)) {
-      counts[res.tokens] += 1;
-      stats.drafted += res.stats.drafted;
-      stats.accepted += res.stats.accepted;
-    }
-  }
-  std::vector<double> observed, expected;
-  int64_t inside = 0;
-  for (auto& [seq, prob] : exact) {
-    expected.push_back(prob * n);
-    observed.push_back(static_cast<double>(counts[seq]));
-    inside += counts[seq];
-  }
-  CHECK(inside == n);  // nothing outside the target's support
-  const ChiSquare test = chi_square(observed, expected);
+  const JointSample sample = sample_joint3(models, prompt, sp, n, 5000);
+  int64_t outside = 0;
+  const ChiSquare test = fit_joint3(exact, sample, n, outside);
+  CHECK(outside == 0);  // nothing outside the target's support
   MESSAGE("chi2 = " << test.statistic << " (dof " << test.dof << ", critical " << test.critical
-                    << "), sampled acceptance " << stats.acceptance_rate());
+                    << "), sampled acceptance " << sample.stats.acceptance_rate());
   CHECK(test.dof >= 3);
   CHECK(test.passes());
 }

@@ -7,7 +7,7 @@
 
 #include "engine/generation.hpp"
 #include "engine/spec_generation.hpp"
-#include "tests/support/chi_square.hpp"
+#include "tests/support/joint_distribution.hpp"
 #include "tests/support/spec_pairs.hpp"
 
 using namespace specd;
@@ -169,62 +169,16 @@ TEST_CASE("sampled speculation has the target's joint distribution of three toke
   SamplingParams sp;
   sp.temperature = 1.0;
   sp.top_k = 3;
-  std::map<std::vector<int32_t>, double> exact;
-  {
-    torch::InferenceMode guard;
-    auto dist = [&](const std::vector<int32_t>& ctx) {
-      std::vector<int64_t> ids(ctx.begin(), ctx.end());
-      return sampling_distribution(pair.target->forward_full(at::tensor(ids).unsqueeze(0))[0][-1], sp, ctx);
-    };
-    at::Tensor p1 = dist(prompt);
-    for (int a = 0; a < 97; ++a) {
-      if (p1[a].item<float>() == 0) continue;
-      auto c1 = prompt;
-      c1.push_back(a);
-      at::Tensor p2 = dist(c1);
-      for (int b = 0; b < 97; ++b) {
-        if (p2[b].item<float>() == 0) continue;
-        auto c2 = c1;
-        c2.push_back(b);
-        at::Tensor p3 = dist(c2);
-        for (int c = 0; c < 97; ++c) {
-          if (p3[c].item<float>() > 0) exact[{a, b, c}] = p1[a].item<double>() * p2[b].item<double>() * p3[c].item<double>();
-        }
-      }
-    }
-  }
+  const auto exact = exact_joint3(*pair.target, prompt, sp);
   REQUIRE(exact.size() == 27);
-  std::map<std::vector<int32_t>, int64_t> counts;
   const int64_t n = 24000;
-  SpecStats stats;
-  for (int64_t first = 0; first < n; first += 8) {
-    std::vector<SpecRequest> reqs;
-    for (int64_t i = first; i < first + 8; ++i) {
-      SpecRequest r = spec_request(prompt, 2, 3);
-      r.sampling = sp;
-      r.sampling.seed = 1000 + static_cast<uint64_t>(i);
-      reqs.push_back(r);
-    }
-    SpecModels models = pair.models();
-    for (auto& res : generate_speculative(models, reqs, nullptr)) {
-      counts[res.tokens] += 1;
-      stats.drafted += res.stats.drafted;
-      stats.accepted += res.stats.accepted;
-    }
-  }
+  const JointSample sample = sample_joint3(pair.models(), prompt, sp, n, 1000);
   int64_t outside = 0;
-  for (auto& [seq, count] : counts) {
-    if (!exact.count(seq)) outside += count;
-  }
+  const ChiSquare test = fit_joint3(exact, sample, n, outside);
   CHECK(outside == 0);
-  std::vector<double> observed, expected;
-  for (auto& [seq, prob] : exact) {
-    expected.push_back(prob * n);
-    observed.push_back(static_cast<double>(counts[seq]));
-  }
-  const ChiSquare test = chi_square(observed, expected);
+  const SpecStats& stats = sample.stats;
   MESSAGE("chi2 = " << test.statistic << " (dof " << test.dof << ", critical " << test.critical
-                    << "), sampled acceptance " << double(stats.accepted) / double(stats.drafted));
+                    << "), sampled acceptance " << stats.acceptance_rate());
   CHECK(test.dof >= 5);
   CHECK(test.passes());
   CHECK(stats.accepted > 0);
