@@ -70,8 +70,14 @@ bool accept_burst(Active& a, const SpecRequest& req, SpecResult& res, const std:
   return false;
 }
 
-void check_request(const SpecRequest& r, const SpecModels& m) {
+void check_request(const SpecRequest& r, const SpecModels& m, const Tokenizer* tokenizer) {
   validate(r.sampling);
+  if (!r.stop.empty() && !tokenizer) {
+    throw SpecdError(ErrorCode::invalid_argument, "stop strings need a tokenizer to match text");
+  }
+  for (const auto& s : r.stop) {
+    if (s.empty()) throw SpecdError(ErrorCode::invalid_argument, "a stop string is empty");
+  }
   if (r.prompt.empty()) throw SpecdError(ErrorCode::invalid_argument, "the prompt has no tokens");
   if (r.max_tokens < 1) throw SpecdError(ErrorCode::invalid_argument, "max_tokens must be >= 1");
   if (r.spec.k < 0 || r.spec.k_max < 0) throw SpecdError(ErrorCode::invalid_argument, "K must be >= 0");
@@ -146,7 +152,7 @@ std::vector<int32_t> prefill(SpecModels& m, std::vector<Active>& batch) {
 
 std::vector<SpecResult> generate_speculative(SpecModels& m, const std::vector<SpecRequest>& requests,
                                              const Tokenizer* tokenizer, CostMeter* meter) {
-  for (const auto& r : requests) check_request(r, m);
+  for (const auto& r : requests) check_request(r, m, tokenizer);
   torch::InferenceMode inference;
   CostMeter local_meter;
   CostMeter& cost = meter ? *meter : local_meter;

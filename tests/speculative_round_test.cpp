@@ -5,6 +5,7 @@
 
 #include <map>
 
+#include "engine/errors.hpp"
 #include "engine/generation.hpp"
 #include "engine/spec_generation.hpp"
 #include "tests/support/joint_distribution.hpp"
@@ -199,4 +200,38 @@ TEST_CASE("statistics: acceptance rate, per-token alpha, accepted per position, 
   CHECK(s.acceptance_rate() == doctest::Approx(0.6));
   CHECK(s.alpha() == doctest::Approx(0.75));
   CHECK(s.tokens_per_round() == doctest::Approx(3.0));
+}
+
+TEST_CASE("bad requests are refused before any slot is taken") {
+  TestPair pair = make_pair(false, 2);
+  SpecModels models = pair.models();
+  auto expect_invalid = [&](SpecRequest r) {
+    try {
+      generate_speculative(models, {r}, nullptr);
+      FAIL("accepted a bad request");
+    } catch (const SpecdError& e) {
+      CHECK(e.code() == ErrorCode::invalid_argument);
+    }
+    CHECK(pair.target_cache->free_slot_count() == 2);
+    CHECK(pair.draft_cache->free_slot_count() == 2);
+  };
+  SpecRequest ok = spec_request({1, 5, 6}, 4, 8);
+  SpecRequest r = ok;
+  r.stop = {"x"};  // stop strings without a tokenizer cannot be matched
+  expect_invalid(r);
+  r = ok;
+  r.prompt = {};
+  expect_invalid(r);
+  r = ok;
+  r.prompt = {1, 500};
+  expect_invalid(r);
+  r = ok;
+  r.max_tokens = 0;
+  expect_invalid(r);
+  r = ok;
+  r.sampling.top_p = 0;
+  expect_invalid(r);
+  r = ok;
+  r.spec.k = -1;
+  expect_invalid(r);
 }
