@@ -48,7 +48,7 @@ struct Row {
   int32_t k = 0;
   std::vector<int32_t> drafts;       // t1..tk
   std::vector<at::Tensor> draft_q;   // q1..qk (sampling only)
-  std::vector<int32_t> context;      // tokens + drafts so far (for the repetition penalty)
+  std::vector<int32_t> context;      // tokens, then t1..tk (for the repetition penalty)
 };
 
 at::Tensor to_batch(const std::vector<std::vector<int32_t>>& rows, std::vector<int64_t>& lengths) {
@@ -127,21 +127,20 @@ VerifyOutcome accept_reject(Row& row, const at::Tensor& logits) {
     for (int32_t j = 0; j <= k; ++j) choices.push_back(static_cast<int32_t>(best[j].item<int64_t>()));
     return verify_greedy(choices, row.drafts);
   }
-  // Position j sees the context plus t1..tj, as target-only decoding would have.
-  std::vector<int32_t> ctx = seq.tokens;
+  // Position j sees the context plus t1..tj, as target-only decoding would have:
+  // a prefix of row.context, which holds the context followed by every draft.
+  const std::span<const int32_t> all(row.context);
+  const size_t base = seq.tokens.size();
   if (seq.sampling.greedy()) {
     std::vector<int32_t> choices;
     for (int32_t j = 0; j <= k; ++j) {
-      choices.push_back(static_cast<int32_t>(penalized_logits(logits[j], seq.sampling, ctx).argmax().item<int64_t>()));
-      if (j < k) ctx.push_back(row.drafts[j]);
+      choices.push_back(static_cast<int32_t>(
+          penalized_logits(logits[j], seq.sampling, all.first(base + j)).argmax().item<int64_t>()));
     }
     return verify_greedy(choices, row.drafts);
   }
   std::vector<at::Tensor> p;
-  for (int32_t j = 0; j <= k; ++j) {
-    p.push_back(sampling_distribution(logits[j], seq.sampling, ctx));
-    if (j < k) ctx.push_back(row.drafts[j]);
-  }
+  for (int32_t j = 0; j <= k; ++j) p.push_back(sampling_distribution(logits[j], seq.sampling, all.first(base + j)));
   if (row.draft_q.empty()) {
     for (int32_t t : row.drafts) row.draft_q.push_back(one_hot(t, logits.size(-1)));
   }
@@ -179,6 +178,7 @@ RoundResult speculative_round(SpecModels& m, std::span<SpecSequence* const> batc
     if (row.seq->spec.drafter == DrafterKind::lookup) {
       row.drafts = propose_by_lookup(row.seq->tokens, row.k, row.seq->spec.lookup_max_ngram);
       row.k = static_cast<int32_t>(row.drafts.size());
+      row.context.insert(row.context.end(), row.drafts.begin(), row.drafts.end());
     } else {
       model_rows.push_back(&row);
     }
