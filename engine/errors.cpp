@@ -16,6 +16,11 @@ const char* error_code_name(ErrorCode code) {
     case ErrorCode::tokenizer_error: return "tokenizer_error";
     case ErrorCode::invalid_argument: return "invalid_argument";
     case ErrorCode::out_of_capacity: return "out_of_capacity";
+    case ErrorCode::overloaded: return "overloaded";
+    case ErrorCode::shutting_down: return "shutting_down";
+    case ErrorCode::slow_consumer: return "slow_consumer";
+    case ErrorCode::duplicate_id: return "duplicate_id";
+    case ErrorCode::internal: return "internal";
   }
   return "unknown";
 }

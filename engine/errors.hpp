@@ -20,6 +20,11 @@ enum class ErrorCode {
   tokenizer_error,
   invalid_argument,
   out_of_capacity,
+  overloaded,     // the engine's waiting queue or mailbox is full: retry later
+  shutting_down,  // the engine is stopping and takes no new requests
+  slow_consumer,  // a request's sink fell too far behind its bursts
+  duplicate_id,   // a request id already in flight
+  internal,       // a model call failed; the engine keeps serving other requests
 };
 
 const char* error_code_name(ErrorCode code);

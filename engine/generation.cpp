@@ -13,14 +13,6 @@
 
 namespace specd {
 
-const char* finish_reason_name(FinishReason reason) {
-  switch (reason) {
-    case FinishReason::stop: return "stop";
-    case FinishReason::length: return "length";
-  }
-  return "unknown";
-}
-
 namespace {
 
 using Clock = std::chrono::steady_clock;

@@ -6,15 +6,13 @@
 #include <functional>
 #include <vector>
 
+#include "engine/finish_reason.hpp"
 #include "engine/sampling.hpp"
 
 namespace specd {
 
 class LlamaModel;
 class KvCache;
-
-enum class FinishReason { stop, length };
-const char* finish_reason_name(FinishReason reason);
 
 struct GenerationRequest {
   std::vector<int32_t> prompt;  // token ids, BOS included if the model wants it

@@ -11,7 +11,7 @@
 namespace specd {
 
 KvCache::KvCache(const ModelConfig& config, int32_t slots, int64_t max_seq_len)
-    : max_seq_len_(max_seq_len), lengths_(slots, 0), in_use_(slots, false) {
+    : max_seq_len_(max_seq_len), lengths_(slots > 0 ? slots : 0, 0), pool_(slots > 0 ? slots : 1) {
   if (slots <= 0 || max_seq_len <= 0) {
     throw SpecdError(ErrorCode::invalid_argument, "KV cache needs slots > 0 and max_seq_len > 0");
   }
@@ -20,8 +20,6 @@ KvCache::KvCache(const ModelConfig& config, int32_t slots, int64_t max_seq_len)
     keys_.push_back(at::zeros({slots, config.num_key_value_heads, max_seq_len, config.head_dim}, options));
     values_.push_back(at::zeros_like(keys_.back()));
   }
-  // Hand out low slot numbers first, so a lone request always uses slot 0.
-  for (int32_t slot = slots - 1; slot >= 0; --slot) free_slots_.push_back(slot);
 }
 
 int64_t KvCache::bytes() const {
@@ -31,21 +29,14 @@ int64_t KvCache::bytes() const {
 }
 
 std::optional<int32_t> KvCache::allocate() {
-  if (free_slots_.empty()) return std::nullopt;
-  int32_t slot = free_slots_.back();
-  free_slots_.pop_back();
-  in_use_[slot] = true;
-  lengths_[slot] = 0;
+  auto slot = pool_.allocate();
+  if (slot) lengths_[*slot] = 0;
   return slot;
 }
 
 void KvCache::release(int32_t slot) {
-  if (slot < 0 || slot >= slot_count() || !in_use_[slot]) {
-    throw SpecdError(ErrorCode::invalid_argument, "release of a KV slot not in use: " + std::to_string(slot));
-  }
-  in_use_[slot] = false;
+  pool_.release(slot);
   lengths_[slot] = 0;
-  free_slots_.push_back(slot);
 }
 
 void KvCache::set_length(int32_t slot, int64_t length) {

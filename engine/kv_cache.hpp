@@ -9,6 +9,8 @@
 #include <optional>
 #include <vector>
 
+#include "engine/slot_pool.hpp"
+
 namespace specd {
 
 struct ModelConfig;
@@ -19,7 +21,7 @@ class KvCache {
 
   int32_t slot_count() const { return static_cast<int32_t>(lengths_.size()); }
   int64_t max_seq_len() const { return max_seq_len_; }
-  int32_t free_slot_count() const { return static_cast<int32_t>(free_slots_.size()); }
+  int32_t free_slot_count() const { return pool_.free_count(); }
   // Bytes held by the K and V tensors of all layers.
   int64_t bytes() const;
 
@@ -40,8 +42,7 @@ class KvCache {
   std::vector<at::Tensor> keys_;
   std::vector<at::Tensor> values_;
   std::vector<int64_t> lengths_;
-  std::vector<int32_t> free_slots_;
-  std::vector<bool> in_use_;
+  SlotPool pool_;  // allocate/release for single-owner callers; the actors keep their own
 };
 
 }  // namespace specd

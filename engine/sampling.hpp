@@ -8,20 +8,9 @@
 #include <random>
 #include <span>
 
+#include "engine/sampling_params.hpp"
+
 namespace specd {
-
-struct SamplingParams {
-  double temperature = 0.0;  // 0 means greedy (argmax)
-  int32_t top_k = 0;         // 0 keeps every token
-  double top_p = 1.0;        // nucleus mass kept, in (0, 1]
-  double repetition_penalty = 1.0;  // CTRL-style, on tokens already in the context
-  uint64_t seed = 0;
-
-  bool greedy() const { return temperature <= 0.0; }
-};
-
-// Throws SpecdError(invalid_argument) naming the first bad field.
-void validate(const SamplingParams& params);
 
 // A request's own random stream: same seed, same draws, on every platform.
 class Rng {

@@ -11,6 +11,7 @@
 #include "engine/errors.hpp"
 #include "engine/kv_cache.hpp"
 #include "engine/llama_model.hpp"
+#include "engine/prefill.hpp"
 #include "engine/stop_conditions.hpp"
 #include "engine/stream_detokenizer.hpp"
 #include "engine/tokenizer.hpp"
@@ -70,9 +71,11 @@ bool accept_burst(Active& a, const SpecRequest& req, SpecResult& res, const std:
   return false;
 }
 
-void check_request(const SpecRequest& r, const SpecModels& m, const Tokenizer* tokenizer) {
+}  // namespace
+
+void validate_request(const SpecRequest& r, int32_t vocab_size, int64_t max_seq_len, bool has_tokenizer) {
   validate(r.sampling);
-  if (!r.stop.empty() && !tokenizer) {
+  if (!r.stop.empty() && !has_tokenizer) {
     throw SpecdError(ErrorCode::invalid_argument, "stop strings need a tokenizer to match text");
   }
   for (const auto& s : r.stop) {
@@ -81,16 +84,16 @@ void check_request(const SpecRequest& r, const SpecModels& m, const Tokenizer* t
   if (r.prompt.empty()) throw SpecdError(ErrorCode::invalid_argument, "the prompt has no tokens");
   if (r.max_tokens < 1) throw SpecdError(ErrorCode::invalid_argument, "max_tokens must be >= 1");
   if (r.spec.k < 0 || r.spec.k_max < 0) throw SpecdError(ErrorCode::invalid_argument, "K must be >= 0");
-  if (static_cast<int64_t>(r.prompt.size()) >= m.target_cache.max_seq_len()) {
+  if (static_cast<int64_t>(r.prompt.size()) >= max_seq_len) {
     throw SpecdError(ErrorCode::out_of_capacity, "prompt of " + std::to_string(r.prompt.size()) +
-                                                     " tokens does not fit max_seq_len " +
-                                                     std::to_string(m.target_cache.max_seq_len()));
+                                                     " tokens does not fit max_seq_len " + std::to_string(max_seq_len));
   }
-  const auto vocab = m.target.config().vocab_size;
   for (int32_t id : r.prompt) {
-    if (id < 0 || id >= vocab) throw SpecdError(ErrorCode::invalid_argument, "prompt id " + std::to_string(id) + " outside the vocabulary");
+    if (id < 0 || id >= vocab_size) throw SpecdError(ErrorCode::invalid_argument, "prompt id " + std::to_string(id) + " outside the vocabulary");
   }
 }
+
+namespace {
 
 std::unique_ptr<SpecSequence> admit(SpecModels& m, const SpecRequest& r, double c) {
   auto target_slot = m.target_cache.allocate();
@@ -126,33 +129,13 @@ void finish(SpecModels& m, Active& a, SpecResult& res, const Tokenizer* tok) {
   release(m, a);
 }
 
-// Batched target prefill of the prompts; each row's last logits give its first token.
-std::vector<int32_t> prefill(SpecModels& m, std::vector<Active>& batch) {
-  std::vector<int64_t> lengths;
-  std::vector<int32_t> slots;
-  size_t width = 0;
-  for (auto& a : batch) width = std::max(width, a.seq->tokens.size());
-  at::Tensor tokens = at::zeros({static_cast<int64_t>(batch.size()), static_cast<int64_t>(width)}, at::kLong);
-  for (size_t b = 0; b < batch.size(); ++b) {
-    const auto& t = batch[b].seq->tokens;
-    tokens[b].narrow(0, 0, static_cast<int64_t>(t.size())).copy_(at::tensor(t, at::kInt).to(at::kLong));
-    lengths.push_back(static_cast<int64_t>(t.size()));
-    slots.push_back(batch[b].seq->target_slot);
-  }
-  at::Tensor logits = m.target.forward({tokens, slots, lengths}, m.target_cache, LogitsFor::last_position);
-  std::vector<int32_t> first;
-  for (size_t b = 0; b < batch.size(); ++b) {
-    SpecSequence& s = *batch[b].seq;
-    first.push_back(sample_token(logits[b], s.sampling, s.tokens, s.rng));
-  }
-  return first;
-}
-
 }  // namespace
 
 std::vector<SpecResult> generate_speculative(SpecModels& m, const std::vector<SpecRequest>& requests,
                                              const Tokenizer* tokenizer, CostMeter* meter) {
-  for (const auto& r : requests) check_request(r, m, tokenizer);
+  for (const auto& r : requests) {
+    validate_request(r, static_cast<int32_t>(m.target.config().vocab_size), m.target_cache.max_seq_len(), tokenizer != nullptr);
+  }
   torch::InferenceMode inference;
   CostMeter local_meter;
   CostMeter& cost = meter ? *meter : local_meter;
@@ -168,7 +151,9 @@ std::vector<SpecResult> generate_speculative(SpecModels& m, const std::vector<Sp
       }
     }
     const auto t0 = Clock::now();
-    const auto first = prefill(m, active);
+    std::vector<SpecSequence*> prompts;
+    for (auto& a : active) prompts.push_back(a.seq.get());
+    const auto first = prefill_target(m.target, m.target_cache, prompts);
     const double prefill_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
     std::vector<Active> running;
     for (size_t b = 0; b < active.size(); ++b) {
@@ -176,7 +161,6 @@ std::vector<SpecResult> generate_speculative(SpecModels& m, const std::vector<Sp
       SpecResult& res = results[a.index];
       res.prefill_seconds = prefill_seconds;
       a.first_token_at = Clock::now();
-      a.seq->tokens.push_back(first[b]);
       if (accept_burst(a, requests[a.index], res, {first[b]})) {
         finish(m, a, res, tokenizer);
       } else {

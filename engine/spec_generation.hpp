@@ -33,6 +33,11 @@ struct SpecResult {
   double decode_seconds = 0;
 };
 
+// Throws SpecdError naming the first bad field: sampling values, empty prompt or stop
+// string, max_tokens < 1, negative K, ids outside the vocabulary, a prompt that does not
+// fit max_seq_len (out_of_capacity), stop strings without a tokenizer.
+void validate_request(const SpecRequest& request, int32_t vocab_size, int64_t max_seq_len, bool has_tokenizer);
+
 // Measured draft-step and verify costs, for adaptive K's cost ratio c.
 struct CostMeter {
   double draft_step_seconds = 0;   // mean batched draft step

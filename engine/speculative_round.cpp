@@ -14,18 +14,6 @@
 
 namespace specd {
 
-const char* drafter_name(DrafterKind kind) { return kind == DrafterKind::model ? "model" : "lookup"; }
-
-void SpecStats::record(int32_t drafted_now, int32_t accepted_now) {
-  rounds += 1;
-  drafted += drafted_now;
-  accepted += accepted_now;
-  emitted += accepted_now + 1;
-  if (accepted_now < drafted_now) rejections += 1;
-  if (static_cast<int32_t>(accepted_per_position.size()) < drafted_now) accepted_per_position.resize(drafted_now, 0);
-  for (int32_t i = 0; i < accepted_now; ++i) accepted_per_position[i] += 1;
-}
-
 SpecSequence::SpecSequence(std::vector<int32_t> context, int32_t target_slot_, int32_t draft_slot_,
                            SamplingParams sampling_, SpecSettings spec_, double cost_ratio)
     : tokens(std::move(context)),
@@ -42,15 +30,6 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-// One row's work in the round.
-struct Row {
-  SpecSequence* seq;
-  int32_t k = 0;
-  std::vector<int32_t> drafts;       // t1..tk
-  std::vector<at::Tensor> draft_q;   // q1..qk (sampling only)
-  std::vector<int32_t> context;      // tokens, then t1..tk (for the repetition penalty)
-};
-
 at::Tensor to_batch(const std::vector<std::vector<int32_t>>& rows, std::vector<int64_t>& lengths) {
   size_t width = 0;
   for (const auto& r : rows) width = std::max(width, r.size());
@@ -65,7 +44,7 @@ at::Tensor to_batch(const std::vector<std::vector<int32_t>>& rows, std::vector<i
 }
 
 // Draws the next draft token for a row from the draft's logits, keeping q for sampling.
-void take_draft_token(Row& row, const at::Tensor& logits) {
+void take_draft_token(DraftedRow& row, const at::Tensor& logits) {
   const SamplingParams& sp = row.seq->sampling;
   int32_t token;
   if (sp.greedy()) {
@@ -81,11 +60,11 @@ void take_draft_token(Row& row, const at::Tensor& logits) {
 
 // K batched draft steps. The first step feeds every token the draft has not seen yet
 // (the whole context for a newcomer: lazy prefill; emitted tokens otherwise: catch-up).
-int32_t run_draft(SpecModels& m, std::vector<Row*>& rows) {
+int32_t run_draft(SpecModels& m, std::vector<DraftedRow*>& rows) {
   if (rows.empty()) return 0;
   std::vector<std::vector<int32_t>> feed;
   std::vector<int32_t> slots;
-  for (Row* r : rows) {
+  for (DraftedRow* r : rows) {
     const int64_t seen = m.draft_cache->length(r->seq->draft_slot);
     feed.emplace_back(r->seq->tokens.begin() + seen, r->seq->tokens.end());
     slots.push_back(r->seq->draft_slot);
@@ -96,12 +75,12 @@ int32_t run_draft(SpecModels& m, std::vector<Row*>& rows) {
   for (size_t b = 0; b < rows.size(); ++b) take_draft_token(*rows[b], logits[b]);
   int32_t steps = 1;
   for (int32_t j = 1;; ++j, ++steps) {
-    std::vector<Row*> active;
-    for (Row* r : rows) if (r->k > j) active.push_back(r);
+    std::vector<DraftedRow*> active;
+    for (DraftedRow* r : rows) if (r->k > j) active.push_back(r);
     if (active.empty()) break;
     std::vector<std::vector<int32_t>> step_feed;
     slots.clear();
-    for (Row* r : active) {
+    for (DraftedRow* r : active) {
       step_feed.push_back({r->drafts.back()});
       slots.push_back(r->seq->draft_slot);
     }
@@ -118,7 +97,7 @@ at::Tensor one_hot(int32_t token, int64_t vocab) {
   return q;
 }
 
-VerifyOutcome accept_reject(Row& row, const at::Tensor& logits) {
+VerifyOutcome accept_reject(DraftedRow& row, const at::Tensor& logits) {
   SpecSequence& seq = *row.seq;
   const int32_t k = row.k;
   if (seq.sampling.greedy() && seq.sampling.repetition_penalty == 1.0) {  // argmax needs no context
@@ -161,13 +140,25 @@ int32_t plan_k(const SpecModels& m, SpecSequence& seq) {
   return static_cast<int32_t>(std::max<int64_t>(k, 0));
 }
 
-RoundResult speculative_round(SpecModels& m, std::span<SpecSequence* const> batch) {
+namespace {
+
+void apply_pending_draft_truncation(SpecModels& m, SpecSequence& seq) {
+  if (seq.draft_keep < 0) return;
+  if (seq.draft_slot >= 0) {
+    m.draft_cache->truncate_to(seq.draft_slot, std::min(m.draft_cache->length(seq.draft_slot), seq.draft_keep));
+  }
+  seq.draft_keep = -1;
+}
+
+}  // namespace
+
+RoundDrafts draft_phase(SpecModels& m, std::span<SpecSequence* const> batch) {
   torch::InferenceMode inference;
-  RoundResult result;
-  std::vector<Row> rows(batch.size());
-  std::vector<Row*> model_rows;
+  RoundDrafts result;
+  result.rows.resize(batch.size());
+  std::vector<DraftedRow*> model_rows;
   for (size_t b = 0; b < batch.size(); ++b) {
-    Row& row = rows[b];
+    DraftedRow& row = result.rows[b];
     row.seq = batch[b];
     if (static_cast<int64_t>(row.seq->tokens.size()) > m.target_cache.max_seq_len()) {
       throw SpecdError(ErrorCode::out_of_capacity, "speculative_round: a sequence has no room left in the KV cache");
@@ -180,37 +171,47 @@ RoundResult speculative_round(SpecModels& m, std::span<SpecSequence* const> batc
       row.k = static_cast<int32_t>(row.drafts.size());
       row.context.insert(row.context.end(), row.drafts.begin(), row.drafts.end());
     } else {
+      apply_pending_draft_truncation(m, *row.seq);
       model_rows.push_back(&row);
     }
   }
-  auto t0 = Clock::now();
+  const auto t0 = Clock::now();
   result.draft_steps = run_draft(m, model_rows);
   result.draft_seconds = seconds_since(t0);
+  return result;
+}
 
+RoundResult verify_phase(SpecModels& m, RoundDrafts& drafts) {
+  torch::InferenceMode inference;
+  RoundResult result;
+  result.draft_steps = drafts.draft_steps;
+  result.draft_seconds = drafts.draft_seconds;
+  std::vector<DraftedRow>& rows = drafts.rows;
   // One batched target pass over [g, t1..tK] per row.
   std::vector<std::vector<int32_t>> feed;
   std::vector<int32_t> slots;
   std::vector<int64_t> starts;
-  for (Row& row : rows) {
+  for (DraftedRow& row : rows) {
     feed.push_back({row.seq->tokens.back()});
     feed.back().insert(feed.back().end(), row.drafts.begin(), row.drafts.end());
     slots.push_back(row.seq->target_slot);
     starts.push_back(m.target_cache.length(row.seq->target_slot));
   }
   std::vector<int64_t> lengths;
-  t0 = Clock::now();
+  const auto t0 = Clock::now();
   at::Tensor logits = m.target.forward({to_batch(feed, lengths), slots, lengths}, m.target_cache, LogitsFor::all_positions);
   result.verify_seconds = seconds_since(t0);
 
   for (size_t b = 0; b < rows.size(); ++b) {
-    Row& row = rows[b];
+    DraftedRow& row = rows[b];
     SpecSequence& seq = *row.seq;
     const VerifyOutcome outcome = accept_reject(row, logits[b]);
     const int64_t before = static_cast<int64_t>(seq.tokens.size());
     m.target_cache.truncate_to(seq.target_slot, starts[b] + outcome.accepted + 1);
     if (seq.spec.drafter == DrafterKind::model && row.k > 0) {
-      // The draft saw the context and t1..t(k-1); keep what the target accepted.
-      m.draft_cache->truncate_to(seq.draft_slot, std::min(m.draft_cache->length(seq.draft_slot), before + outcome.accepted));
+      // The draft saw the context and t1..t(k-1); it keeps what the target accepted.
+      // Applied by the draft phase (on the draft lane, which owns the draft cache).
+      seq.draft_keep = before + outcome.accepted;
     }
     RoundOutput out;
     out.tokens.assign(row.drafts.begin(), row.drafts.begin() + outcome.accepted);
@@ -225,6 +226,11 @@ RoundResult speculative_round(SpecModels& m, std::span<SpecSequence* const> batc
     result.rows.push_back(std::move(out));
   }
   return result;
+}
+
+RoundResult speculative_round(SpecModels& m, std::span<SpecSequence* const> batch) {
+  RoundDrafts drafts = draft_phase(m, batch);
+  return verify_phase(m, drafts);
 }
 
 }  // namespace specd

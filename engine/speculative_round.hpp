@@ -12,45 +12,12 @@
 
 #include "engine/adaptive_k.hpp"
 #include "engine/sampling.hpp"
+#include "engine/spec_settings.hpp"
 
 namespace specd {
 
 class LlamaModel;
 class KvCache;
-
-enum class DrafterKind { model, lookup };
-const char* drafter_name(DrafterKind kind);
-
-// Per-request speculation settings.
-struct SpecSettings {
-  bool enabled = true;
-  int32_t k = 4;          // drafted tokens per round when not adaptive
-  bool adaptive = false;  // `k = auto`: K from the running acceptance and the cost ratio
-  int32_t k_max = 8;      // bound for adaptive K
-  DrafterKind drafter = DrafterKind::model;
-  int32_t lookup_max_ngram = 3;
-};
-
-// Per-request statistics (the figures vLLM and llama.cpp report).
-struct SpecStats {
-  int64_t rounds = 0;    // rounds in which this request drafted at least one token
-  int64_t drafted = 0;
-  int64_t accepted = 0;
-  int64_t emitted = 0;   // tokens produced by those rounds (accepted + correction/bonus)
-  int64_t rejections = 0;  // rounds that ended on a rejected draft token (the rest accepted all)
-  std::vector<int64_t> accepted_per_position;  // [i]: rounds whose draft token i+1 was accepted
-
-  // Accepted over drafted, as vLLM reports it (drafts after a rejection count as not accepted).
-  double acceptance_rate() const { return drafted ? static_cast<double>(accepted) / drafted : 0.0; }
-  // The per-token acceptance probability a of the speedup formula (Leviathan et al.'s
-  // alpha): accepted over the draft tokens the target actually judged (accepted plus
-  // the one rejected per round); the maximum-likelihood estimate for truncated rounds.
-  double alpha() const {
-    return accepted + rejections ? static_cast<double>(accepted) / static_cast<double>(accepted + rejections) : 0.0;
-  }
-  double tokens_per_round() const { return rounds ? static_cast<double>(emitted) / rounds : 0.0; }
-  void record(int32_t drafted_now, int32_t accepted_now);
-};
 
 // The two models and their caches. The draft is optional (lookup drafting needs none).
 struct SpecModels {
@@ -76,6 +43,24 @@ struct SpecSequence {
   AdaptiveK adaptive;
   SpecStats stats;
   int32_t max_new_this_round = 1 << 30;  // caller's cap on emitted tokens (max_tokens left)
+  // Draft-cache length to cut back to before the next draft step: set by the verify
+  // phase, applied by the draft phase, so each cache is touched by one lane only.
+  int64_t draft_keep = -1;
+};
+
+// One row's proposal for a round: the draft phase's output, the verify phase's input.
+struct DraftedRow {
+  SpecSequence* seq = nullptr;
+  int32_t k = 0;
+  std::vector<int32_t> drafts;      // t1..tk
+  std::vector<at::Tensor> draft_q;  // q1..qk (sampling with the draft model only)
+  std::vector<int32_t> context;     // tokens, then t1..tk (for the repetition penalty)
+};
+
+struct RoundDrafts {
+  std::vector<DraftedRow> rows;  // one per sequence, in batch order
+  int32_t draft_steps = 0;
+  double draft_seconds = 0;
 };
 
 // What one row produced in a round: 1..K+1 tokens (accepted drafts, then the
@@ -92,6 +77,12 @@ struct RoundResult {
   double draft_seconds = 0;
   double verify_seconds = 0;      // the one batched target pass
 };
+
+// The round in two phases, for callers that run the draft and the target on different
+// lanes: draft_phase touches only the draft model and cache, verify_phase only the
+// target's. speculative_round is verify_phase(draft_phase(batch)).
+RoundDrafts draft_phase(SpecModels& models, std::span<SpecSequence* const> batch);
+RoundResult verify_phase(SpecModels& models, RoundDrafts& drafts);
 
 // Runs one round for every sequence; appends the emitted tokens to each sequence's
 // `tokens` and returns them. Rows with no room left in the target cache must not be

@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(
-  build-essential cmake ninja-build ccache pkg-config
+  build-essential clang cmake ninja-build ccache pkg-config
   libtorch-dev libopenblas0-pthread
   libboost1.81-dev libboost-json1.81-dev
   libsimdjson-dev libsentencepiece-dev sentencepiece
@@ -23,5 +23,5 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 build_type=${SPECD_BUILD_TYPE:-RelWithDebInfo}
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE="$build_type" > /dev/null
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE="$build_type" -DCMAKE_CXX_COMPILER=clang++ > /dev/null
 cmake --build build -j "$(nproc)"

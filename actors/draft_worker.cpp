@@ -1,0 +1,66 @@
+#include "actors/draft_worker.hpp"
+
+#include "gpu/compute_lane.hpp"
+
+namespace specd::actors {
+
+DraftWorker::DraftWorker(asio::any_io_executor strand, ComputeLane& lane, SpecModels models)
+    : strand_(strand), lane_(lane), models_(models), mailbox_(strand, 16) {}
+
+awaitable<void> DraftWorker::run() {
+  for (;;) {
+    auto next = co_await receive<Message>(mailbox_);
+    if (!next) co_return;
+    Message& message = *next;
+    if (auto* stop = std::get_if<Stop>(&message)) {
+      stop->reply.set({});
+      co_return;
+    }
+    if (auto* propose = std::get_if<Propose>(&message)) {
+      co_await handle(*propose);
+    } else if (auto* prefill = std::get_if<Prefill>(&message)) {
+      co_await handle(*prefill);
+    }
+  }
+}
+
+awaitable<void> DraftWorker::handle(Propose& m) {
+  try {
+    m.reply.set(co_await lane_.run("draft", [this, batch = m.batch] { return draft_phase(models_, batch); }));
+  } catch (...) {
+    m.reply.fail(std::current_exception());
+  }
+}
+
+awaitable<void> DraftWorker::handle(Prefill& m) {
+  try {
+    co_await lane_.run("draft prefill", [this, prompts = m.prompts] {
+      prefill_draft(*models_.draft, *models_.draft_cache, prompts);
+    });
+    m.reply.set({});
+  } catch (...) {
+    m.reply.fail(std::current_exception());
+  }
+}
+
+awaitable<RoundDrafts> DraftWorker::propose(std::vector<SpecSequence*> batch) {
+  if (batch.empty()) co_return RoundDrafts{};
+  Reply<RoundDrafts> reply;
+  co_await mailbox_.async_send(error_code{}, Propose{std::move(batch), reply}, asio::use_awaitable);
+  co_return co_await reply.get();
+}
+
+awaitable<void> DraftWorker::prefill(std::vector<DraftPrefill> prompts) {
+  if (prompts.empty() || !models_.draft) co_return;
+  Reply<std::monostate> reply;
+  co_await mailbox_.async_send(error_code{}, Prefill{std::move(prompts), reply}, asio::use_awaitable);
+  co_await reply.get();
+}
+
+awaitable<void> DraftWorker::stop() {
+  Reply<std::monostate> reply;
+  co_await mailbox_.async_send(error_code{}, Stop{reply}, asio::use_awaitable);
+  co_await reply.get();
+}
+
+}  // namespace specd::actors

@@ -1,0 +1,57 @@
+#pragma once
+// DraftWorker: the draft model's actor. It takes the scheduler's jobs (K batched
+// draft steps for the running batch; prefill of newly admitted prompts) and runs them
+// on the draft lane, one at a time; its strand only waits. Lives on its strand.
+#include <variant>
+#include <vector>
+
+#include "actors/asio_aliases.hpp"
+#include "actors/reply.hpp"
+#include "engine/prefill.hpp"
+#include "engine/speculative_round.hpp"
+
+namespace specd {
+class ComputeLane;
+}
+
+namespace specd::actors {
+
+class DraftWorker {
+ public:
+  struct Propose {
+    std::vector<SpecSequence*> batch;
+    Reply<RoundDrafts> reply;
+  };
+  struct Prefill {
+    std::vector<DraftPrefill> prompts;
+    Reply<std::monostate> reply;
+  };
+  struct Stop {
+    Reply<std::monostate> reply;
+  };
+  // monostate first: a channel default-constructs the message when it cancels a receive.
+  using Message = std::variant<std::monostate, Propose, Prefill, Stop>;
+
+  // `models` gives the draft model and cache (may be absent: lookup drafting only).
+  DraftWorker(asio::any_io_executor strand, ComputeLane& lane, SpecModels models);
+
+  awaitable<void> run();
+  asio::any_io_executor executor() const { return strand_; }
+
+  // Asked from the scheduler's coroutine. An empty batch or prompt list is answered
+  // without touching the lane.
+  awaitable<RoundDrafts> propose(std::vector<SpecSequence*> batch);
+  awaitable<void> prefill(std::vector<DraftPrefill> prompts);
+  awaitable<void> stop();
+
+ private:
+  awaitable<void> handle(Propose& m);
+  awaitable<void> handle(Prefill& m);
+
+  asio::any_io_executor strand_;
+  ComputeLane& lane_;
+  SpecModels models_;
+  Mailbox<Message> mailbox_;
+};
+
+}  // namespace specd::actors

@@ -1,0 +1,221 @@
+#include "actors/engine.hpp"
+
+#include <dlfcn.h>
+
+#include <boost/asio/strand.hpp>
+
+#include <mutex>
+
+#include "actors/cache_manager.hpp"
+#include "actors/draft_worker.hpp"
+#include "actors/reply.hpp"
+#include "actors/request_actor.hpp"
+#include "actors/scheduler_actor.hpp"
+#include "actors/spawn.hpp"
+#include "actors/verify_worker.hpp"
+#include "engine/checkpoint.hpp"
+#include "engine/draft_compat.hpp"
+#include "engine/kv_cache.hpp"
+#include "engine/llama_model.hpp"
+#include "engine/tokenizer.hpp"
+#include "gpu/compute_lane.hpp"
+#include "gpu/trace_recorder.hpp"
+
+namespace specd {
+
+using namespace specd::actors;
+
+namespace {
+
+// The lanes are the parallelism: OpenBLAS's own thread pool would run inside both
+// lanes at once and contend for the same cores (a 5-row target pass took 38.5 ms
+// with 2 OpenBLAS threads against 10.5 ms with 1 on this machine).
+void limit_blas_threads() {
+  using SetThreads = void (*)(int);
+  if (auto set = reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"))) set(1);
+}
+
+void check_config(const EngineConfig& c) {
+  auto positive = [](int64_t v, const char* name) {
+    if (v < 1) throw SpecdError(ErrorCode::invalid_argument, std::string("engine config: ") + name + " must be >= 1");
+  };
+  positive(c.max_batch, "max_batch");
+  positive(c.max_seq_len, "max_seq_len");
+  positive(c.max_waiting, "max_waiting");
+  positive(c.burst_queue, "burst_queue");
+  positive(c.target_threads, "target_threads");
+  positive(c.draft_threads, "draft_threads");
+  if (c.k_max < 0) throw SpecdError(ErrorCode::invalid_argument, "engine config: k_max must be >= 0");
+}
+
+}  // namespace
+
+struct Engine::Impl {
+  explicit Impl(asio::any_io_executor executor, EngineConfig c)
+      : config((check_config(c), std::move(c))),
+        tokenizer(load_tokenizer(config.target_dir)),
+        target(load_model(config.target_dir)),
+        draft(config.draft_dir.empty() ? nullptr : load_model(config.draft_dir)),
+        target_cache(std::make_unique<KvCache>(target->config(), config.max_batch, config.max_seq_len)),
+        draft_cache(draft ? std::make_unique<KvCache>(draft->config(), config.max_batch, config.max_seq_len) : nullptr),
+        trace(config.trace),
+        draft_lane({"draft lane", config.draft_threads, -1}, &trace),
+        target_lane({"target lane", config.target_threads, -1}, &trace),
+        live_requests(std::make_shared<std::atomic<int64_t>>(0)),
+        cache(asio::make_strand(executor), config.max_batch, draft != nullptr),
+        draft_worker(asio::make_strand(executor), draft_lane, models()),
+        verify_worker(asio::make_strand(executor), target_lane, models()),
+        scheduler(asio::make_strand(executor), {config.max_waiting, config.overlap, draft != nullptr, config.max_seq_len},
+                  cache, draft_worker, verify_worker, &trace, live_requests),
+        executor(executor) {
+    if (draft) {
+      check_draft_compatible(config.target_dir, target->config(), *tokenizer, config.draft_dir, draft->config(),
+                             *load_tokenizer(config.draft_dir));
+    }
+    limit_blas_threads();
+  }
+
+  SpecModels models() { return {*target, *target_cache, draft.get(), draft_cache.get()}; }
+
+  SpecRequest prepare(const GenerateRequest& r) const;
+
+  EngineConfig config;
+  std::unique_ptr<Tokenizer> tokenizer;
+  std::shared_ptr<LlamaModel> target, draft;
+  std::unique_ptr<KvCache> target_cache, draft_cache;
+  TraceRecorder trace;
+  ComputeLane draft_lane, target_lane;
+  std::shared_ptr<std::atomic<int64_t>> live_requests;
+  CacheManager cache;
+  DraftWorker draft_worker;
+  VerifyWorker verify_worker;
+  SchedulerActor scheduler;
+  asio::any_io_executor executor;
+  std::atomic<uint64_t> next_number{1};
+  std::mutex gate;  // orders submissions before the scheduler's Stop message
+  bool accepting = true;
+  bool stopped = false;
+};
+
+SpecRequest Engine::Impl::prepare(const GenerateRequest& r) const {
+  SpecRequest out;
+  out.prompt = !r.prompt_ids.empty() ? r.prompt_ids : tokenizer->encode(r.prompt, true);
+  out.sampling = r.sampling;
+  out.max_tokens = r.max_tokens;
+  if (!r.ignore_eos) out.eos_ids = tokenizer->eos_ids();
+  out.stop = r.stop;
+  out.spec = r.spec;
+  if (out.spec.k > config.k_max || (out.spec.adaptive && out.spec.k_max > config.k_max)) {
+    throw SpecdError(ErrorCode::invalid_argument, "K above the engine's limit of " + std::to_string(config.k_max));
+  }
+  validate_request(out, static_cast<int32_t>(target->config().vocab_size), config.max_seq_len, true);
+  return out;
+}
+
+Engine::Engine(boost::asio::any_io_executor executor, EngineConfig config)
+    : impl_(std::make_shared<Impl>(executor, std::move(config))) {
+  auto impl = impl_;
+  // The coroutines hold the Impl alive until they end (stop() ends them).
+  spawn_logged(impl->cache.executor(), [impl] { return impl->cache.run(); }, "cache manager");
+  spawn_logged(impl->draft_worker.executor(), [impl] { return impl->draft_worker.run(); }, "draft worker");
+  spawn_logged(impl->verify_worker.executor(), [impl] { return impl->verify_worker.run(); }, "verify worker");
+  spawn_logged(impl->scheduler.executor(), [impl] { return impl->scheduler.run(); }, "scheduler");
+}
+
+Engine::~Engine() {
+  if (!impl_) return;
+  impl_->draft_lane.stop();
+  impl_->target_lane.stop();
+}
+
+RequestHandle Engine::submit(GenerateRequest request, BurstHandler on_burst, DoneHandler on_done) {
+  Impl& impl = *impl_;
+  const uint64_t number = impl.next_number++;
+  std::string id = request.id.empty() ? "req-" + std::to_string(number) : request.id;
+  auto actor = std::make_shared<RequestActor>(
+      asio::make_strand(impl.executor), impl.scheduler,
+      RequestActor::Setup{id, number, request.stop, impl.tokenizer.get(), std::move(on_burst), std::move(on_done),
+                          impl.config.burst_queue, impl.live_requests});
+  actor->start();
+  auto refuse = [&](ErrorCode code, std::string message) {
+    actor->post_finished({FinishReason::error, RequestError{code, std::move(message)}});
+  };
+  try {
+    SpecRequest prepared = impl.prepare(request);
+    std::lock_guard lock(impl.gate);
+    if (!impl.accepting) {
+      refuse(ErrorCode::shutting_down, "the engine is stopping");
+    } else if (!impl.scheduler.try_submit({actor, std::move(prepared)})) {
+      refuse(ErrorCode::overloaded, "the scheduler's mailbox is full");
+    }
+  } catch (const SpecdError& e) {
+    refuse(e.code(), e.what());
+  }
+  return RequestHandle(actor);
+}
+
+boost::asio::awaitable<GenerateResult> Engine::generate(GenerateRequest request, BurstHandler on_burst) {
+  Reply<GenerateResult> reply;
+  // If this coroutine is destroyed while waiting, the handle's destructor cancels the request.
+  RequestHandle handle = submit(std::move(request), std::move(on_burst), [reply](GenerateResult r) { reply.set(std::move(r)); });
+  GenerateResult result = co_await reply.get();
+  if (result.error) throw SpecdError(result.error->code, result.error->message);
+  co_return result;
+}
+
+void Engine::cancel(const std::string& id) { impl_->scheduler.cancel(id, 0); }
+
+boost::asio::awaitable<void> Engine::stop(std::chrono::milliseconds deadline) {
+  {
+    std::lock_guard lock(impl_->gate);
+    if (impl_->stopped || !impl_->accepting) co_return;
+    impl_->accepting = false;
+  }
+  co_await impl_->scheduler.stop(Clock::now() + deadline);
+  impl_->draft_lane.stop();
+  impl_->target_lane.stop();
+  impl_->stopped = true;
+}
+
+boost::asio::awaitable<EngineSnapshot> Engine::snapshot() { co_return co_await impl_->scheduler.snapshot(); }
+
+int64_t Engine::live_requests() const { return impl_->live_requests->load(); }
+const Tokenizer* Engine::tokenizer() const { return impl_->tokenizer.get(); }
+const EngineConfig& Engine::config() const { return impl_->config; }
+
+void Engine::write_trace(const std::filesystem::path& path) const { impl_->trace.write_chrome_json(path); }
+
+std::vector<Engine::LaneInterval> Engine::lane_intervals() const {
+  std::vector<LaneInterval> out;
+  for (const TraceEvent& e : impl_->trace.events()) {
+    if (e.phase == 'X') out.push_back({e.track, e.name, e.start_us, e.start_us + e.duration_us});
+  }
+  return out;
+}
+
+RequestHandle::RequestHandle(std::shared_ptr<RequestActor> actor) : actor_(std::move(actor)) {}
+
+RequestHandle& RequestHandle::operator=(RequestHandle&& other) noexcept {
+  if (this != &other) {
+    if (actor_ && !actor_->finished()) actor_->cancel();
+    actor_ = std::move(other.actor_);
+  }
+  return *this;
+}
+
+RequestHandle::~RequestHandle() {
+  if (actor_ && !actor_->finished()) actor_->cancel();
+}
+
+const std::string& RequestHandle::id() const {
+  static const std::string none;
+  return actor_ ? actor_->id() : none;
+}
+
+bool RequestHandle::finished() const { return !actor_ || actor_->finished(); }
+
+void RequestHandle::cancel() {
+  if (actor_) actor_->cancel();
+}
+
+}  // namespace specd

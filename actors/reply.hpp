@@ -1,0 +1,85 @@
+#pragma once
+// A one-shot answer from an actor to the coroutine that asked: the asker puts a Reply
+// in its message and awaits get(); the actor calls set() or fail() exactly once, from
+// any thread. The awaiting coroutine resumes on its own executor.
+//
+// Written on a mutex and a stored completion handler rather than a one-slot channel,
+// which costs a channel and its buffer per question. (The channel version also met a
+// GCC 12.2 coroutine miscompilation, a reply read as a destroyed variant; specd builds
+// with clang, see CMakeLists.txt.)
+#include <boost/asio/associated_executor.hpp>
+#include <boost/asio/async_result.hpp>
+#include <boost/asio/post.hpp>
+
+#include <exception>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <utility>
+
+#include "actors/asio_aliases.hpp"
+
+namespace specd::actors {
+
+template <class T>
+class Reply {
+ public:
+  Reply() : state_(std::make_shared<State>()) {}
+
+  void set(T value) const { complete(std::move(value), nullptr); }
+  void fail(std::exception_ptr error) const { complete(std::nullopt, error); }
+
+  awaitable<T> get() const {
+    auto state = state_;
+    std::optional<T> value = co_await asio::async_initiate<decltype(asio::use_awaitable), void(std::optional<T>)>(
+        [state](auto handler) {
+          std::unique_lock lock(state->mutex);
+          if (state->done) {
+            lock.unlock();
+            resume(std::move(handler), std::move(state->value));
+            return;
+          }
+          auto shared = std::make_shared<decltype(handler)>(std::move(handler));
+          state->waiter = [shared](std::optional<T> v) { resume(std::move(*shared), std::move(v)); };
+        },
+        asio::use_awaitable);
+    if (state->error) std::rethrow_exception(state->error);
+    co_return std::move(*value);
+  }
+
+ private:
+  struct State {
+    std::mutex mutex;
+    bool done = false;
+    std::optional<T> value;
+    std::exception_ptr error;
+    std::function<void(std::optional<T>)> waiter;
+  };
+
+  template <class Handler>
+  static void resume(Handler handler, std::optional<T> value) {
+    auto executor = asio::get_associated_executor(handler);
+    asio::post(executor, [handler = std::move(handler), value = std::move(value)]() mutable {
+      std::move(handler)(std::move(value));
+    });
+  }
+
+  void complete(std::optional<T> value, std::exception_ptr error) const {
+    std::unique_lock lock(state_->mutex);
+    if (state_->done) return;
+    state_->done = true;
+    state_->error = error;
+    if (!state_->waiter) {
+      state_->value = std::move(value);
+      return;
+    }
+    auto waiter = std::move(state_->waiter);
+    lock.unlock();
+    waiter(std::move(value));
+  }
+
+  std::shared_ptr<State> state_;
+};
+
+}  // namespace specd::actors

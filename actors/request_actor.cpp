@@ -1,0 +1,131 @@
+#include "actors/request_actor.hpp"
+
+#include <boost/asio/co_spawn.hpp>
+
+#include <cstdio>
+
+#include "actors/scheduler_actor.hpp"
+#include "actors/spawn.hpp"
+
+namespace specd::actors {
+
+namespace {
+
+double millis(Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
+
+}  // namespace
+
+RequestActor::RequestActor(asio::any_io_executor strand, SchedulerActor& scheduler, Setup setup)
+    : strand_(strand),
+      scheduler_(scheduler),
+      mailbox_(strand, static_cast<size_t>(std::max(setup.queue_capacity, 1))),
+      id_(std::move(setup.id)),
+      number_(setup.number),
+      submitted_at_(Clock::now()),
+      tokenizer_(setup.tokenizer),
+      on_burst_(std::move(setup.on_burst)),
+      on_done_(std::move(setup.on_done)),
+      live_count_(std::move(setup.live_count)) {
+  if (tokenizer_) detokenizer_.emplace(*tokenizer_);
+  if (!setup.stop.empty()) stop_matcher_.emplace(std::move(setup.stop));
+  if (live_count_) *live_count_ += 1;
+}
+
+RequestActor::~RequestActor() {
+  if (live_count_) *live_count_ -= 1;
+}
+
+void RequestActor::start() {
+  spawn_logged(strand_, [self = shared_from_this()]() { return self->run(); }, "request actor");
+}
+
+bool RequestActor::post_tokens(Tokens tokens) { return mailbox_.try_send(error_code{}, Message(std::move(tokens))); }
+
+void RequestActor::post_finished(Finished finished) {
+  spawn_logged(strand_, [self = shared_from_this(), finished = std::move(finished)]() mutable -> awaitable<void> {
+    co_await self->mailbox_.async_send(error_code{}, Message(std::move(finished)), asio::use_awaitable);
+  }, "request finish");
+}
+
+void RequestActor::cancel() {
+  if (finished_.load() || cancel_requested_.exchange(true)) return;
+  scheduler_.cancel(id_, number_);
+}
+
+awaitable<void> RequestActor::run() {
+  for (;;) {
+    auto next = co_await receive<Message>(mailbox_);
+    if (!next) co_return;
+    Message& message = *next;
+    if (auto* finished = std::get_if<Finished>(&message)) {
+      finish(*finished);
+      co_return;
+    }
+    if (auto* tokens = std::get_if<Tokens>(&message); tokens && deliver(*tokens)) scheduler_.retire(number_);
+  }
+}
+
+bool RequestActor::deliver(const Tokens& m) {
+  if (cancel_requested_.load() || stopped_by_string_) return false;
+  if (!first_token_at_) first_token_at_ = Clock::now();
+  Burst burst{id_, {}, {}, m.drafted, m.accepted};
+  for (int32_t token : m.tokens) {
+    burst.token_ids.push_back(token);
+    std::string piece = detokenizer_ ? detokenizer_->push(token) : std::string();
+    if (stop_matcher_) {
+      auto result = stop_matcher_->feed(piece);
+      burst.text += result.emit;
+      if (result.stopped) {
+        stopped_by_string_ = true;
+        break;
+      }
+    } else {
+      burst.text += piece;
+    }
+  }
+  tokens_.insert(tokens_.end(), burst.token_ids.begin(), burst.token_ids.end());
+  text_ += burst.text;
+  if (on_burst_) on_burst_(burst);
+  return stopped_by_string_;
+}
+
+// Text held back at the end: an unfinished character, or a tail that could have
+// started a stop string.
+std::string RequestActor::flush_text() {
+  if (stopped_by_string_) return {};
+  std::string tail = detokenizer_ ? detokenizer_->flush() : std::string();
+  if (stop_matcher_) tail = stop_matcher_->feed(tail).emit + stop_matcher_->finish();
+  return tail;
+}
+
+void RequestActor::finish(const Finished& m) {
+  const bool cancelled = cancel_requested_.load() && m.reason != FinishReason::error;
+  std::string tail = flush_text();
+  if (!tail.empty() && !cancelled && on_burst_) on_burst_(Burst{id_, {}, tail, 0, 0});
+  text_ += tail;
+
+  GenerateResult result;
+  result.id = id_;
+  result.finish_reason = stopped_by_string_ ? FinishReason::stop : cancelled ? FinishReason::cancelled : m.reason;
+  result.error = m.error;
+  result.token_ids = std::move(tokens_);
+  result.text = std::move(text_);
+  result.usage = {m.prompt_tokens, static_cast<int32_t>(result.token_ids.size())};
+  result.spec = m.stats;
+  const auto now = Clock::now();
+  if (m.admitted_at != Clock::time_point{}) result.timings.queued_ms = millis(m.admitted_at - submitted_at_);
+  if (first_token_at_) {
+    result.timings.first_token_ms = millis(*first_token_at_ - submitted_at_);
+    const double decode_s = millis(now - *first_token_at_) / 1000.0;
+    if (decode_s > 0) result.timings.tokens_per_second = static_cast<double>(result.token_ids.size()) / decode_s;
+  }
+  result.timings.total_ms = millis(now - submitted_at_);
+  finished_ = true;
+  on_burst_ = {};
+  if (on_done_) {
+    auto done = std::move(on_done_);
+    done(std::move(result));
+  }
+}
+
+}  // namespace specd::actors

@@ -1,0 +1,117 @@
+#pragma once
+// SchedulerActor: admission and continuous batching, one round at a time. Requests
+// wait in a bounded queue until CacheManager grants their KV slots, join the batch at
+// a round boundary (their target prefill and draft prefill run inside that round, on
+// the lanes, overlapping the running batch's draft and verify work), and leave it at a
+// round boundary when they finish, are cancelled or fail. Cancels, retirements and
+// submissions that arrive during a round are applied at the next boundary. Lives on its
+// strand; its state is touched only by run().
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "actors/asio_aliases.hpp"
+#include "actors/cache_manager.hpp"
+#include "actors/engine.hpp"
+#include "actors/reply.hpp"
+#include "engine/spec_generation.hpp"
+
+namespace specd {
+class TraceRecorder;
+}
+
+namespace specd::actors {
+
+class DraftWorker;
+class RequestActor;
+class VerifyWorker;
+using Clock = std::chrono::steady_clock;
+
+struct SchedulerOptions {
+  int32_t max_waiting = 256;
+  bool overlap = true;
+  bool has_draft = false;
+  int64_t max_seq_len = 1024;
+};
+
+class SchedulerActor {
+ public:
+  struct Submit {
+    std::shared_ptr<RequestActor> actor;
+    SpecRequest request;  // validated: prompt ids, sampling, limits, eos ids
+  };
+  struct Cancel {
+    std::string id;
+    uint64_t number = 0;  // 0: whichever request has this id
+  };
+  struct Retire {
+    uint64_t number;  // a stop string ended it
+  };
+  struct Snapshot {
+    Reply<EngineSnapshot> reply;
+  };
+  struct Stop {
+    Clock::time_point deadline;
+    Reply<std::monostate> reply;
+  };
+  // monostate first: a channel default-constructs the message when it cancels a receive.
+  using Message = std::variant<std::monostate, Submit, Cancel, Retire, Snapshot, Stop>;
+
+  SchedulerActor(asio::any_io_executor strand, SchedulerOptions options, CacheManager& cache, DraftWorker& draft,
+                 VerifyWorker& verify, TraceRecorder* trace, std::shared_ptr<std::atomic<int64_t>> live_requests);
+  ~SchedulerActor();
+
+  awaitable<void> run();
+  asio::any_io_executor executor() const { return strand_; }
+
+  // From any thread. Submit fails (false) when the mailbox is full: `overloaded`.
+  bool try_submit(Submit submit);
+  void cancel(std::string id, uint64_t number);
+  void retire(uint64_t number);
+  awaitable<EngineSnapshot> snapshot();
+  awaitable<void> stop(Clock::time_point deadline);
+
+ private:
+  struct Entry;  // a request waiting or in the batch
+  struct RoundOutcome;
+
+  awaitable<void> collect_messages();
+  awaitable<void> handle(Message& message);
+  awaitable<void> admit();
+  awaitable<void> run_round();
+  awaitable<RoundOutcome> execute(std::vector<SpecSequence*> running, std::vector<SpecSequence*> fresh);
+  // Applies a burst to an entry; returns true when the entry has finished.
+  bool deliver(Entry& entry, const std::vector<int32_t>& tokens, int32_t drafted, int32_t accepted);
+  awaitable<void> finish(Entry& entry, FinishReason reason, std::optional<RequestError> error = std::nullopt);
+  // Finishes and removes every entry of `entries` that `which` selects.
+  awaitable<void> finish_where(std::vector<std::unique_ptr<Entry>>& entries, std::function<bool(const Entry&)> which,
+                               FinishReason reason, std::optional<RequestError> error = std::nullopt);
+  awaitable<void> enforce_stop_deadline();
+  void record_round_counters(const RoundResult& round);
+  bool idle() const;
+  void post(Message message);
+
+  asio::any_io_executor strand_;
+  SchedulerOptions options_;
+  CacheManager& cache_;
+  DraftWorker& draft_;
+  VerifyWorker& verify_;
+  TraceRecorder* trace_;
+  std::shared_ptr<std::atomic<int64_t>> live_requests_;
+  Mailbox<Message> mailbox_;
+
+  std::vector<std::unique_ptr<Entry>> waiting_;  // FIFO, bounded by max_waiting
+  std::vector<std::unique_ptr<Entry>> fresh_;    // admitted, prefilled in the next round
+  std::vector<std::unique_ptr<Entry>> running_;  // prefilled, in the batch
+  CostMeter cost_;
+  EngineSnapshot counters_;  // the monotonic counters part
+  bool stopping_ = false;
+  Clock::time_point stop_deadline_;
+  std::vector<Reply<std::monostate>> stop_replies_;
+};
+
+}  // namespace specd::actors

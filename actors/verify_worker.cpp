@@ -1,0 +1,67 @@
+#include "actors/verify_worker.hpp"
+
+#include "engine/prefill.hpp"
+#include "gpu/compute_lane.hpp"
+
+namespace specd::actors {
+
+VerifyWorker::VerifyWorker(asio::any_io_executor strand, ComputeLane& lane, SpecModels models)
+    : strand_(strand), lane_(lane), models_(models), mailbox_(strand, 16) {}
+
+awaitable<void> VerifyWorker::run() {
+  for (;;) {
+    auto next = co_await receive<Message>(mailbox_);
+    if (!next) co_return;
+    Message& message = *next;
+    if (auto* stop = std::get_if<Stop>(&message)) {
+      stop->reply.set({});
+      co_return;
+    }
+    if (auto* verify = std::get_if<Verify>(&message)) {
+      co_await handle(*verify);
+    } else if (auto* prefill = std::get_if<Prefill>(&message)) {
+      co_await handle(*prefill);
+    }
+  }
+}
+
+awaitable<void> VerifyWorker::handle(Verify& m) {
+  try {
+    RoundDrafts* drafts = &m.drafts;  // lives in the message until the lane is done
+    m.reply.set(co_await lane_.run("verify", [this, drafts] { return verify_phase(models_, *drafts); }));
+  } catch (...) {
+    m.reply.fail(std::current_exception());
+  }
+}
+
+awaitable<void> VerifyWorker::handle(Prefill& m) {
+  try {
+    m.reply.set(co_await lane_.run("target prefill", [this, seqs = m.seqs] {
+      return prefill_target(models_.target, models_.target_cache, seqs);
+    }));
+  } catch (...) {
+    m.reply.fail(std::current_exception());
+  }
+}
+
+awaitable<RoundResult> VerifyWorker::verify(RoundDrafts drafts) {
+  if (drafts.rows.empty()) co_return RoundResult{};
+  Reply<RoundResult> reply;
+  co_await mailbox_.async_send(error_code{}, Verify{std::move(drafts), reply}, asio::use_awaitable);
+  co_return co_await reply.get();
+}
+
+awaitable<std::vector<int32_t>> VerifyWorker::prefill(std::vector<SpecSequence*> seqs) {
+  if (seqs.empty()) co_return std::vector<int32_t>{};
+  Reply<std::vector<int32_t>> reply;
+  co_await mailbox_.async_send(error_code{}, Prefill{std::move(seqs), reply}, asio::use_awaitable);
+  co_return co_await reply.get();
+}
+
+awaitable<void> VerifyWorker::stop() {
+  Reply<std::monostate> reply;
+  co_await mailbox_.async_send(error_code{}, Stop{reply}, asio::use_awaitable);
+  co_await reply.get();
+}
+
+}  // namespace specd::actors

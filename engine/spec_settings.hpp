@@ -1,0 +1,43 @@
+#pragma once
+// Per-request speculation settings and statistics: plain values, torch-free, shared by
+// the engine, the actors' public API and the network layer.
+#include <cstdint>
+#include <vector>
+
+namespace specd {
+
+enum class DrafterKind { model, lookup };
+const char* drafter_name(DrafterKind kind);
+
+// Per-request speculation settings.
+struct SpecSettings {
+  bool enabled = true;
+  int32_t k = 4;          // drafted tokens per round when not adaptive
+  bool adaptive = false;  // `k = auto`: K from the running acceptance and the cost ratio
+  int32_t k_max = 8;      // bound for adaptive K
+  DrafterKind drafter = DrafterKind::model;
+  int32_t lookup_max_ngram = 3;
+};
+
+// Per-request statistics (the figures vLLM and llama.cpp report).
+struct SpecStats {
+  int64_t rounds = 0;    // rounds in which this request drafted at least one token
+  int64_t drafted = 0;
+  int64_t accepted = 0;
+  int64_t emitted = 0;   // tokens produced by those rounds (accepted + correction/bonus)
+  int64_t rejections = 0;  // rounds that ended on a rejected draft token (the rest accepted all)
+  std::vector<int64_t> accepted_per_position;  // [i]: rounds whose draft token i+1 was accepted
+
+  // Accepted over drafted, as vLLM reports it (drafts after a rejection count as not accepted).
+  double acceptance_rate() const { return drafted ? static_cast<double>(accepted) / drafted : 0.0; }
+  // The per-token acceptance probability a of the speedup formula (Leviathan et al.'s
+  // alpha): accepted over the draft tokens the target actually judged (accepted plus
+  // the one rejected per round); the maximum-likelihood estimate for truncated rounds.
+  double alpha() const {
+    return accepted + rejections ? static_cast<double>(accepted) / static_cast<double>(accepted + rejections) : 0.0;
+  }
+  double tokens_per_round() const { return rounds ? static_cast<double>(emitted) / rounds : 0.0; }
+  void record(int32_t drafted_now, int32_t accepted_now);
+};
+
+}  // namespace specd

@@ -1,0 +1,79 @@
+#include "gpu/compute_lane.hpp"
+
+#include <ATen/Parallel.h>
+#include <pthread.h>
+
+#include "gpu/trace_recorder.hpp"
+
+#ifdef SPECD_CUDA
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+#endif
+
+namespace specd {
+
+#ifdef SPECD_CUDA
+// Each lane takes its own stream from the device's pool, so the draft's and the
+// target's kernels can run concurrently; a job synchronises its stream before it
+// completes, so an awaited result is ready to read.
+struct ComputeLane::Device {
+  explicit Device(int device) : stream(c10::cuda::getStreamFromPool(false, static_cast<c10::DeviceIndex>(device))) {}
+  c10::cuda::CUDAStream stream;
+  std::optional<c10::cuda::CUDAStreamGuard> guard;
+};
+#else
+struct ComputeLane::Device {};
+#endif
+
+ComputeLane::ComputeLane(LaneOptions options, TraceRecorder* trace)
+    : options_(std::move(options)), trace_(trace), work_(boost::asio::make_work_guard(context_)) {
+#ifdef SPECD_CUDA
+  if (options_.cuda_device >= 0) device_ = std::make_unique<Device>(options_.cuda_device);
+#endif
+  thread_ = std::thread([this] { thread_main(); });
+}
+
+ComputeLane::~ComputeLane() { stop(); }
+
+void ComputeLane::thread_main() {
+  // OpenMP's thread count is per calling thread, so each lane gets its own budget and
+  // the two lanes do not oversubscribe the cores between them.
+  if (options_.intra_op_threads > 0) at::set_num_threads(options_.intra_op_threads);
+  pthread_setname_np(pthread_self(), options_.name.substr(0, 15).c_str());
+  context_.run();
+}
+
+void ComputeLane::stop() {
+  if (work_) work_.reset();
+  if (thread_.joinable() && thread_.get_id() != std::this_thread::get_id()) thread_.join();
+}
+
+void ComputeLane::enter_device() {
+#ifdef SPECD_CUDA
+  if (device_) device_->guard.emplace(device_->stream);
+#endif
+}
+
+void ComputeLane::leave_device() {
+#ifdef SPECD_CUDA
+  if (device_) {
+    device_->stream.synchronize();
+    device_->guard.reset();
+  }
+#endif
+}
+
+ComputeLane::BusyScope::BusyScope(ComputeLane& lane, const char* label)
+    : lane_(lane), label_(label), start_(std::chrono::steady_clock::now()) {
+  lane_.enter_device();
+}
+
+ComputeLane::BusyScope::~BusyScope() {
+  lane_.leave_device();
+  const auto end = std::chrono::steady_clock::now();
+  lane_.busy_nanos_ += std::chrono::duration_cast<std::chrono::nanoseconds>(end - start_).count();
+  lane_.jobs_ += 1;
+  if (lane_.trace_) lane_.trace_->complete(label_, lane_.options_.name, start_, end);
+}
+
+}  // namespace specd

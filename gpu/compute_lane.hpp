@@ -1,0 +1,93 @@
+#pragma once
+// A compute lane: one dedicated thread on which model calls run, one at a time, with
+// its own intra-op thread budget (CPU) or its own CUDA stream (SPECD_CUDA builds).
+// Actors never run model code on their strands: they `co_await lane.run(...)`, the job
+// runs on the lane thread, and the coroutine resumes on its own executor with the
+// result or the job's exception. Busy intervals go to the trace recorder.
+// run() may be called from any thread; stop() from any thread but the lane's own.
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <type_traits>
+
+namespace specd {
+
+class TraceRecorder;
+
+struct LaneOptions {
+  std::string name;          // trace track and thread name, e.g. "target lane"
+  int intra_op_threads = 1;  // libtorch intra-op threads used by this lane's calls
+  int cuda_device = -1;      // SPECD_CUDA builds: device whose stream pool gives the stream
+};
+
+class ComputeLane {
+ public:
+  ComputeLane(LaneOptions options, TraceRecorder* trace);
+  ~ComputeLane();
+  ComputeLane(const ComputeLane&) = delete;
+  ComputeLane& operator=(const ComputeLane&) = delete;
+
+  // Runs job() on the lane thread and returns its result to the awaiting coroutine.
+  template <class Job>
+  boost::asio::awaitable<std::invoke_result_t<Job&>> run(const char* label, Job job) {
+    using Result = std::invoke_result_t<Job&>;
+    return boost::asio::co_spawn(
+        context_,
+        [this, label, job = std::move(job)]() mutable -> boost::asio::awaitable<Result> {
+          BusyScope busy(*this, label);
+          if constexpr (std::is_void_v<Result>) {
+            job();
+            co_return;
+          } else {
+            co_return job();
+          }
+        },
+        boost::asio::use_awaitable);
+  }
+
+  // Lets queued jobs finish, then joins the thread. Idempotent.
+  void stop();
+  const std::string& name() const { return options_.name; }
+  // Seconds spent running jobs since start (for utilisation figures).
+  double busy_seconds() const { return busy_nanos_.load() / 1e9; }
+  uint64_t jobs_run() const { return jobs_.load(); }
+
+ private:
+  // Marks one job's interval: the device context on entry (CUDA stream guard), the
+  // trace event and the busy counters on exit.
+  class BusyScope {
+   public:
+    BusyScope(ComputeLane& lane, const char* label);
+    ~BusyScope();
+
+   private:
+    ComputeLane& lane_;
+    const char* label_;
+    std::chrono::steady_clock::time_point start_;
+  };
+
+  void thread_main();
+  void enter_device();
+  void leave_device();
+
+  LaneOptions options_;
+  TraceRecorder* trace_;
+  boost::asio::io_context context_;
+  std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> work_;
+  std::atomic<int64_t> busy_nanos_{0};
+  std::atomic<uint64_t> jobs_{0};
+  struct Device;  // CUDA stream state in SPECD_CUDA builds; empty otherwise
+  std::unique_ptr<Device> device_;
+  std::thread thread_;
+};
+
+}  // namespace specd

@@ -1,0 +1,344 @@
+// The actor runtime on the committed default pair: continuous batching returns each
+// request exactly its solo greedy tokens, mixed speculation settings share a batch,
+// cancellation, overload, stop with requests in flight, lane overlap in the trace, and
+// slots and memory back to baseline after many requests with random cancels.
+#include "tests/support/doctest_torch.hpp"
+
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <fstream>
+#include <future>
+#include <mutex>
+#include <random>
+
+#include "actors/engine.hpp"
+#include "engine/checkpoint.hpp"
+#include "engine/generation.hpp"
+#include "engine/kv_cache.hpp"
+#include "engine/llama_model.hpp"
+#include "engine/tokenizer.hpp"
+#include "tests/support/engine_runner.hpp"
+
+using namespace specd;
+using namespace specd::testing;
+
+namespace {
+
+const std::filesystem::path kModels = std::filesystem::path(SPECD_SOURCE_DIR) / "models";
+
+EngineConfig default_config() {
+  EngineConfig c;
+  c.target_dir = kModels / "target";
+  c.draft_dir = kModels / "draft";
+  c.max_batch = 32;
+  c.max_seq_len = 256;
+  return c;
+}
+
+std::vector<std::string> prompts(size_t n) {
+  const char* heads[] = {"ROMEO:\n", "JULIET:\n", "KING HENRY VI:\n", "First Citizen:\n", "MENENIUS:\n",
+                         "GLOUCESTER:\n", "HAMLET:\n", "LUCIO:\n"};
+  const char* bodies[] = {"But soft, what light", "O God", "We are accounted poor", "", "What work's, my countrymen",
+                          "Now is the winter", "To be, or not to be", "Good morrow"};
+  std::vector<std::string> out;
+  for (size_t i = 0; i < n; ++i) out.push_back(std::string(heads[i % 8]) + bodies[(i / 8 + i) % 8]);
+  return out;
+}
+
+// Target-only greedy tokens: what every speculative configuration must reproduce.
+std::vector<int32_t> solo_greedy(const std::string& prompt, int32_t max_tokens) {
+  static auto tokenizer = load_tokenizer(kModels / "target");
+  static auto target = load_model(kModels / "target");
+  static KvCache cache(target->config(), 1, 256);
+  GenerationRequest r;
+  r.prompt = tokenizer->encode(prompt, true);
+  r.max_tokens = max_tokens;
+  r.eos_ids = tokenizer->eos_ids();
+  return generate_target_only(*target, cache, r).tokens;
+}
+
+// Collects a callback-form request's bursts and result.
+struct Collector {
+  std::mutex mutex;
+  std::vector<Burst> bursts;
+  std::atomic<int> burst_count{0};
+  std::promise<GenerateResult> done;
+  BurstHandler on_burst() {
+    return [this](const Burst& b) {
+      std::lock_guard lock(mutex);
+      bursts.push_back(b);
+      ++burst_count;
+    };
+  }
+  DoneHandler on_done() {
+    return [this](GenerateResult r) { done.set_value(std::move(r)); };
+  }
+};
+
+SpecSettings spec_variant(size_t i) {
+  SpecSettings s;
+  switch (i % 6) {
+    case 0: s.enabled = false; break;
+    case 1: s.k = 1; break;
+    case 2: s.k = 4; break;
+    case 3: s.k = 8; break;
+    case 4: s.adaptive = true; break;
+    case 5: s.drafter = DrafterKind::lookup; s.k = 3; break;
+  }
+  return s;
+}
+
+EngineSnapshot snapshot(IoThreads& io, Engine& engine) { return io.run(engine.snapshot()); }
+
+int64_t rss_kib() {
+  std::ifstream status("/proc/self/status");
+  for (std::string line; std::getline(status, line);) {
+    if (line.rfind("VmRSS:", 0) == 0) return std::stoll(line.substr(6));
+  }
+  return -1;
+}
+
+}  // namespace
+
+TEST_CASE("32 concurrent greedy requests with mixed speculation settings each return their solo tokens") {
+  IoThreads io(2);
+  Engine engine(io.io().get_executor(), default_config());
+  const auto texts = prompts(32);
+  std::vector<std::unique_ptr<Collector>> collectors;
+  std::vector<RequestHandle> handles;
+  for (size_t i = 0; i < texts.size(); ++i) {
+    collectors.push_back(std::make_unique<Collector>());
+    GenerateRequest r;
+    r.prompt = texts[i];
+    r.max_tokens = 20 + static_cast<int32_t>(i % 5);
+    r.spec = spec_variant(i);
+    handles.push_back(engine.submit(r, collectors.back()->on_burst(), collectors.back()->on_done()));
+  }
+  int64_t drafted = 0;
+  for (size_t i = 0; i < texts.size(); ++i) {
+    GenerateResult result = collectors[i]->done.get_future().get();
+    CAPTURE(i);
+    REQUIRE_FALSE(result.error.has_value());
+    CHECK(result.token_ids == solo_greedy(texts[i], 20 + static_cast<int32_t>(i % 5)));
+    // The bursts carry exactly the result's tokens, in order, and only accepted drafts.
+    std::vector<int32_t> streamed;
+    std::string text;
+    for (const Burst& b : collectors[i]->bursts) {
+      streamed.insert(streamed.end(), b.token_ids.begin(), b.token_ids.end());
+      text += b.text;
+      CHECK(b.accepted <= b.drafted);
+      CHECK(b.token_ids.size() <= static_cast<size_t>(b.accepted) + 1);
+    }
+    CHECK(streamed == result.token_ids);
+    CHECK(text == result.text);
+    CHECK(result.usage.completion_tokens == static_cast<int32_t>(result.token_ids.size()));
+    if (i % 6 == 0) CHECK(result.spec.drafted == 0);
+    drafted += result.spec.drafted;
+  }
+  CHECK(drafted > 0);
+  const EngineSnapshot s = snapshot(io, engine);
+  CHECK(s.target_slots_in_use == 0);
+  CHECK(s.draft_slots_in_use == 0);
+  CHECK(s.draft_tokens == drafted);
+  io.run(engine.stop(std::chrono::seconds(5)));
+}
+
+TEST_CASE("cancelling in the middle of a stream stops its bursts and frees both slots") {
+  IoThreads io(1);
+  Engine engine(io.io().get_executor(), default_config());
+  std::promise<GenerateResult> done;
+  std::atomic<int> bursts{0};
+  std::atomic<int> after_cancel{0};
+  std::atomic<bool> cancelled{false};
+  RequestHandle handle;
+  std::mutex handle_mutex;
+  GenerateRequest r;
+  r.prompt = "ROMEO:\n";
+  r.max_tokens = 200;
+  r.ignore_eos = true;
+  {
+    std::lock_guard lock(handle_mutex);
+    handle = engine.submit(
+        r,
+        [&](const Burst&) {
+          if (cancelled) after_cancel += 1;
+          if (++bursts == 3) {
+            std::lock_guard lock(handle_mutex);
+            handle.cancel();
+            cancelled = true;
+          }
+        },
+        [&](GenerateResult res) { done.set_value(std::move(res)); });
+  }
+  GenerateResult result = done.get_future().get();
+  CHECK(result.finish_reason == FinishReason::cancelled);
+  CHECK(after_cancel == 0);
+  CHECK(result.token_ids.size() < 200);
+  const EngineSnapshot s = snapshot(io, engine);
+  CHECK(s.target_slots_in_use == 0);
+  CHECK(s.draft_slots_in_use == 0);
+  CHECK(s.requests_cancelled == 1);
+  io.run(engine.stop(std::chrono::seconds(5)));
+}
+
+TEST_CASE("dropping the request handle cancels the request; cancel by id does too") {
+  IoThreads io(1);
+  Engine engine(io.io().get_executor(), default_config());
+  GenerateRequest r;
+  r.prompt = "JULIET:\n";
+  r.max_tokens = 200;
+  r.ignore_eos = true;
+  std::promise<GenerateResult> dropped_done, by_id_done;
+  {
+    RequestHandle h = engine.submit(r, {}, [&](GenerateResult res) { dropped_done.set_value(std::move(res)); });
+  }
+  r.id = "by-id";
+  RequestHandle kept = engine.submit(r, {}, [&](GenerateResult res) { by_id_done.set_value(std::move(res)); });
+  engine.cancel("by-id");
+  CHECK(dropped_done.get_future().get().finish_reason == FinishReason::cancelled);
+  GenerateResult by_id = by_id_done.get_future().get();
+  CHECK(by_id.finish_reason == FinishReason::cancelled);
+  CHECK(by_id.id == "by-id");
+  CHECK(snapshot(io, engine).target_slots_in_use == 0);
+  io.run(engine.stop(std::chrono::seconds(5)));
+}
+
+TEST_CASE("submissions beyond the waiting bound fail with overloaded; the rest complete") {
+  IoThreads io(1);
+  EngineConfig c = default_config();
+  c.max_batch = 1;
+  c.max_waiting = 2;
+  Engine engine(io.io().get_executor(), c);
+  std::vector<std::unique_ptr<Collector>> collectors;
+  std::vector<RequestHandle> handles;
+  for (int i = 0; i < 8; ++i) {
+    collectors.push_back(std::make_unique<Collector>());
+    GenerateRequest r;
+    r.prompt = "HAMLET:\n";
+    r.max_tokens = 16;
+    handles.push_back(engine.submit(r, {}, collectors.back()->on_done()));
+  }
+  int overloaded = 0, completed = 0;
+  for (auto& c : collectors) {
+    GenerateResult r = c->done.get_future().get();
+    if (r.error) {
+      CHECK(r.error->code == ErrorCode::overloaded);
+      CHECK(r.finish_reason == FinishReason::error);
+      ++overloaded;
+    } else {
+      CHECK(r.token_ids == solo_greedy("HAMLET:\n", 16));
+      ++completed;
+    }
+  }
+  CHECK(overloaded >= 5);  // one generating, at most two waiting when the burst of eight arrives
+  CHECK(completed >= 1);
+  CHECK(overloaded + completed == 8);
+  io.run(engine.stop(std::chrono::seconds(5)));
+}
+
+TEST_CASE("bad requests fail with their error code and do not disturb others") {
+  IoThreads io(1);
+  Engine engine(io.io().get_executor(), default_config());
+  auto error_of = [&](GenerateRequest r) {
+    Collector c;
+    RequestHandle h = engine.submit(std::move(r), {}, c.on_done());
+    GenerateResult res = c.done.get_future().get();
+    return res.error ? res.error->code : ErrorCode::internal;
+  };
+  GenerateRequest bad;
+  bad.prompt = "x";
+  bad.max_tokens = 0;
+  CHECK(error_of(bad) == ErrorCode::invalid_argument);
+  bad.max_tokens = 4;
+  bad.sampling.top_p = 1.5;
+  CHECK(error_of(bad) == ErrorCode::invalid_argument);
+  bad.sampling.top_p = 1.0;
+  bad.spec.k = 99;
+  CHECK(error_of(bad) == ErrorCode::invalid_argument);
+  bad.spec.k = 4;
+  bad.prompt_ids = std::vector<int32_t>(300, 5);
+  CHECK(error_of(bad) == ErrorCode::out_of_capacity);
+  bad.prompt_ids = {1, 999999};
+  CHECK(error_of(bad) == ErrorCode::invalid_argument);
+  GenerateRequest good;
+  good.prompt = "ROMEO:\n";
+  good.max_tokens = 12;
+  GenerateResult ok = io.run(engine.generate(good));
+  CHECK(ok.token_ids == solo_greedy("ROMEO:\n", 12));
+  io.run(engine.stop(std::chrono::seconds(5)));
+}
+
+TEST_CASE("stop with requests in flight ends them within the deadline and refuses new ones") {
+  IoThreads io(1);
+  Engine engine(io.io().get_executor(), default_config());
+  std::vector<std::unique_ptr<Collector>> collectors;
+  std::vector<RequestHandle> handles;
+  for (int i = 0; i < 4; ++i) {
+    collectors.push_back(std::make_unique<Collector>());
+    GenerateRequest r;
+    r.prompt = "KING HENRY VI:\n";
+    r.max_tokens = 200;
+    r.ignore_eos = true;
+    handles.push_back(engine.submit(r, collectors.back()->on_burst(), collectors.back()->on_done()));
+  }
+  while (collectors[0]->burst_count == 0) std::this_thread::yield();
+  const auto t0 = std::chrono::steady_clock::now();
+  io.run(engine.stop(std::chrono::milliseconds(100)));
+  CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(3));
+  for (auto& c : collectors) {
+    GenerateResult r = c->done.get_future().get();
+    CHECK(r.finish_reason == FinishReason::cancelled);
+    CHECK(r.token_ids.size() < 200);
+  }
+  Collector late;
+  GenerateRequest r;
+  r.prompt = "x";
+  RequestHandle h = engine.submit(r, {}, late.on_done());
+  GenerateResult refused = late.done.get_future().get();
+  REQUIRE(refused.error.has_value());
+  CHECK(refused.error->code == ErrorCode::shutting_down);
+}
+
+TEST_CASE("newcomers' draft prefill overlaps the running batch's verify pass on the other lane") {
+  IoThreads io(1);
+  EngineConfig c = default_config();
+  c.trace = true;
+  Engine engine(io.io().get_executor(), c);
+  GenerateRequest long_request;
+  long_request.prompt = "GLOUCESTER:\n";
+  long_request.max_tokens = 120;
+  long_request.ignore_eos = true;
+  std::vector<std::unique_ptr<Collector>> collectors;
+  collectors.push_back(std::make_unique<Collector>());
+  std::atomic<int> bursts{0};
+  std::vector<RequestHandle> handles;
+  handles.push_back(engine.submit(long_request, [&](const Burst&) { ++bursts; }, collectors.back()->on_done()));
+  while (bursts < 5) std::this_thread::yield();
+  for (int i = 0; i < 6; ++i) {  // admitted at round boundaries while the long request runs
+    collectors.push_back(std::make_unique<Collector>());
+    GenerateRequest r;
+    r.prompt = prompts(8)[i] + std::string(200, ' ').substr(0, 40 * i);
+    r.max_tokens = 8;
+    handles.push_back(engine.submit(r, {}, collectors.back()->on_done()));
+    std::this_thread::sleep_for(std::chrono::milliseconds(15));
+  }
+  for (auto& col : collectors) CHECK_FALSE(col->done.get_future().get().error.has_value());
+  io.run(engine.stop(std::chrono::seconds(5)));
+  const auto intervals = engine.lane_intervals();
+  int overlapping = 0;
+  for (const auto& a : intervals) {
+    if (a.label != "draft prefill") continue;
+    for (const auto& b : intervals) {
+      if (b.label == "verify" && a.start_us < b.end_us && b.start_us < a.end_us) ++overlapping;
+    }
+  }
+  CHECK(overlapping >= 1);
+  const auto path = std::filesystem::temp_directory_path() / "specd_overlap_trace.json";
+  engine.write_trace(path);
+  std::ifstream in(path);
+  std::string json((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  CHECK(json.find("\"traceEvents\"") != std::string::npos);
+  CHECK(json.find("\"target lane\"") != std::string::npos);
+  CHECK(json.find("\"draft prefill\"") != std::string::npos);
+}
