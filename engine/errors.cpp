@@ -16,6 +16,7 @@ const char* error_code_name(ErrorCode code) {
     case ErrorCode::tokenizer_error: return "tokenizer_error";
     case ErrorCode::invalid_argument: return "invalid_argument";
     case ErrorCode::out_of_capacity: return "out_of_capacity";
+    case ErrorCode::unknown_chat_template: return "unknown_chat_template";
   }
   return "unknown";
 }

@@ -20,6 +20,7 @@ enum class ErrorCode {
   tokenizer_error,
   invalid_argument,
   out_of_capacity,
+  unknown_chat_template,
 };
 
 const char* error_code_name(ErrorCode code);
