@@ -188,3 +188,17 @@ TEST_CASE("tokenizer.json features specd does not implement are refused") {
     CHECK(std::string(e.what()).find("normalizer") != std::string::npos);
   }
 }
+
+TEST_CASE("load_tokenizer picks tokenizer.json and takes every EOS id the directory declares") {
+  const fs::path dir = fs::temp_directory_path() / "specd_bpe_model_dir";
+  fs::create_directories(dir);
+  fs::copy_file(llama3_tokenizer_json(), dir / "tokenizer.json", fs::copy_options::overwrite_existing);
+  // As Llama 3.2 instruct's generation_config.json declares them.
+  std::ofstream(dir / "generation_config.json")
+      << R"({"bos_token_id": 128000, "eos_token_id": [128001, 128008, 128009], "do_sample": true})";
+  const auto tok = load_tokenizer(dir);
+  REQUIRE(dynamic_cast<const BpeTokenizer*>(tok.get()) != nullptr);
+  CHECK(tok->bos_id() == 128000);
+  CHECK(tok->eos_ids() == std::vector<int32_t>{128001, 128008, 128009});
+  CHECK(tok->encode("Hello world", true) == std::vector<int32_t>{128000, 9906, 1917});
+}
