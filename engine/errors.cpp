@@ -21,6 +21,7 @@ const char* error_code_name(ErrorCode code) {
     case ErrorCode::slow_consumer: return "slow_consumer";
     case ErrorCode::duplicate_id: return "duplicate_id";
     case ErrorCode::internal: return "internal";
+    case ErrorCode::unknown_chat_template: return "unknown_chat_template";
   }
   return "unknown";
 }

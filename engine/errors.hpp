@@ -25,6 +25,7 @@ enum class ErrorCode {
   slow_consumer,  // a request's sink fell too far behind its bursts
   duplicate_id,   // a request id already in flight
   internal,       // a model call failed; the engine keeps serving other requests
+  unknown_chat_template,
 };
 
 const char* error_code_name(ErrorCode code);

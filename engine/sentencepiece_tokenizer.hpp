@@ -19,16 +19,6 @@ struct specd_spm;
 
 namespace specd {
 
-// Special ids declared by a model directory's config files; they win over the
-// ids stored in the .model file.
-struct SpecialIdOverrides {
-  std::optional<int32_t> bos;
-  std::optional<std::vector<int32_t>> eos;
-  // Where each came from, named when an id is outside the vocabulary.
-  std::filesystem::path bos_file;
-  std::filesystem::path eos_file;
-};
-
 class SentencePieceTokenizer final : public Tokenizer {
  public:
   // Throws SpecdError: missing_file when model_file does not exist, tokenizer_error

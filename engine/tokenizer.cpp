@@ -4,6 +4,7 @@
 
 #include <system_error>
 
+#include "engine/bpe_tokenizer.hpp"
 #include "engine/errors.hpp"
 #include "engine/sentencepiece_tokenizer.hpp"
 
@@ -100,14 +101,12 @@ std::unique_ptr<Tokenizer> load_tokenizer(const fs::path& model_dir) {
   if (!fs::is_directory(model_dir, ec)) {
     throw SpecdError(ErrorCode::missing_file, "model directory not found: " + model_dir.string());
   }
+  // tokenizer.json first: HF directories that ship both (some Llama 2 conversions)
+  // tokenize identically with either, and only it covers Llama 3.
+  const fs::path bpe_file = model_dir / "tokenizer.json";
   const fs::path spm_file = model_dir / "tokenizer.model";
-  if (!fs::exists(spm_file, ec)) {
-    if (fs::exists(model_dir / "tokenizer.json", ec)) {
-      throw SpecdError(
-          ErrorCode::unsupported_architecture,
-          (model_dir / "tokenizer.json").string() +
-              ": tokenizer.json (HF BPE) is not supported yet; provide tokenizer.model");
-    }
+  const bool bpe = fs::exists(bpe_file, ec);
+  if (!bpe && !fs::exists(spm_file, ec)) {
     throw SpecdError(ErrorCode::missing_file,
                      "no tokenizer.model or tokenizer.json in " + model_dir.string());
   }
@@ -117,6 +116,7 @@ std::unique_ptr<Tokenizer> load_tokenizer(const fs::path& model_dir) {
     const fs::path file = model_dir / name;
     if (fs::exists(file, ec)) read_special_ids(file, overrides);
   }
+  if (bpe) return std::make_unique<BpeTokenizer>(bpe_file, std::move(overrides));
   return std::make_unique<SentencePieceTokenizer>(spm_file, std::move(overrides));
 }
 

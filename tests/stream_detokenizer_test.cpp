@@ -2,6 +2,7 @@
 // ends inside a UTF-8 character yields nothing until the character is complete.
 #include <doctest/doctest.h>
 
+#include "engine/bpe_tokenizer.hpp"
 #include "engine/sentencepiece_tokenizer.hpp"
 #include "engine/stream_detokenizer.hpp"
 
@@ -69,4 +70,37 @@ TEST_CASE("an unfinished character at the end comes out of flush") {
   CHECK(joined == "ok ");
   const std::string rest = stream.flush();
   CHECK(rest.find("\xEF\xBF\xBD") != std::string::npos);
+}
+
+TEST_CASE("byte-level BPE: an emoji and CJK split across Llama 3 tokens stream as whole characters") {
+  const std::filesystem::path file = std::filesystem::path(SPECD_LLAMA3_TOKENIZER_DIR) / "tokenizer.json";
+  REQUIRE_MESSAGE(std::filesystem::exists(file), "missing " << file << ": run scripts/fetch_llama3_tokenizer.sh");
+  const BpeTokenizer tok(file);
+  // U+1F600 is two tokens, the first holding 3 of its 4 bytes.
+  const std::string grin = "\xF0\x9F\x98\x80";
+  const auto grin_ids = tok.encode(grin, false);
+  REQUIRE(grin_ids == std::vector<int32_t>{76460, 222});
+  StreamDetokenizer stream(tok);
+  CHECK(stream.push(grin_ids[0]).empty());
+  CHECK(stream.push(grin_ids[1]) == grin);
+  CHECK(stream.flush().empty());
+
+  // Mixed text: every piece is whole UTF-8 and the pieces rebuild the decode.
+  for (const std::string text : {"I \xE2\x9D\xA4\xEF\xB8\x8F you \xF0\x9F\x91\xA8\xE2\x80\x8D\xF0\x9F\x91\xA9 family",
+                                 "\xE4\xB8\xAD\xE6\x96\x87\xE5\x88\x86\xE8\xAF\x8D \xF0\x9F\xA6\x99\xF0\x9F\xA6\x99 end"}) {
+    CAPTURE(text);
+    const auto ids = tok.encode(text, true);
+    StreamDetokenizer s(tok);
+    std::string joined;
+    size_t held_back = 0;
+    for (int32_t id : ids) {
+      const std::string piece = s.push(id);
+      CHECK(valid_utf8(piece));
+      held_back += piece.empty() ? 1 : 0;
+      joined += piece;
+    }
+    joined += s.flush();
+    CHECK(joined == tok.decode(ids));
+    CHECK(held_back > 0);  // some token did end inside a character
+  }
 }

@@ -4,13 +4,16 @@
 
 #include <cstdio>
 #include <iostream>
+#include <optional>
 
+#include "engine/chat_template.hpp"
 #include "engine/checkpoint.hpp"
 #include "engine/errors.hpp"
 #include "engine/kv_cache.hpp"
 #include "engine/llama_model.hpp"
 #include "engine/spec_generation.hpp"
 #include "engine/tokenizer.hpp"
+#include "tools/specd/chat_messages.hpp"
 #include "tools/specd/cli_common.hpp"
 #include "tools/specd/model_pair.hpp"
 
@@ -20,7 +23,8 @@ namespace {
 
 struct GenerateArgs {
   PairArgs pair;
-  std::string prompt, prompt_ids;
+  std::string prompt, prompt_ids, system, messages_file;
+  bool chat = false;
   std::vector<std::string> stop;
   int32_t max_tokens = 64;
   SamplingParams sampling;
@@ -37,11 +41,29 @@ boost::json::object spec_json(const SpecStats& s) {
           {"tokens_per_round", s.tokens_per_round()}};
 }
 
-void run_generate(const GenerateArgs& a) {
+// The conversation --chat renders: a messages file, or --system and --prompt.
+std::vector<ChatMessage> chat_messages(const GenerateArgs& a, bool has_system) {
+  if (!a.messages_file.empty()) return read_messages_file(a.messages_file);
+  return prompt_messages(a.system, has_system, a.prompt);
+}
+
+void run_generate(const GenerateArgs& a, bool has_system) {
   validate(a.sampling);
+  // Template and messages first, so a bad file fails before the models load.
+  std::optional<ChatTemplate> chat;
+  std::vector<ChatMessage> messages;
+  if (a.chat) {
+    chat = ChatTemplate::from_model_dir(a.pair.model.empty() ? default_target_dir() : std::filesystem::path(a.pair.model));
+    messages = chat_messages(a, has_system);
+    (void)chat->render(messages);  // validates the roles
+  }
   ModelPair pair = load_pair(a.pair);
   SpecRequest request;
-  request.prompt = a.prompt_ids.empty() ? pair.tokenizer->encode(a.prompt, true) : parse_id_list(a.prompt_ids);
+  if (chat) {
+    request.prompt = chat->encode(messages, *pair.tokenizer);
+  } else {
+    request.prompt = a.prompt_ids.empty() ? pair.tokenizer->encode(a.prompt, true) : parse_id_list(a.prompt_ids);
+  }
   request.sampling = a.sampling;
   request.max_tokens = a.max_tokens;
   request.eos_ids = pair.tokenizer->eos_ids();
@@ -88,6 +110,12 @@ void add_generate_command(CLI::App& app) {
   auto* prompt = cmd->add_option("--prompt", args->prompt, "prompt text (BOS is prepended)");
   auto* ids = cmd->add_option("--prompt-ids", args->prompt_ids, "prompt as token ids, e.g. 1,2,3");
   prompt->excludes(ids);
+  auto* chat = cmd->add_flag("--chat", args->chat, "render the prompt with the model's chat template (--prompt is the user message)");
+  auto* system = cmd->add_option("--system", args->system, "system message (with --chat)");
+  auto* messages = cmd->add_option("--messages", args->messages_file, "OpenAI-style messages JSON file (with --chat)");
+  system->needs(chat)->excludes(messages);
+  messages->needs(chat)->excludes(prompt)->excludes(ids);
+  chat->excludes(ids);
   cmd->add_option("--max-tokens", args->max_tokens, "tokens to generate at most")
       ->capture_default_str()->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--stop", args->stop, "stop string (repeatable); the text ends before it");
@@ -101,9 +129,11 @@ void add_generate_command(CLI::App& app) {
       ->capture_default_str()->check(CLI::Range(1e-3, 100.0));
   cmd->add_option("--seed", args->sampling.seed, "sampling seed")->capture_default_str();
   cmd->add_flag("--json", args->json, "print one JSON object");
-  cmd->callback([args, prompt, ids] {
-    if (prompt->count() + ids->count() == 0) throw CLI::RequiredError("--prompt or --prompt-ids");
-    run_generate(*args);
+  cmd->callback([args, prompt, ids, messages, system] {
+    if (prompt->count() + ids->count() + messages->count() == 0) {
+      throw CLI::RequiredError("--prompt, --prompt-ids or --messages");
+    }
+    run_generate(*args, system->count() > 0);
   });
 }
 

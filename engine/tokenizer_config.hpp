@@ -1,0 +1,20 @@
+#pragma once
+// The fields specd reads from a model directory's HF `tokenizer_config.json`: the
+// special-token strings and the chat template.
+#include <filesystem>
+#include <optional>
+#include <string>
+
+namespace specd {
+
+struct TokenizerConfig {
+  std::optional<std::string> bos_token;  // e.g. "<|begin_of_text|>", "<s>"
+  std::optional<std::string> eos_token;
+  std::optional<std::string> chat_template;        // the Jinja source, kept as text
+  std::optional<std::string> specd_chat_template;  // specd's own template name, if set
+};
+
+// Throws SpecdError: missing_file, malformed_json, bad_value (a field of the wrong type).
+TokenizerConfig read_tokenizer_config(const std::filesystem::path& file);
+
+}  // namespace specd
