@@ -20,6 +20,8 @@ struct ModelBenchArgs {
 void add_model_bench_options(CLI::App& cmd, ModelBenchArgs& args);
 
 // Uses pair.model, pair.draft and pair.threads; prints one JSON object or a summary.
+// The target is measured and freed before the draft loads, so a pair needs only the
+// larger model's memory; c is draft over target single-sequence decode ms/token.
 void run_model_bench(const PairArgs& pair, const ModelBenchArgs& args, bool json);
 
 }  // namespace specd::cli
