@@ -1,15 +1,19 @@
 #include "engine/checkpoint.hpp"
 
 #include <ATen/ATen.h>
+#include <ATen/Parallel.h>
 #include <torch/csrc/autograd/grad_mode.h>
 
+#include <chrono>
 #include <fstream>
 #include <string>
 #include <vector>
 
 #include "engine/errors.hpp"
 #include "engine/llama_model.hpp"
+#include "engine/load_progress.hpp"
 #include "engine/model_config.hpp"
+#include "engine/weight_files.hpp"
 
 namespace specd {
 
@@ -21,36 +25,71 @@ std::string shape_text(at::IntArrayRef shape) {
   return s + "]";
 }
 
-void copy_tensor(const SafetensorsFile& file, const std::string& name, at::Tensor& param) {
-  if (!file.contains(name)) {
-    throw SpecdError(ErrorCode::missing_tensor, file.path().string() + ": tensor " + name + " is missing");
-  }
-  const TensorView& view = file.tensor(name);
+// Widens in parallel chunks: a 3B model is 3.2 G elements, too slow on one core.
+void convert_parallel(const TensorView& view, float* out) {
+  const size_t elem = dtype_size(view.dtype);
+  const int64_t count = static_cast<int64_t>(view.nbytes / elem);
+  constexpr int64_t kGrain = int64_t(1) << 20;
+  at::parallel_for(0, count, kGrain, [&](int64_t begin, int64_t end) {
+    TensorView part = view;
+    part.data = view.data + begin * elem;
+    part.nbytes = static_cast<size_t>(end - begin) * elem;
+    convert_to_float32(part, out + begin);
+  });
+}
+
+void copy_tensor(const WeightFiles& files, const std::string& name, at::Tensor& param) {
+  const TensorView& view = files.tensor(name);
   if (at::IntArrayRef(view.shape) != param.sizes()) {
-    throw SpecdError(ErrorCode::shape_mismatch, file.path().string() + ": tensor " + name + " has shape " +
+    throw SpecdError(ErrorCode::shape_mismatch, files.describe(name) + ": tensor " + name + " has shape " +
                                                     shape_text(view.shape) + ", the config needs " +
                                                     shape_text(param.sizes()));
   }
-  convert_to_float32(view, param.data_ptr<float>());
+  convert_parallel(view, param.data_ptr<float>());
+  files.release(view);
+}
+
+// Llama 3.2 ties lm_head to the embeddings and ships no lm_head.weight; a file that
+// disagrees with the config would silently use the wrong output matrix.
+void check_tie_consistent(const ModelConfig& config, const WeightFiles& files, const std::filesystem::path& dir) {
+  constexpr const char* kHead = "lm_head.weight";
+  const std::string config_name = (dir / "config.json").string();
+  if (config.tie_word_embeddings && files.contains(kHead)) {
+    throw SpecdError(ErrorCode::unsupported_architecture,
+                     config_name + ": field 'tie_word_embeddings' is true, but " + files.describe(kHead) +
+                         " holds a separate " + kHead + "; fix the config or drop the tensor");
+  }
+  if (!config.tie_word_embeddings && !files.contains(kHead)) {
+    throw SpecdError(ErrorCode::missing_tensor, files.source().string() + ": tensor " + kHead + " is missing (" +
+                                                    config_name + ": field 'tie_word_embeddings' is false)");
+  }
 }
 
 }  // namespace
 
-std::shared_ptr<LlamaModel> load_model(const std::filesystem::path& dir) {
+std::shared_ptr<LlamaModel> load_model(const std::filesystem::path& dir, LoadInfo* info) {
+  const auto t0 = std::chrono::steady_clock::now();
   if (!std::filesystem::is_directory(dir)) {
     throw SpecdError(ErrorCode::missing_file, "model directory " + dir.string() + " does not exist");
   }
   ModelConfig config = load_model_config(dir / "config.json");
-  const auto weights_path = dir / "model.safetensors";
-  if (!std::filesystem::exists(weights_path)) {
-    throw SpecdError(ErrorCode::missing_file, weights_path.string() + " does not exist");
-  }
-  SafetensorsFile file = SafetensorsFile::open(weights_path);
+  const WeightFiles files = WeightFiles::open(dir);
+  check_tie_consistent(config, files, dir);
   auto model = std::make_shared<LlamaModel>(config);
   torch::NoGradGuard no_grad;
-  for (auto& item : model->named_parameters()) copy_tensor(file, item.key(), item.value());
+  LoadProgress progress("loading " + dir.filename().string(), files.total_bytes());
+  for (auto& item : model->named_parameters()) {
+    copy_tensor(files, item.key(), item.value());
+    progress.advance(files.tensor(item.key()).nbytes);
+  }
+  progress.finish();
   model->eval();
   model->fuse_projections();
+  if (info) {
+    info->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    info->file_bytes = files.total_bytes();
+    info->shard_count = files.shard_count();
+  }
   return model;
 }
 

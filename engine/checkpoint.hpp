@@ -1,6 +1,8 @@
 #pragma once
 // Reads and writes Hugging Face Llama model directories: config.json plus
-// model.safetensors (F32, F16 or BF16; converted to float32 for compute at load).
+// model.safetensors or a sharded set (model.safetensors.index.json); F32, F16 or BF16,
+// converted to float32 for compute once, at load.
+#include <cstdint>
 #include <filesystem>
 #include <memory>
 
@@ -10,10 +12,18 @@ namespace specd {
 
 class LlamaModel;
 
-// Loads config.json and model.safetensors from dir. Every problem (missing file or
-// tensor, wrong shape, unknown dtype, truncated or malformed file) is a SpecdError
-// naming the file and the problem.
-std::shared_ptr<LlamaModel> load_model(const std::filesystem::path& dir);
+// What a load cost, for benchmarks and logs.
+struct LoadInfo {
+  double seconds = 0;        // config parse to fused, ready model
+  uint64_t file_bytes = 0;   // bytes of the weight files
+  size_t shard_count = 0;
+};
+
+// Loads config.json and the weights from dir. Every problem (missing file, shard or
+// tensor, wrong shape, unknown dtype, truncated or malformed file, tie_word_embeddings
+// that disagrees with the files) is a SpecdError naming the file and the problem.
+// Weights of 256 MiB and more show a progress bar on stderr.
+std::shared_ptr<LlamaModel> load_model(const std::filesystem::path& dir, LoadInfo* info = nullptr);
 
 // Writes config.json and model.safetensors (weights stored as `storage`) into dir.
 void save_model(const LlamaModel& model, const std::filesystem::path& dir, DType storage);

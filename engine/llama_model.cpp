@@ -15,9 +15,7 @@ namespace specd {
 
 namespace {
 
-torch::nn::Linear make_linear(int64_t in, int64_t out) {
-  return torch::nn::Linear(torch::nn::LinearOptions(in, out).bias(false));
-}
+std::shared_ptr<Projection> make_linear(int64_t in, int64_t out) { return std::make_shared<Projection>(in, out); }
 
 at::Tensor rotate_half(const at::Tensor& x) {
   int64_t half = x.size(-1) / 2;
@@ -41,6 +39,22 @@ struct LlamaModel::Step {
   int64_t key_len = 0;          // S: keys each query row may see, padded to the longest row
 };
 
+at::Tensor project(const at::Tensor& x, const at::Tensor& weight) {
+  const int64_t in = x.size(-1), rows = x.numel() / std::max<int64_t>(in, 1);
+  if (rows == 0 || rows > 3) return at::linear(x, weight);
+  std::vector<int64_t> out_shape = x.sizes().vec();
+  out_shape.back() = weight.size(0);
+  at::Tensor flat = x.reshape({rows, in});
+  if (rows == 1) return at::mv(weight, flat[0]).view(out_shape);
+  std::vector<at::Tensor> outs;
+  for (int64_t r = 0; r < rows; ++r) outs.push_back(at::mv(weight, flat[r]));
+  return at::stack(outs).view(out_shape);
+}
+
+Projection::Projection(int64_t in, int64_t out) { weight = register_parameter("weight", at::empty({out, in})); }
+
+at::Tensor Projection::forward(const at::Tensor& x) const { return project(x, weight); }
+
 RmsNorm::RmsNorm(int64_t dim, double eps_) : eps(eps_) {
   weight = register_parameter("weight", at::ones({dim}));
 }
@@ -63,7 +77,7 @@ Mlp::Mlp(const ModelConfig& c) {
 }
 
 at::Tensor Mlp::forward(const at::Tensor& x) {
-  return down_proj(at::silu(gate_proj(x)) * up_proj(x));
+  return down_proj->forward(at::silu(gate_proj->forward(x)) * up_proj->forward(x));
 }
 
 DecoderLayer::DecoderLayer(const ModelConfig& c) {
@@ -75,7 +89,11 @@ DecoderLayer::DecoderLayer(const ModelConfig& c) {
 }
 
 LlamaBody::LlamaBody(const ModelConfig& c) {
-  embed_tokens = register_module("embed_tokens", torch::nn::Embedding(c.vocab_size, c.hidden_size));
+  // An explicit weight skips Embedding's random init (seconds at 128K x 3072).
+  embed_tokens = register_module(
+      "embed_tokens",
+      torch::nn::Embedding(torch::nn::EmbeddingOptions(c.vocab_size, c.hidden_size)
+                               ._weight(at::empty({c.vocab_size, c.hidden_size}))));
   torch::nn::ModuleList list;
   for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
     layers.push_back(std::make_shared<DecoderLayer>(c));
@@ -129,8 +147,8 @@ int64_t LlamaModel::parameter_count() const {
 }
 
 at::Tensor LlamaModel::logits_from_hidden(const at::Tensor& hidden) {
-  if (lm_head_) return lm_head_(hidden);
-  return at::linear(hidden, model_->embed_tokens->weight);
+  if (lm_head_) return lm_head_->forward(hidden);
+  return project(hidden, model_->embed_tokens->weight);
 }
 
 void LlamaModel::fuse_projections() {
@@ -164,15 +182,15 @@ at::Tensor LlamaModel::attention(int32_t layer, const at::Tensor& x, const Step&
   const int64_t H = config_.num_attention_heads, KV = config_.num_key_value_heads;
   at::Tensor q, k, v;
   if (!fused_qkv_.empty()) {  // inference: one projection and one RoPE for q and k together
-    at::Tensor qkv = at::linear(x, fused_qkv_[layer]).view({B, T, H + 2 * KV, D});
+    at::Tensor qkv = project(x, fused_qkv_[layer]).view({B, T, H + 2 * KV, D});
     at::Tensor qk = apply_rope(qkv.narrow(2, 0, H + KV).transpose(1, 2), step.cos, step.sin);
     q = qk.narrow(1, 0, H);
     k = qk.narrow(1, H, KV);
     v = qkv.narrow(2, H + KV, KV).transpose(1, 2);
   } else {
-    q = apply_rope(attn.q_proj(x).view({B, T, H, D}).transpose(1, 2), step.cos, step.sin);
-    k = apply_rope(attn.k_proj(x).view({B, T, KV, D}).transpose(1, 2), step.cos, step.sin);
-    v = attn.v_proj(x).view({B, T, KV, D}).transpose(1, 2);
+    q = apply_rope(attn.q_proj->forward(x).view({B, T, H, D}).transpose(1, 2), step.cos, step.sin);
+    k = apply_rope(attn.k_proj->forward(x).view({B, T, KV, D}).transpose(1, 2), step.cos, step.sin);
+    v = attn.v_proj->forward(x).view({B, T, KV, D}).transpose(1, 2);
   }
 
   at::Tensor keys = k, values = v;
@@ -200,7 +218,7 @@ at::Tensor LlamaModel::attention(int32_t layer, const at::Tensor& x, const Step&
   scores = scores * (1.0 / std::sqrt(static_cast<double>(D)));
   if (step.mask.defined()) scores = (scores.view({B, KV, group, T, S}) + step.mask).view({B, KV, group * T, S});
   at::Tensor out = at::matmul(at::softmax(scores, -1), values);
-  return attn.o_proj(out.view({B, H, T, D}).transpose(1, 2).reshape({B, T, H * D}));
+  return attn.o_proj->forward(out.view({B, H, T, D}).transpose(1, 2).reshape({B, T, H * D}));
 }
 
 at::Tensor LlamaModel::run_layers(at::Tensor x, const Step& step) {
@@ -212,8 +230,8 @@ at::Tensor LlamaModel::run_layers(at::Tensor x, const Step& step) {
       x = x + layer.mlp->forward(h);
     } else {
       const int64_t I = config_.intermediate_size;
-      at::Tensor gate_up = at::linear(h, fused_gate_up_[i]);
-      x = x + layer.mlp->down_proj(at::silu(gate_up.narrow(-1, 0, I)) * gate_up.narrow(-1, I, I));
+      at::Tensor gate_up = project(h, fused_gate_up_[i]);
+      x = x + layer.mlp->down_proj->forward(at::silu(gate_up.narrow(-1, 0, I)) * gate_up.narrow(-1, I, I));
     }
   }
   return model_->norm->forward(x);

@@ -6,7 +6,6 @@
 #include <torch/nn/module.h>
 #include <torch/nn/modules/container/modulelist.h>
 #include <torch/nn/modules/embedding.h>
-#include <torch/nn/modules/linear.h>
 
 #include <cstdint>
 #include <memory>
@@ -29,6 +28,14 @@ struct ForwardBatch {
 
 enum class LogitsFor { all_positions, last_position };
 
+// A bias-free linear layer. Its weight starts uninitialised (a checkpoint load or the
+// trainer sets it): torch::nn::Linear's random init took 9 s of a 1B model's load.
+struct Projection : torch::nn::Module {
+  Projection(int64_t in, int64_t out);
+  at::Tensor forward(const at::Tensor& x) const;
+  at::Tensor weight;  // [out, in]
+};
+
 struct RmsNorm : torch::nn::Module {
   RmsNorm(int64_t dim, double eps);
   at::Tensor forward(const at::Tensor& x) const;
@@ -38,13 +45,13 @@ struct RmsNorm : torch::nn::Module {
 
 struct Attention : torch::nn::Module {
   explicit Attention(const ModelConfig& c);
-  torch::nn::Linear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, o_proj{nullptr};
+  std::shared_ptr<Projection> q_proj, k_proj, v_proj, o_proj;
 };
 
 struct Mlp : torch::nn::Module {
   explicit Mlp(const ModelConfig& c);
   at::Tensor forward(const at::Tensor& x);
-  torch::nn::Linear gate_proj{nullptr}, up_proj{nullptr}, down_proj{nullptr};
+  std::shared_ptr<Projection> gate_proj, up_proj, down_proj;
 };
 
 struct DecoderLayer : torch::nn::Module {
@@ -63,6 +70,8 @@ struct LlamaBody : torch::nn::Module {
 
 class LlamaModel : public torch::nn::Module {
  public:
+  // Weight matrices and embeddings start uninitialised (norms at one): load a
+  // checkpoint into them or initialise them before use.
   explicit LlamaModel(const ModelConfig& config);
 
   const ModelConfig& config() const { return config_; }
@@ -90,11 +99,16 @@ class LlamaModel : public torch::nn::Module {
 
   ModelConfig config_;
   std::shared_ptr<LlamaBody> model_;
-  torch::nn::Linear lm_head_{nullptr};  // absent when embeddings are tied
+  std::shared_ptr<Projection> lm_head_;  // absent when embeddings are tied
   at::Tensor inv_freq_;                 // [head_dim / 2]
   std::vector<at::Tensor> fused_qkv_;   // per layer, empty until fuse_projections()
   std::vector<at::Tensor> fused_gate_up_;
 };
+
+// x [..., in] times weight [out, in] transposed. One to three rows (decode) run as
+// matrix-vector products: OpenBLAS 0.3.21's sgemm packs the whole weight even for one
+// row and read it 3-4x slower than sgemv on this machine.
+at::Tensor project(const at::Tensor& x, const at::Tensor& weight);
 
 // Inverse RoPE frequencies for a config, including llama3 rope_scaling.
 at::Tensor rope_inverse_frequencies(const ModelConfig& config);

@@ -11,12 +11,14 @@
 #include "engine/errors.hpp"
 #include "engine/llama_model.hpp"
 #include "engine/model_config.hpp"
+#include "tests/support/sharded_models.hpp"
 #include "tests/support/tiny_models.hpp"
 
 using namespace specd;
 using specd::testing::random_model;
 using specd::testing::TempDir;
 using specd::testing::tiny_config;
+using specd::testing::write_sharded;
 
 namespace {
 
@@ -155,4 +157,94 @@ TEST_CASE("broken checkpoints give an error naming the file and the problem") {
   }
   restore();
   CHECK(load_model(dir.path)->parameter_count() == model->parameter_count());
+}
+
+TEST_CASE("a sharded, tied checkpoint gives the logits of the single-file, untied writing of the same weights") {
+  auto tied = random_model(tiny_config(true), 31);
+  auto untied = std::make_shared<LlamaModel>(tiny_config(false));
+  {
+    torch::NoGradGuard no_grad;
+    auto dst = untied->named_parameters();
+    for (const auto& item : tied->named_parameters()) dst[item.key()].copy_(item.value());
+    dst["lm_head.weight"].copy_(tied->named_parameters()["model.embed_tokens.weight"]);
+  }
+  untied->eval();
+  TempDir sharded_dir, single_dir;
+  // 8 KiB shards: the embeddings get one of their own, the layers several.
+  const auto written = write_sharded(*tied, sharded_dir.path, DType::F32, 8 << 10);
+  REQUIRE(written.files.size() > 3);
+  save_model(*untied, single_dir.path, DType::F32);
+  LoadInfo info;
+  auto from_shards = load_model(sharded_dir.path, &info);
+  CHECK(info.shard_count == written.files.size());
+  CHECK(info.seconds > 0);
+  auto from_single = load_model(single_dir.path);
+  CHECK(from_shards->config().tie_word_embeddings);
+  CHECK_FALSE(from_single->config().tie_word_embeddings);
+  CHECK(at::equal(logits_of(*from_shards), logits_of(*from_single)));
+  CHECK(at::equal(logits_of(*from_shards), logits_of(*tied)));
+}
+
+TEST_CASE("sharded BF16 weights are converted to float32 once, exactly") {
+  auto model = random_model(tiny_config(true), 32);
+  TempDir dir;
+  write_sharded(*model, dir.path, DType::BF16, 16 << 10);
+  auto loaded = load_model(dir.path);
+  {
+    torch::NoGradGuard no_grad;
+    for (auto& p : model->parameters()) p.copy_(p.to(at::kBFloat16).to(at::kFloat));
+  }
+  for (const auto& p : loaded->parameters()) CHECK(p.element_size() == 4);  // float32, not bf16
+  CHECK(at::equal(logits_of(*model), logits_of(*loaded)));
+}
+
+TEST_CASE("tie_word_embeddings that disagrees with the files is an error naming the field") {
+  TempDir dir;
+  SUBCASE("tied config, but the file holds lm_head.weight") {
+    save_model(*random_model(tiny_config(false), 33), dir.path, DType::F32);
+    write_text(dir.path / "config.json", model_config_to_json(tiny_config(true)));
+    auto e = load_error(dir.path);
+    CHECK(e.code() == ErrorCode::unsupported_architecture);
+    CHECK(std::string(e.what()).find("tie_word_embeddings") != std::string::npos);
+    CHECK(std::string(e.what()).find("lm_head.weight") != std::string::npos);
+  }
+  SUBCASE("untied config, but no lm_head.weight in the shards") {
+    write_sharded(*random_model(tiny_config(true), 34), dir.path, DType::F32, 8 << 10);
+    write_text(dir.path / "config.json", model_config_to_json(tiny_config(false)));
+    auto e = load_error(dir.path);
+    CHECK(e.code() == ErrorCode::missing_tensor);
+    CHECK(std::string(e.what()).find("tie_word_embeddings") != std::string::npos);
+    CHECK(std::string(e.what()).find("model.safetensors.index.json") != std::string::npos);
+  }
+}
+
+TEST_CASE("every unsupported architecture setting in config.json fails the load naming its field") {
+  TempDir dir;
+  save_model(*random_model(tiny_config(true), 35), dir.path, DType::F32);
+  const std::string good = read_bytes(dir.path / "config.json");
+  struct Case {
+    std::string from, to, field;
+  };
+  const std::vector<Case> cases{
+      {"\"LlamaForCausalLM\"", "\"MistralForCausalLM\"", "architectures[0]"},
+      {"\"model_type\": \"llama\"", "\"model_type\": \"mistral\"", "model_type"},
+      {"\"hidden_act\": \"silu\"", "\"hidden_act\": \"gelu\"", "hidden_act"},
+      {"\"hidden_size\"", "\"attention_bias\": true,\n  \"hidden_size\"", "attention_bias"},
+      {"\"hidden_size\"", "\"mlp_bias\": true,\n  \"hidden_size\"", "mlp_bias"},
+      {"\"rope_scaling\": null", "\"rope_scaling\": {\"rope_type\": \"yarn\", \"factor\": 4.0}",
+       "rope_scaling.rope_type"},
+      {"\"rope_scaling\": null", "\"rope_scaling\": {\"type\": \"dynamic\", \"factor\": 2.0}",
+       "rope_scaling.type"},
+  };
+  for (const auto& c : cases) {
+    CAPTURE(c.field);
+    std::string text = good;
+    const auto at = text.find(c.from);
+    REQUIRE(at != std::string::npos);
+    text.replace(at, c.from.size(), c.to);
+    write_text(dir.path / "config.json", text);
+    auto e = load_error(dir.path);
+    CHECK(e.code() == ErrorCode::unsupported_architecture);
+    CHECK(std::string(e.what()).find("'" + c.field + "'") != std::string::npos);
+  }
 }

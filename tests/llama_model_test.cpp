@@ -174,6 +174,42 @@ TEST_CASE("RoPE inverse frequencies follow theta, and llama3 scaling follows its
   CHECK(scaled[0].item<double>() == doctest::Approx(plain[0].item<double>()));  // short ones kept
 }
 
+TEST_CASE("llama3 inverse frequencies of Llama 3.2 1B match the transformers formula") {
+  // theta 500000, head_dim 64, factor 32, low 1, high 4, original 8192. Restated the way
+  // transformers' _compute_llama3_parameters does it: smooth everything, then select.
+  ModelConfig c = tiny_config();
+  c.head_dim = 64;
+  c.rope_theta = 500000.0;
+  c.rope_scaling = RopeScaling{"llama3", 32.0, 1.0, 4.0, 8192};
+  at::Tensor inv = rope_inverse_frequencies(c);
+  REQUIRE(inv.numel() == 32);
+  int kept = 0, divided = 0, smoothed = 0;
+  for (int64_t i = 0; i < 32; ++i) {
+    const double base = 1.0 / std::pow(500000.0, static_cast<double>(2 * i) / 64.0);
+    const double wavelen = 2 * std::numbers::pi / base;
+    const double low_wavelen = 8192.0 / 1.0, high_wavelen = 8192.0 / 4.0;
+    const double scaled = wavelen > low_wavelen ? base / 32.0 : base;
+    const double smooth = (8192.0 / wavelen - 1.0) / (4.0 - 1.0);
+    const double blended = (1 - smooth) * scaled / 32.0 + smooth * scaled;
+    const bool medium = !(wavelen < high_wavelen) && !(wavelen > low_wavelen);
+    const double expected = medium ? blended : scaled;
+    kept += !medium && wavelen < high_wavelen;
+    divided += wavelen > low_wavelen;
+    smoothed += medium;
+    CAPTURE(i);
+    CHECK(inv[i].item<double>() == doctest::Approx(expected).epsilon(1e-6));
+  }
+  CHECK(kept == 15);
+  CHECK(divided == 14);
+  CHECK(smoothed == 3);
+  // Literal values (float64 evaluation of the formula) at the band edges.
+  CHECK(inv[14].item<double>() == doctest::Approx(0.003211445994752591).epsilon(1e-6));
+  CHECK(inv[15].item<double>() == doctest::Approx(0.001290547928209264).epsilon(1e-6));
+  CHECK(inv[17].item<double>() == doctest::Approx(9.70828780262767e-05).epsilon(1e-6));
+  CHECK(inv[18].item<double>() == doctest::Approx(1.9461638184831125e-05).epsilon(1e-6));
+  CHECK(inv[31].item<double>() == doctest::Approx(9.41830672543491e-08).epsilon(1e-6));
+}
+
 TEST_CASE("fused q/k/v and gate/up projections give the same logits and keep parameter values") {
   torch::InferenceMode guard;
   auto model = random_model(tiny_config(), 41);

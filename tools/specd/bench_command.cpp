@@ -15,6 +15,7 @@
 #include "engine/kv_cache.hpp"
 #include "engine/llama_model.hpp"
 #include "engine/tokenizer.hpp"
+#include "tools/specd/bench_model.hpp"
 #include "tools/specd/cli_common.hpp"
 #include "tools/specd/model_pair.hpp"
 
@@ -29,6 +30,7 @@ struct BenchArgs {
   int32_t max_tokens = 64;
   int32_t prompt_count = 24;
   int32_t k_max = 8;
+  ModelBenchArgs model_bench;  // without --spec: the real-size single-model benchmark
 };
 
 struct Measured {
@@ -100,7 +102,8 @@ boost::json::object row_json(const std::string& drafter, const std::string& k, d
 }
 
 void run_bench(const BenchArgs& a) {
-  if (!a.spec) throw CLI::ValidationError("--spec", "only the speculative benchmark exists; pass --spec");
+  if (!a.spec && !a.pair.model.empty()) return run_model_bench(a.pair, a.model_bench, a.json);
+  if (!a.spec) throw CLI::ValidationError("--spec", "pass --spec, or --model DIR for the model benchmark");
   PairArgs pair_args = a.pair;
   pair_args.k = "1";
   ModelPair pair = load_pair(pair_args);
@@ -166,6 +169,7 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--prompt-count", args->prompt_count, "prompts to use")->capture_default_str()->check(CLI::Range(1, 100000));
   cmd->add_option("--max-tokens", args->max_tokens, "tokens per prompt")->capture_default_str()->check(CLI::Range(1, 1 << 16));
   cmd->add_option("--k-max", args->k_max, "largest fixed K, and the bound of auto")->capture_default_str()->check(CLI::Range(1, 16));
+  add_model_bench_options(*cmd, args->model_bench);
   cmd->callback([args] { run_bench(*args); });
 }
 

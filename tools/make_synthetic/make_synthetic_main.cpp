@@ -1,0 +1,151 @@
+// specd_make_synthetic: writes a randomly initialised checkpoint with exactly the
+// configuration of Llama-3.2-1B-Instruct or Llama-3.2-3B-Instruct (BF16, tied embeddings,
+// llama3 RoPE scaling, sharded like the HF release), for speed measurements only: the
+// weights are noise. Streams tensor by tensor, so memory stays small for any size.
+#include <ATen/ATen.h>
+#include <ATen/CPUGeneratorImpl.h>
+#include <CLI/CLI.hpp>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "engine/errors.hpp"
+#include "engine/load_progress.hpp"
+#include "engine/model_config.hpp"
+#include "engine/sharded_writer.hpp"
+
+namespace fs = std::filesystem;
+using namespace specd;
+
+namespace {
+
+// Dimensions from ../shared/seeds/001-phase11-engine-design.txt and the HF config.json files.
+ModelConfig llama32_config(const std::string& preset) {
+  ModelConfig c;
+  c.architecture = "LlamaForCausalLM";
+  c.model_type = "llama";
+  c.vocab_size = 128256;
+  c.intermediate_size = 8192;
+  c.num_key_value_heads = 8;
+  c.max_position_embeddings = 131072;
+  c.rms_norm_eps = 1e-5;
+  c.rope_theta = 500000.0;
+  c.rope_scaling = RopeScaling{"llama3", 32.0, 1.0, 4.0, 8192};
+  c.tie_word_embeddings = true;
+  c.hidden_act = "silu";
+  c.bos_token_id = 128000;
+  c.eos_token_ids = {128001, 128008, 128009};
+  c.torch_dtype = "bfloat16";
+  if (preset == "1b") {
+    c.hidden_size = 2048, c.num_hidden_layers = 16, c.num_attention_heads = 32, c.head_dim = 64;
+  } else {
+    c.hidden_size = 3072, c.num_hidden_layers = 28, c.num_attention_heads = 24, c.head_dim = 128;
+  }
+  return c;
+}
+
+// Hugging Face names and shapes, in the order of the model (tied: no lm_head).
+std::vector<TensorSpec> tensor_specs(const ModelConfig& c) {
+  const int64_t h = c.hidden_size, q = c.num_attention_heads * c.head_dim, kv = c.num_key_value_heads * c.head_dim;
+  std::vector<TensorSpec> specs{{"model.embed_tokens.weight", {c.vocab_size, h}}};
+  for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
+    const std::string p = "model.layers." + std::to_string(i) + ".";
+    specs.push_back({p + "input_layernorm.weight", {h}});
+    specs.push_back({p + "mlp.down_proj.weight", {h, c.intermediate_size}});
+    specs.push_back({p + "mlp.gate_proj.weight", {c.intermediate_size, h}});
+    specs.push_back({p + "mlp.up_proj.weight", {c.intermediate_size, h}});
+    specs.push_back({p + "post_attention_layernorm.weight", {h}});
+    specs.push_back({p + "self_attn.k_proj.weight", {kv, h}});
+    specs.push_back({p + "self_attn.o_proj.weight", {h, q}});
+    specs.push_back({p + "self_attn.q_proj.weight", {q, h}});
+    specs.push_back({p + "self_attn.v_proj.weight", {kv, h}});
+  }
+  if (!c.tie_word_embeddings) specs.push_back({"lm_head.weight", {c.vocab_size, h}});
+  specs.push_back({"model.norm.weight", {h}});
+  return specs;
+}
+
+void write_generation_config(const fs::path& dir) {
+  // Llama-3.2-*-Instruct's generation_config.json.
+  std::ofstream(dir / "generation_config.json") << "{\n  \"bos_token_id\": 128000,\n  \"do_sample\": true,\n"
+                                                   "  \"eos_token_id\": [\n    128001,\n    128008,\n    128009\n  ],\n"
+                                                   "  \"temperature\": 0.6,\n  \"top_p\": 0.9\n}\n";
+}
+
+void copy_tokenizer(const fs::path& from, const fs::path& to) {
+  int copied = 0;
+  for (const char* name : {"tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "tokenizer.model"}) {
+    if (!fs::exists(from / name)) continue;
+    fs::copy_file(from / name, to / name, fs::copy_options::overwrite_existing);
+    ++copied;
+  }
+  if (!fs::exists(from / "tokenizer.json") && !fs::exists(from / "tokenizer.model"))
+    throw SpecdError(ErrorCode::missing_file, from.string() + " holds neither tokenizer.json nor tokenizer.model");
+  std::fprintf(stderr, "copied %d tokenizer file(s) from %s\n", copied, from.c_str());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"Writes a random-weight checkpoint shaped exactly like Llama-3.2-1B/3B-Instruct (speed tests only)"};
+  std::string preset, out, tokenizer_dir;
+  uint64_t seed = 1;
+  double max_shard_gb = 5.0, std_dev = 0.02;
+  app.add_option("--preset", preset, "1b or 3b")->required()->check(CLI::IsMember({"1b", "3b"}));
+  app.add_option("--out", out, "output directory (outside the source tree: never commit these)")->required();
+  app.add_option("--tokenizer-dir", tokenizer_dir, "copy tokenizer.json and friends from here");
+  app.add_option("--seed", seed, "random seed")->capture_default_str();
+  app.add_option("--max-shard-gb", max_shard_gb, "largest shard in GB (10^9 bytes), as HF's max_shard_size")
+      ->capture_default_str()->check(CLI::Range(0.001, 1000.0));
+  app.add_option("--std", std_dev, "standard deviation of the weight matrices (norms are 1)")->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+  try {
+    const auto t0 = std::chrono::steady_clock::now();
+    const fs::path dir = fs::absolute(out);
+    const fs::path source = fs::weakly_canonical(SPECD_SOURCE_DIR);
+    const auto rel = fs::weakly_canonical(dir).lexically_relative(source);
+    if (!rel.empty() && *rel.begin() != "..")
+      throw SpecdError(ErrorCode::invalid_argument, dir.string() + " is inside the source tree; write to /tmp");
+    const ModelConfig config = llama32_config(preset);
+    const std::vector<TensorSpec> specs = tensor_specs(config);
+    uint64_t total = 0;
+    for (const auto& s : specs) total += uint64_t(s.numel()) * 2;
+    fs::create_directories(dir);
+    LoadProgress progress("writing " + preset, total, 0);
+    // One generator per tensor, seeded from its position: the values do not depend on chunking.
+    size_t current = specs.size();
+    at::Generator gen;
+    auto fill = [&](const TensorSpec& spec, int64_t first, std::span<float> chunk) {
+      at::Tensor t = at::from_blob(chunk.data(), {static_cast<int64_t>(chunk.size())}, at::kFloat);
+      if (spec.shape.size() == 1) {
+        t.fill_(1.0f);  // RMSNorm weights start at one, as in transformers
+        return;
+      }
+      const size_t index = static_cast<size_t>(&spec - specs.data());
+      if (index != current || first == 0) {
+        current = index;
+        gen = at::make_generator<at::CPUGeneratorImpl>(seed * 1000003 + index);
+      }
+      t.normal_(0.0, std_dev, gen);
+    };
+    const WrittenWeights written = write_weights_streaming(
+        dir, specs, DType::BF16, static_cast<uint64_t>(max_shard_gb * 1e9), fill,
+        [&](uint64_t bytes) { progress.advance(bytes); });
+    progress.finish();
+    std::ofstream(dir / "config.json") << model_config_to_json(config);
+    write_generation_config(dir);
+    if (!tokenizer_dir.empty()) copy_tokenizer(tokenizer_dir, dir);
+    int64_t params = 0;
+    for (const auto& s : specs) params += s.numel();
+    std::printf("{\"preset\":\"%s\",\"dir\":\"%s\",\"parameters\":%lld,\"bytes\":%llu,\"shards\":%zu,\"seconds\":%.1f}\n",
+                preset.c_str(), dir.c_str(), static_cast<long long>(params),
+                static_cast<unsigned long long>(written.tensor_bytes), written.files.size(),
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "specd_make_synthetic: error: %s\n", e.what());
+    return 2;
+  }
+  return 0;
+}
