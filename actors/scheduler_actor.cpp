@@ -219,10 +219,12 @@ awaitable<void> SchedulerActor::run_round() {
   }
   size_t index = 0;
   co_await finish_where(running_, [&](const Entry&) { return done[index++]; }, FinishReason::length);
-  for (size_t i = 0; i < fresh_.size(); ++i) {
-    if (!deliver(*fresh_[i], {outcome.first_tokens[i]}, 0, 0)) running_.push_back(std::move(fresh_[i]));
+  std::vector<std::unique_ptr<Entry>> newcomers = std::move(fresh_);
+  fresh_.clear();
+  for (size_t i = 0; i < newcomers.size(); ++i) {  // the first token of each newcomer
+    if (!deliver(*newcomers[i], {outcome.first_tokens[i]}, 0, 0)) running_.push_back(std::move(newcomers[i]));
   }
-  co_await finish_where(fresh_, [](const Entry&) { return true; }, FinishReason::length);
+  co_await finish_where(newcomers, [](const Entry& e) { return e.reason.has_value(); }, FinishReason::length);
 }
 
 // The round on the lanes. With overlap, the draft lane proposes for the running batch
@@ -280,7 +282,9 @@ awaitable<void> SchedulerActor::finish_where(std::vector<std::unique_ptr<Entry>>
                                              std::optional<RequestError> error) {
   std::vector<std::unique_ptr<Entry>> keep;
   std::vector<std::unique_ptr<Entry>> leaving;
-  for (auto& e : entries) (which(*e) ? leaving : keep).push_back(std::move(e));
+  for (auto& e : entries) {
+    if (e) (which(*e) ? leaving : keep).push_back(std::move(e));  // null: moved to the batch
+  }
   entries = std::move(keep);
   for (auto& e : leaving) co_await finish(*e, reason, error);
 }

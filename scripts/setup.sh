@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(
-  build-essential clang cmake ninja-build ccache pkg-config
+  build-essential clang-16 cmake ninja-build ccache pkg-config
   libtorch-dev libopenblas0-pthread
   libboost1.81-dev libboost-json1.81-dev
   libsimdjson-dev libsentencepiece-dev sentencepiece
@@ -28,5 +28,5 @@ fi
 scripts/fetch_llama3_tokenizer.sh
 
 build_type=${SPECD_BUILD_TYPE:-RelWithDebInfo}
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE="$build_type" -DCMAKE_CXX_COMPILER=clang++ > /dev/null
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE="$build_type" -DCMAKE_CXX_COMPILER=clang++-16 > /dev/null
 cmake --build build -j "$(nproc)"
