@@ -46,23 +46,27 @@ void CacheManager::handle(Usage& m) {
 
 awaitable<std::optional<SlotGrant>> CacheManager::acquire(bool needs_draft) {
   Reply<std::optional<SlotGrant>> reply;
-  co_await mailbox_.async_send(error_code{}, Acquire{needs_draft, reply}, asio::use_awaitable);
+  Message message(Acquire{needs_draft, reply});
+  co_await mailbox_.async_send(error_code{}, std::move(message), asio::use_awaitable);
   co_return co_await reply.get();
 }
 
 awaitable<void> CacheManager::release(SlotGrant grant) {
-  co_await mailbox_.async_send(error_code{}, Release{grant}, asio::use_awaitable);
+  Message message(Release{grant});
+  co_await mailbox_.async_send(error_code{}, std::move(message), asio::use_awaitable);
 }
 
 awaitable<CacheUsage> CacheManager::usage() {
   Reply<CacheUsage> reply;
-  co_await mailbox_.async_send(error_code{}, Usage{reply}, asio::use_awaitable);
+  Message message(Usage{reply});
+  co_await mailbox_.async_send(error_code{}, std::move(message), asio::use_awaitable);
   co_return co_await reply.get();
 }
 
 awaitable<void> CacheManager::stop() {
   Reply<std::monostate> reply;
-  co_await mailbox_.async_send(error_code{}, Stop{reply}, asio::use_awaitable);
+  Message message(Stop{reply});
+  co_await mailbox_.async_send(error_code{}, std::move(message), asio::use_awaitable);
   co_await reply.get();
 }
 

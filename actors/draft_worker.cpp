@@ -26,7 +26,9 @@ awaitable<void> DraftWorker::run() {
 
 awaitable<void> DraftWorker::handle(Propose& m) {
   try {
-    m.reply.set(co_await lane_.run("draft", [this, batch = m.batch] { return draft_phase(models_, batch); }));
+    auto job = [this, &m] { return draft_phase(models_, m.batch); };
+    RoundDrafts drafts = co_await lane_.run("draft", job);
+    m.reply.set(std::move(drafts));
   } catch (...) {
     m.reply.fail(std::current_exception());
   }
@@ -34,32 +36,34 @@ awaitable<void> DraftWorker::handle(Propose& m) {
 
 awaitable<void> DraftWorker::handle(Prefill& m) {
   try {
-    co_await lane_.run("draft prefill", [this, prompts = m.prompts] {
-      prefill_draft(*models_.draft, *models_.draft_cache, prompts);
-    });
+    auto job = [this, &m] { prefill_draft(*models_.draft, *models_.draft_cache, m.prompts); };
+    co_await lane_.run("draft prefill", job);
     m.reply.set({});
   } catch (...) {
     m.reply.fail(std::current_exception());
   }
 }
 
-awaitable<RoundDrafts> DraftWorker::propose(std::vector<SpecSequence*> batch) {
+awaitable<RoundDrafts> DraftWorker::propose(const std::vector<SpecSequence*>& batch) {
   if (batch.empty()) co_return RoundDrafts{};
   Reply<RoundDrafts> reply;
-  co_await mailbox_.async_send(error_code{}, Propose{std::move(batch), reply}, asio::use_awaitable);
+  Message message(Propose{batch, reply});
+  co_await mailbox_.async_send(error_code{}, std::move(message), asio::use_awaitable);
   co_return co_await reply.get();
 }
 
-awaitable<void> DraftWorker::prefill(std::vector<DraftPrefill> prompts) {
+awaitable<void> DraftWorker::prefill(const std::vector<DraftPrefill>& prompts) {
   if (prompts.empty() || !models_.draft) co_return;
   Reply<std::monostate> reply;
-  co_await mailbox_.async_send(error_code{}, Prefill{std::move(prompts), reply}, asio::use_awaitable);
+  Message message(Prefill{prompts, reply});
+  co_await mailbox_.async_send(error_code{}, std::move(message), asio::use_awaitable);
   co_await reply.get();
 }
 
 awaitable<void> DraftWorker::stop() {
   Reply<std::monostate> reply;
-  co_await mailbox_.async_send(error_code{}, Stop{reply}, asio::use_awaitable);
+  Message message(Stop{reply});
+  co_await mailbox_.async_send(error_code{}, std::move(message), asio::use_awaitable);
   co_await reply.get();
 }
 

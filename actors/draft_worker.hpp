@@ -40,8 +40,10 @@ class DraftWorker {
 
   // Asked from the scheduler's coroutine. An empty batch or prompt list is answered
   // without touching the lane.
-  awaitable<RoundDrafts> propose(std::vector<SpecSequence*> batch);
-  awaitable<void> prefill(std::vector<DraftPrefill> prompts);
+  // Arguments are references: the caller's frame outlives the call, and no temporary
+  // with a destructor is left in the caller's co_await expression.
+  awaitable<RoundDrafts> propose(const std::vector<SpecSequence*>& batch);
+  awaitable<void> prefill(const std::vector<DraftPrefill>& prompts);
   awaitable<void> stop();
 
  private:

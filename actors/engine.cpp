@@ -62,10 +62,11 @@ struct Engine::Impl {
         draft_lane({"draft lane", config.draft_threads, -1}, &trace),
         target_lane({"target lane", config.target_threads, -1}, &trace),
         live_requests(std::make_shared<std::atomic<int64_t>>(0)),
-        cache(asio::make_strand(executor), config.max_batch, draft != nullptr),
-        draft_worker(asio::make_strand(executor), draft_lane, models()),
-        verify_worker(asio::make_strand(executor), target_lane, models()),
-        scheduler(asio::make_strand(executor), {config.max_waiting, config.overlap, draft != nullptr, config.max_seq_len},
+        actor_strand(asio::make_strand(executor)),
+        cache(actor_strand, config.max_batch, draft != nullptr),
+        draft_worker(actor_strand, draft_lane, models()),
+        verify_worker(actor_strand, target_lane, models()),
+        scheduler(actor_strand, {config.max_waiting, config.overlap, draft != nullptr, config.max_seq_len},
                   cache, draft_worker, verify_worker, &trace, live_requests),
         executor(executor) {
     if (draft) {
@@ -86,6 +87,10 @@ struct Engine::Impl {
   TraceRecorder trace;
   ComputeLane draft_lane, target_lane;
   std::shared_ptr<std::atomic<int64_t>> live_requests;
+  // One strand for every actor for now: with a strand per actor on a multi-threaded
+  // io_context, tests/engine_actors_test crashed intermittently (an unresolved race;
+  // see the issue note). Actors still talk only through their mailboxes.
+  asio::any_io_executor actor_strand;
   CacheManager cache;
   DraftWorker draft_worker;
   VerifyWorker verify_worker;
@@ -133,7 +138,7 @@ RequestHandle Engine::submit(GenerateRequest request, BurstHandler on_burst, Don
   const uint64_t number = impl.next_number++;
   std::string id = request.id.empty() ? "req-" + std::to_string(number) : request.id;
   auto actor = std::make_shared<RequestActor>(
-      asio::make_strand(impl.executor), impl.scheduler,
+      impl.actor_strand, impl.scheduler,
       RequestActor::Setup{id, number, request.stop, impl.tokenizer.get(), std::move(on_burst), std::move(on_done),
                           impl.config.burst_queue, impl.live_requests});
   actor->start();

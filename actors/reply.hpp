@@ -32,8 +32,7 @@ class Reply {
 
   awaitable<T> get() const {
     auto state = state_;
-    std::optional<T> value = co_await asio::async_initiate<decltype(asio::use_awaitable), void(std::optional<T>)>(
-        [state](auto handler) {
+    auto initiation = [state](auto handler) {
           std::unique_lock lock(state->mutex);
           if (state->done) {
             lock.unlock();
@@ -42,8 +41,11 @@ class Reply {
           }
           auto shared = std::make_shared<decltype(handler)>(std::move(handler));
           state->waiter = [shared](std::optional<T> v) { resume(std::move(*shared), std::move(v)); };
-        },
-        asio::use_awaitable);
+        };
+    // The initiation is a named local: no temporary with a destructor in the co_await.
+    std::optional<T> value =
+        co_await asio::async_initiate<decltype(asio::use_awaitable), void(std::optional<T>)>(std::move(initiation),
+                                                                                              asio::use_awaitable);
     if (state->error) std::rethrow_exception(state->error);
     co_return std::move(*value);
   }

@@ -43,7 +43,8 @@ bool RequestActor::post_tokens(Tokens tokens) { return mailbox_.try_send(error_c
 
 void RequestActor::post_finished(Finished finished) {
   spawn_logged(strand_, [self = shared_from_this(), finished = std::move(finished)]() mutable -> awaitable<void> {
-    co_await self->mailbox_.async_send(error_code{}, Message(std::move(finished)), asio::use_awaitable);
+    Message message(std::move(finished));
+    co_await self->mailbox_.async_send(error_code{}, std::move(message), asio::use_awaitable);
   }, "request finish");
 }
 

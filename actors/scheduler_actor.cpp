@@ -63,14 +63,28 @@ void SchedulerActor::retire(uint64_t number) { post(Retire{number}); }
 
 awaitable<EngineSnapshot> SchedulerActor::snapshot() {
   Reply<EngineSnapshot> reply;
-  co_await mailbox_.async_send(error_code{}, Message(Snapshot{reply}), asio::use_awaitable);
+  Message message(Snapshot{reply});
+  co_await mailbox_.async_send(error_code{}, std::move(message), asio::use_awaitable);
   co_return co_await reply.get();
 }
 
 awaitable<void> SchedulerActor::stop(Clock::time_point deadline) {
   Reply<std::monostate> reply;
-  co_await mailbox_.async_send(error_code{}, Message(Stop{deadline, reply}), asio::use_awaitable);
+  Message message(Stop{deadline, reply});
+  co_await mailbox_.async_send(error_code{}, std::move(message), asio::use_awaitable);
   co_await reply.get();
+}
+
+template <class Which>
+awaitable<void> SchedulerActor::finish_where(std::vector<std::unique_ptr<Entry>>& entries, const Which& which,
+                                             FinishReason reason, const RequestError* error) {
+  std::vector<std::unique_ptr<Entry>> keep;
+  std::vector<std::unique_ptr<Entry>> leaving;
+  for (auto& e : entries) {
+    if (e) (which(*e) ? leaving : keep).push_back(std::move(e));  // null: moved to the batch
+  }
+  entries = std::move(keep);
+  for (auto& e : leaving) co_await finish(*e, reason, error);
 }
 
 bool SchedulerActor::idle() const { return running_.empty() && fresh_.empty() && (waiting_.empty() || stopping_); }
@@ -129,7 +143,7 @@ awaitable<void> SchedulerActor::handle(Message& message) {
       refusal = RequestError{ErrorCode::overloaded, "the waiting queue is full (" + std::to_string(options_.max_waiting) + " requests)"};
     }
     if (refusal) {
-      counters_.requests_failed += 1;
+      counters_.requests_failed += 1;  // not through finish(): no slots, no trace span
       entry->actor->post_finished({FinishReason::error, refusal, {}, static_cast<int32_t>(entry->request.prompt.size())});
       co_return;
     }
@@ -204,8 +218,8 @@ awaitable<void> SchedulerActor::run_round() {
   }
   if (failure) {
     // A failed model call fails this round's requests; the engine keeps serving.
-    co_await finish_where(running_, [](const Entry&) { return true; }, FinishReason::error, failure);
-    co_await finish_where(fresh_, [](const Entry&) { return true; }, FinishReason::error, failure);
+    co_await finish_where(running_, [](const Entry&) { return true; }, FinishReason::error, &*failure);
+    co_await finish_where(fresh_, [](const Entry&) { return true; }, FinishReason::error, &*failure);
     co_return;
   }
   if (!running.empty()) {
@@ -230,8 +244,8 @@ awaitable<void> SchedulerActor::run_round() {
 // The round on the lanes. With overlap, the draft lane proposes for the running batch
 // while the target lane prefills the newcomers, then the target lane verifies while the
 // draft lane prefills the newcomers' prompts into the draft cache.
-awaitable<SchedulerActor::RoundOutcome> SchedulerActor::execute(std::vector<SpecSequence*> running,
-                                                                std::vector<SpecSequence*> fresh) {
+awaitable<SchedulerActor::RoundOutcome> SchedulerActor::execute(const std::vector<SpecSequence*>& running,
+                                                                const std::vector<SpecSequence*>& fresh) {
   std::vector<DraftPrefill> prompts;
   for (size_t i = 0; i < fresh.size(); ++i) {
     if (fresh[i]->draft_slot >= 0) prompts.push_back({fresh[i]->draft_slot, fresh_[i]->request.prompt});
@@ -241,13 +255,13 @@ awaitable<SchedulerActor::RoundOutcome> SchedulerActor::execute(std::vector<Spec
     out.first_tokens = co_await verify_.prefill(fresh);
     co_await draft_.prefill(prompts);
     RoundDrafts drafts = co_await draft_.propose(running);
-    out.round = co_await verify_.verify(std::move(drafts));
+    out.round = co_await verify_.verify(drafts);
   } else if (running.empty()) {
     out.first_tokens = co_await (verify_.prefill(fresh) && draft_.prefill(prompts));
   } else {
     std::tuple<RoundDrafts, std::vector<int32_t>> phase1 = co_await (draft_.propose(running) && verify_.prefill(fresh));
     out.first_tokens = std::move(std::get<1>(phase1));
-    out.round = co_await (verify_.verify(std::move(std::get<0>(phase1))) && draft_.prefill(prompts));
+    out.round = co_await (verify_.verify(std::get<0>(phase1)) && draft_.prefill(prompts));
   }
   co_return out;
 }
@@ -277,19 +291,9 @@ bool SchedulerActor::deliver(Entry& e, const std::vector<int32_t>& tokens, int32
   return e.reason.has_value();
 }
 
-awaitable<void> SchedulerActor::finish_where(std::vector<std::unique_ptr<Entry>>& entries,
-                                             std::function<bool(const Entry&)> which, FinishReason reason,
-                                             std::optional<RequestError> error) {
-  std::vector<std::unique_ptr<Entry>> keep;
-  std::vector<std::unique_ptr<Entry>> leaving;
-  for (auto& e : entries) {
-    if (e) (which(*e) ? leaving : keep).push_back(std::move(e));  // null: moved to the batch
-  }
-  entries = std::move(keep);
-  for (auto& e : leaving) co_await finish(*e, reason, error);
-}
-
-awaitable<void> SchedulerActor::finish(Entry& e, FinishReason reason, std::optional<RequestError> error) {
+awaitable<void> SchedulerActor::finish(Entry& e, FinishReason reason, const RequestError* error_in) {
+  std::optional<RequestError> error;
+  if (error_in) error = *error_in;
   if (e.slots) co_await cache_.release(*e.slots);
   const auto now = Clock::now();
   if (e.reason && reason != FinishReason::cancelled) {  // what deliver() found wins, but not over a cancel

@@ -7,7 +7,6 @@
 // submissions that arrive during a round are applied at the next boundary. Lives on its
 // strand; its state is touched only by run().
 #include <chrono>
-#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -83,13 +82,17 @@ class SchedulerActor {
   awaitable<void> handle(Message& message);
   awaitable<void> admit();
   awaitable<void> run_round();
-  awaitable<RoundOutcome> execute(std::vector<SpecSequence*> running, std::vector<SpecSequence*> fresh);
+  awaitable<RoundOutcome> execute(const std::vector<SpecSequence*>& running, const std::vector<SpecSequence*>& fresh);
   // Applies a burst to an entry; returns true when the entry has finished.
   bool deliver(Entry& entry, const std::vector<int32_t>& tokens, int32_t drafted, int32_t accepted);
-  awaitable<void> finish(Entry& entry, FinishReason reason, std::optional<RequestError> error = std::nullopt);
+  // Coroutine arguments here are references, pointers or trivially destructible values:
+  // no temporary with a destructor is left in a co_await expression (compilers have
+  // destroyed such temporaries twice; see CMakeLists.txt).
+  awaitable<void> finish(Entry& entry, FinishReason reason, const RequestError* error = nullptr);
   // Finishes and removes every entry of `entries` that `which` selects.
-  awaitable<void> finish_where(std::vector<std::unique_ptr<Entry>>& entries, std::function<bool(const Entry&)> which,
-                               FinishReason reason, std::optional<RequestError> error = std::nullopt);
+  template <class Which>
+  awaitable<void> finish_where(std::vector<std::unique_ptr<Entry>>& entries, const Which& which, FinishReason reason,
+                               const RequestError* error = nullptr);
   awaitable<void> enforce_stop_deadline();
   void record_round_counters(const RoundResult& round);
   bool idle() const;

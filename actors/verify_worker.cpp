@@ -27,8 +27,9 @@ awaitable<void> VerifyWorker::run() {
 
 awaitable<void> VerifyWorker::handle(Verify& m) {
   try {
-    RoundDrafts* drafts = &m.drafts;  // lives in the message until the lane is done
-    m.reply.set(co_await lane_.run("verify", [this, drafts] { return verify_phase(models_, *drafts); }));
+    auto job = [this, &m] { return verify_phase(models_, m.drafts); };  // m outlives the job
+    RoundResult result = co_await lane_.run("verify", job);
+    m.reply.set(std::move(result));
   } catch (...) {
     m.reply.fail(std::current_exception());
   }
@@ -36,31 +37,34 @@ awaitable<void> VerifyWorker::handle(Verify& m) {
 
 awaitable<void> VerifyWorker::handle(Prefill& m) {
   try {
-    m.reply.set(co_await lane_.run("target prefill", [this, seqs = m.seqs] {
-      return prefill_target(models_.target, models_.target_cache, seqs);
-    }));
+    auto job = [this, &m] { return prefill_target(models_.target, models_.target_cache, m.seqs); };
+    std::vector<int32_t> first = co_await lane_.run("target prefill", job);
+    m.reply.set(std::move(first));
   } catch (...) {
     m.reply.fail(std::current_exception());
   }
 }
 
-awaitable<RoundResult> VerifyWorker::verify(RoundDrafts drafts) {
+awaitable<RoundResult> VerifyWorker::verify(RoundDrafts& drafts) {
   if (drafts.rows.empty()) co_return RoundResult{};
   Reply<RoundResult> reply;
-  co_await mailbox_.async_send(error_code{}, Verify{std::move(drafts), reply}, asio::use_awaitable);
+  Message message(Verify{std::move(drafts), reply});
+  co_await mailbox_.async_send(error_code{}, std::move(message), asio::use_awaitable);
   co_return co_await reply.get();
 }
 
-awaitable<std::vector<int32_t>> VerifyWorker::prefill(std::vector<SpecSequence*> seqs) {
+awaitable<std::vector<int32_t>> VerifyWorker::prefill(const std::vector<SpecSequence*>& seqs) {
   if (seqs.empty()) co_return std::vector<int32_t>{};
   Reply<std::vector<int32_t>> reply;
-  co_await mailbox_.async_send(error_code{}, Prefill{std::move(seqs), reply}, asio::use_awaitable);
+  Message message(Prefill{seqs, reply});
+  co_await mailbox_.async_send(error_code{}, std::move(message), asio::use_awaitable);
   co_return co_await reply.get();
 }
 
 awaitable<void> VerifyWorker::stop() {
   Reply<std::monostate> reply;
-  co_await mailbox_.async_send(error_code{}, Stop{reply}, asio::use_awaitable);
+  Message message(Stop{reply});
+  co_await mailbox_.async_send(error_code{}, std::move(message), asio::use_awaitable);
   co_await reply.get();
 }
 

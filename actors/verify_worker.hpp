@@ -39,8 +39,9 @@ class VerifyWorker {
   asio::any_io_executor executor() const { return strand_; }
 
   // Asked from the scheduler's coroutine; empty inputs are answered without the lane.
-  awaitable<RoundResult> verify(RoundDrafts drafts);
-  awaitable<std::vector<int32_t>> prefill(std::vector<SpecSequence*> seqs);  // first tokens
+  // References, as in DraftWorker; verify() moves the drafts into its job.
+  awaitable<RoundResult> verify(RoundDrafts& drafts);
+  awaitable<std::vector<int32_t>> prefill(const std::vector<SpecSequence*>& seqs);  // first tokens
   awaitable<void> stop();
 
  private:

@@ -37,12 +37,14 @@ class ComputeLane {
   ComputeLane& operator=(const ComputeLane&) = delete;
 
   // Runs job() on the lane thread and returns its result to the awaiting coroutine.
+  // The job is taken by reference: it must outlive the awaited call (a local of the
+  // awaiting coroutine does).
   template <class Job>
-  boost::asio::awaitable<std::invoke_result_t<Job&>> run(const char* label, Job job) {
+  boost::asio::awaitable<std::invoke_result_t<Job&>> run(const char* label, Job& job) {
     using Result = std::invoke_result_t<Job&>;
     return boost::asio::co_spawn(
         context_,
-        [this, label, job = std::move(job)]() mutable -> boost::asio::awaitable<Result> {
+        [this, label, &job]() -> boost::asio::awaitable<Result> {
           BusyScope busy(*this, label);
           if constexpr (std::is_void_v<Result>) {
             job();

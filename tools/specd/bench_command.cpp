@@ -15,6 +15,7 @@
 #include "engine/kv_cache.hpp"
 #include "engine/llama_model.hpp"
 #include "engine/tokenizer.hpp"
+#include "tools/specd/bench_concurrency.hpp"
 #include "tools/specd/bench_model.hpp"
 #include "tools/specd/cli_common.hpp"
 #include "tools/specd/model_pair.hpp"
@@ -31,6 +32,7 @@ struct BenchArgs {
   int32_t prompt_count = 24;
   int32_t k_max = 8;
   ModelBenchArgs model_bench;  // without --spec: the real-size single-model benchmark
+  ConcurrencyBenchArgs concurrency;  // --concurrency: serving figures through the actors
 };
 
 struct Measured {
@@ -102,6 +104,9 @@ boost::json::object row_json(const std::string& drafter, const std::string& k, d
 }
 
 void run_bench(const BenchArgs& a) {
+  if (!a.concurrency.levels.empty()) {
+    return run_concurrency_bench(a.pair, a.concurrency, read_prompts(a), a.max_tokens, a.json);
+  }
   if (!a.spec && !a.pair.model.empty()) return run_model_bench(a.pair, a.model_bench, a.json);
   if (!a.spec) throw CLI::ValidationError("--spec", "pass --spec, or --model DIR for the model benchmark");
   PairArgs pair_args = a.pair;
@@ -170,6 +175,7 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--max-tokens", args->max_tokens, "tokens per prompt")->capture_default_str()->check(CLI::Range(1, 1 << 16));
   cmd->add_option("--k-max", args->k_max, "largest fixed K, and the bound of auto")->capture_default_str()->check(CLI::Range(1, 16));
   add_model_bench_options(*cmd, args->model_bench);
+  add_concurrency_bench_options(*cmd, args->concurrency);
   cmd->callback([args] { run_bench(*args); });
 }
 

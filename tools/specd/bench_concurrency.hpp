@@ -1,0 +1,28 @@
+#pragma once
+// `specd bench --concurrency 1,2,4,8,16,32 --json`: the serving figures through the
+// actor runtime. At each concurrency, that many clients each send requests back to
+// back; measured per mode in the same run: speculation off, speculation on (adaptive
+// K), and speculation on without lane overlap. Reports aggregate tokens/s, time to
+// first token and inter-token latency p50/p99, and the engine-level speedup of the
+// same prompts without actors, for the concurrency-1 comparison.
+#include <CLI/CLI.hpp>
+
+#include <string>
+#include <vector>
+
+#include "tools/specd/model_pair.hpp"
+
+namespace specd::cli {
+
+struct ConcurrencyBenchArgs {
+  std::string levels;  // "1,2,4"; empty: not requested
+  int32_t requests_per_client = 0;  // 0: enough that each level runs at least 8 requests
+  std::string trace_path;           // Chrome trace of the speculation-on runs
+};
+
+void add_concurrency_bench_options(CLI::App& cmd, ConcurrencyBenchArgs& args);
+
+void run_concurrency_bench(const PairArgs& pair, const ConcurrencyBenchArgs& args,
+                           const std::vector<std::string>& prompts, int32_t max_tokens, bool json);
+
+}  // namespace specd::cli
