@@ -17,8 +17,8 @@ using namespace specd::testing;
 namespace {
 
 const std::filesystem::path kModels = std::filesystem::path(SPECD_SOURCE_DIR) / "models";
-const int kWarmup = std::getenv("SPECD_CHURN") ? 50 : 500;
-const int kRequests = std::getenv("SPECD_CHURN") ? std::atoi(std::getenv("SPECD_CHURN")) : 10'000;
+constexpr int kWarmup = 500;
+constexpr int kRequests = 10'000;
 
 int64_t rss_kib() {
   std::ifstream status("/proc/self/status");
@@ -48,12 +48,8 @@ std::map<FinishReason, int> churn(Engine& engine, int count, uint64_t seed) {
     r.spec.adaptive = rng() % 3 == 0;
     if (rng() % 3 == 0) r.sampling.temperature = 0.8, r.sampling.seed = rng();
     if (rng() % 5 == 0) r.stop = {"e"};
-    int action = static_cast<int>(rng() % 10);
-    if (std::getenv("NOCANCEL")) action = 9;
-    if (std::getenv("NOSAMPLE")) r.sampling.temperature = 0;
-    if (std::getenv("NOSTOP")) r.stop.clear();
-    if (std::getenv("MAXTOK")) r.max_tokens = std::atoi(std::getenv("MAXTOK"));
-    if (std::getenv("NOSPEC")) r.spec.enabled = false;  // 0: cancel now, 1: by id, 2: drop handle, 3: cancel on first burst
+    const int action = static_cast<int>(rng() % 10);
+    // 0: cancel now, 1: by id, 2: drop handle, 3: cancel on first burst
     {
       std::unique_lock lock(mutex);
       cv.wait(lock, [&] { return outstanding < 48; });
@@ -87,20 +83,19 @@ std::map<FinishReason, int> churn(Engine& engine, int count, uint64_t seed) {
 }  // namespace
 
 TEST_CASE("10,000 mixed requests with random cancels return slots, actors and memory to baseline") {
-  IoThreads io(std::getenv("IO1") ? 1 : 2);
+  IoThreads io(2);
   EngineConfig c;
   c.target_dir = kModels / "target";
   c.draft_dir = kModels / "draft";
   c.max_batch = 32;
   c.max_seq_len = 64;
-  if (std::getenv("NOOVERLAP")) c.overlap = false;
   Engine engine(io.io().get_executor(), c);
   churn(engine, kWarmup, 1);  // warm-up: allocator pools and caches reach their working size
   const int64_t baseline = rss_kib();
   const auto reasons = churn(engine, kRequests, 2);
   int total = 0;
   for (auto [reason, n] : reasons) {
-    std::fprintf(stderr, "finish %s: %d\n", finish_reason_name(reason), n);
+    MESSAGE(std::string(finish_reason_name(reason)) << ": " << n);
     total += n;
   }
   CHECK(total == kRequests);
