@@ -87,9 +87,11 @@ struct Engine::Impl {
   TraceRecorder trace;
   ComputeLane draft_lane, target_lane;
   std::shared_ptr<std::atomic<int64_t>> live_requests;
-  // One strand for every actor for now: with a strand per actor on a multi-threaded
-  // io_context, tests/engine_actors_test crashed intermittently (an unresolved race;
-  // see the issue note). Actors still talk only through their mailboxes.
+  // One strand for every actor for now. With a strand per actor on a multi-threaded
+  // io_context, tests/engine_actors_test crashed (heap corruption: concurrent calls
+  // into the SentencePiece shim, now serialised) and, after that fix, still hung in
+  // about 1 run of 4: an unresolved ordering bug. Actors still talk only through
+  // their mailboxes, so going back to a strand each is a one-line change here.
   asio::any_io_executor actor_strand;
   CacheManager cache;
   DraftWorker draft_worker;

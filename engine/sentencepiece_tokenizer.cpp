@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 
 #include <charconv>
+#include <mutex>
 #include <cstdlib>
 #include <system_error>
 #include <variant>
@@ -109,6 +110,16 @@ SpmApi load_api() {
   return api;
 }
 
+// Every call into the shim holds this lock. The shim runs on the C library loaded into
+// its dlmopen namespace, whose malloc does not know that the process has other threads
+// (the threads were created through the main namespace's libc): concurrent encodes and
+// decodes from several threads corrupted its heap (crashes in tests/engine_actors_test
+// with a multi-threaded io_context). Serialising is cheap next to a model step.
+std::recursive_mutex& shim_mutex() {  // recursive: a failed load destroys its handle under the lock
+  static std::recursive_mutex mutex;
+  return mutex;
+}
+
 // Loaded on first use, once per process. A failure is kept and rethrown, so a
 // bad path costs one dlmopen namespace (glibc has 16), not one per caller.
 const SpmApi& spm_api() {
@@ -168,6 +179,7 @@ std::string raw_piece(const SpmApi& api, const specd_spm* handle, int32_t id) {
 }  // namespace
 
 void SentencePieceTokenizer::HandleDeleter::operator()(specd_spm* handle) const {
+  std::lock_guard lock(shim_mutex());
   spm_api().destroy(handle);
 }
 
@@ -180,6 +192,7 @@ SentencePieceTokenizer::SentencePieceTokenizer(const fs::path& model_file,
                      "sentencepiece model not found: " + model_file.string());
   }
   const SpmApi& api = spm_api();
+  std::lock_guard lock(shim_mutex());
   char err[kErrorCapacity] = {};
   handle_.reset(api.create(model_file.c_str(), err, sizeof err));
   if (!handle_) {
@@ -245,6 +258,7 @@ std::vector<int32_t> SentencePieceTokenizer::encode(std::string_view text, bool 
   char err[kErrorCapacity] = {};
   for (;;) {
     const size_t capacity = ids.size() - prefix;
+    std::unique_lock lock(shim_mutex());
     const int64_t n = spm_api().encode(handle_.get(), text.data(), text.size(), ids.data() + prefix,
                                        capacity, err, sizeof err);
     if (n < 0) {
@@ -264,6 +278,7 @@ std::string SentencePieceTokenizer::decode(std::span<const int32_t> ids) const {
   char err[kErrorCapacity] = {};
   for (;;) {
     const size_t capacity = text.size();
+    std::unique_lock lock(shim_mutex());
     const int64_t n = spm_api().decode(handle_.get(), ids.data(), ids.size(), text.data(), capacity,
                                        err, sizeof err);
     if (n < 0) {
@@ -301,6 +316,7 @@ void SentencePieceTokenizer::check_id(int32_t id) const {
 
 void train_sentencepiece(const std::string& trainer_args) {
   char err[kErrorCapacity] = {};
+  std::unique_lock lock(shim_mutex());
   if (spm_api().train(trainer_args.c_str(), err, sizeof err) != 0) {
     throw SpecdError(ErrorCode::tokenizer_error,
                      "sentencepiece training failed (" + trainer_args + "): " + err);
