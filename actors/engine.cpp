@@ -2,7 +2,9 @@
 
 #include <dlfcn.h>
 
+#include <boost/asio/co_spawn.hpp>
 #include <boost/asio/strand.hpp>
+#include <boost/asio/use_awaitable.hpp>
 
 #include <mutex>
 
@@ -165,7 +167,10 @@ boost::asio::awaitable<GenerateResult> Engine::generate(GenerateRequest request,
   Reply<GenerateResult> reply;
   // If this coroutine is destroyed while waiting, the handle's destructor cancels the request.
   RequestHandle handle = submit(std::move(request), std::move(on_burst), [reply](GenerateResult r) { reply.set(std::move(r)); });
-  GenerateResult result = co_await reply.get();
+  // Replies are awaited on the actor strand: resuming a coroutine of a multi-threaded
+  // executor from inside the initiation raced in Asio's frame recycling (ThreadSanitizer).
+  auto wait = [reply]() -> boost::asio::awaitable<GenerateResult> { co_return co_await reply.get(); };
+  GenerateResult result = co_await boost::asio::co_spawn(impl_->actor_strand, wait, boost::asio::use_awaitable);
   if (result.error) throw SpecdError(result.error->code, result.error->message);
   co_return result;
 }
@@ -178,13 +183,18 @@ boost::asio::awaitable<void> Engine::stop(std::chrono::milliseconds deadline) {
     if (impl_->stopped || !impl_->accepting) co_return;
     impl_->accepting = false;
   }
-  co_await impl_->scheduler.stop(Clock::now() + deadline);
+  const auto until = Clock::now() + deadline;
+  auto ask = [this, until]() -> boost::asio::awaitable<void> { co_await impl_->scheduler.stop(until); };
+  co_await boost::asio::co_spawn(impl_->actor_strand, ask, boost::asio::use_awaitable);
   impl_->draft_lane.stop();
   impl_->target_lane.stop();
   impl_->stopped = true;
 }
 
-boost::asio::awaitable<EngineSnapshot> Engine::snapshot() { co_return co_await impl_->scheduler.snapshot(); }
+boost::asio::awaitable<EngineSnapshot> Engine::snapshot() {
+  auto ask = [this]() -> boost::asio::awaitable<EngineSnapshot> { co_return co_await impl_->scheduler.snapshot(); };
+  co_return co_await boost::asio::co_spawn(impl_->actor_strand, ask, boost::asio::use_awaitable);
+}
 
 int64_t Engine::live_requests() const { return impl_->live_requests->load(); }
 const Tokenizer* Engine::tokenizer() const { return impl_->tokenizer.get(); }
