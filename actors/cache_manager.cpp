@@ -45,10 +45,7 @@ void CacheManager::handle(Usage& m) {
 }
 
 awaitable<std::optional<SlotGrant>> CacheManager::acquire(bool needs_draft) {
-  Reply<std::optional<SlotGrant>> reply;
-  Message message(Acquire{needs_draft, reply});
-  co_await mailbox_.async_send(error_code{}, std::move(message), asio::use_awaitable);
-  co_return co_await reply.get();
+  return ask<std::optional<SlotGrant>>(mailbox_, [needs_draft](auto reply) { return Acquire{needs_draft, reply}; });
 }
 
 awaitable<void> CacheManager::release(SlotGrant grant) {
@@ -57,17 +54,11 @@ awaitable<void> CacheManager::release(SlotGrant grant) {
 }
 
 awaitable<CacheUsage> CacheManager::usage() {
-  Reply<CacheUsage> reply;
-  Message message(Usage{reply});
-  co_await mailbox_.async_send(error_code{}, std::move(message), asio::use_awaitable);
-  co_return co_await reply.get();
+  return ask<CacheUsage>(mailbox_, [](auto reply) { return Usage{reply}; });
 }
 
 awaitable<void> CacheManager::stop() {
-  Reply<std::monostate> reply;
-  Message message(Stop{reply});
-  co_await mailbox_.async_send(error_code{}, std::move(message), asio::use_awaitable);
-  co_await reply.get();
+  co_await ask<std::monostate>(mailbox_, [](auto reply) { return Stop{reply}; });
 }
 
 }  // namespace specd::actors

@@ -46,25 +46,16 @@ awaitable<void> DraftWorker::handle(Prefill& m) {
 
 awaitable<RoundDrafts> DraftWorker::propose(const std::vector<SpecSequence*>& batch) {
   if (batch.empty()) co_return RoundDrafts{};
-  Reply<RoundDrafts> reply;
-  Message message(Propose{batch, reply});
-  co_await mailbox_.async_send(error_code{}, std::move(message), asio::use_awaitable);
-  co_return co_await reply.get();
+  co_return co_await ask<RoundDrafts>(mailbox_, [&batch](auto reply) { return Propose{batch, reply}; });
 }
 
 awaitable<void> DraftWorker::prefill(const std::vector<DraftPrefill>& prompts) {
   if (prompts.empty() || !models_.draft) co_return;
-  Reply<std::monostate> reply;
-  Message message(Prefill{prompts, reply});
-  co_await mailbox_.async_send(error_code{}, std::move(message), asio::use_awaitable);
-  co_await reply.get();
+  co_await ask<std::monostate>(mailbox_, [&prompts](auto reply) { return Prefill{prompts, reply}; });
 }
 
 awaitable<void> DraftWorker::stop() {
-  Reply<std::monostate> reply;
-  Message message(Stop{reply});
-  co_await mailbox_.async_send(error_code{}, std::move(message), asio::use_awaitable);
-  co_await reply.get();
+  co_await ask<std::monostate>(mailbox_, [](auto reply) { return Stop{reply}; });
 }
 
 }  // namespace specd::actors

@@ -84,4 +84,14 @@ class Reply {
   std::shared_ptr<State> state_;
 };
 
+// Sends an actor a message that carries a Reply<T> and awaits the answer: the
+// request/response half of every actor's public functions. `make(reply)` builds the message.
+template <class T, class Channel, class MakeMessage>
+awaitable<T> ask(Channel& mailbox, MakeMessage make) {  // make by value: the coroutine is lazy
+  Reply<T> reply;
+  auto message = make(reply);  // converted to the mailbox's variant by async_send
+  co_await mailbox.async_send(error_code{}, std::move(message), asio::use_awaitable);
+  co_return co_await reply.get();
+}
+
 }  // namespace specd::actors

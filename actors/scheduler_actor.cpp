@@ -62,17 +62,11 @@ void SchedulerActor::cancel(std::string id, uint64_t number) { post(Cancel{std::
 void SchedulerActor::retire(uint64_t number) { post(Retire{number}); }
 
 awaitable<EngineSnapshot> SchedulerActor::snapshot() {
-  Reply<EngineSnapshot> reply;
-  Message message(Snapshot{reply});
-  co_await mailbox_.async_send(error_code{}, std::move(message), asio::use_awaitable);
-  co_return co_await reply.get();
+  return ask<EngineSnapshot>(mailbox_, [](auto reply) { return Snapshot{reply}; });
 }
 
 awaitable<void> SchedulerActor::stop(Clock::time_point deadline) {
-  Reply<std::monostate> reply;
-  Message message(Stop{deadline, reply});
-  co_await mailbox_.async_send(error_code{}, std::move(message), asio::use_awaitable);
-  co_await reply.get();
+  co_await ask<std::monostate>(mailbox_, [deadline](auto reply) { return Stop{deadline, reply}; });
 }
 
 template <class Which>

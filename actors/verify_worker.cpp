@@ -47,25 +47,16 @@ awaitable<void> VerifyWorker::handle(Prefill& m) {
 
 awaitable<RoundResult> VerifyWorker::verify(RoundDrafts& drafts) {
   if (drafts.rows.empty()) co_return RoundResult{};
-  Reply<RoundResult> reply;
-  Message message(Verify{std::move(drafts), reply});
-  co_await mailbox_.async_send(error_code{}, std::move(message), asio::use_awaitable);
-  co_return co_await reply.get();
+  co_return co_await ask<RoundResult>(mailbox_, [&drafts](auto reply) { return Verify{std::move(drafts), reply}; });
 }
 
 awaitable<std::vector<int32_t>> VerifyWorker::prefill(const std::vector<SpecSequence*>& seqs) {
   if (seqs.empty()) co_return std::vector<int32_t>{};
-  Reply<std::vector<int32_t>> reply;
-  Message message(Prefill{seqs, reply});
-  co_await mailbox_.async_send(error_code{}, std::move(message), asio::use_awaitable);
-  co_return co_await reply.get();
+  co_return co_await ask<std::vector<int32_t>>(mailbox_, [&seqs](auto reply) { return Prefill{seqs, reply}; });
 }
 
 awaitable<void> VerifyWorker::stop() {
-  Reply<std::monostate> reply;
-  Message message(Stop{reply});
-  co_await mailbox_.async_send(error_code{}, std::move(message), asio::use_awaitable);
-  co_await reply.get();
+  co_await ask<std::monostate>(mailbox_, [](auto reply) { return Stop{reply}; });
 }
 
 }  // namespace specd::actors
