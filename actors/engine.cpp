@@ -69,8 +69,7 @@ struct Engine::Impl {
         draft_worker(actor_strand, draft_lane, models()),
         verify_worker(actor_strand, target_lane, models()),
         scheduler(actor_strand, {config.max_waiting, config.overlap, draft != nullptr, config.max_seq_len},
-                  cache, draft_worker, verify_worker, &trace, live_requests),
-        executor(executor) {
+                  cache, draft_worker, verify_worker, &trace, live_requests) {
     if (draft) {
       check_draft_compatible(config.target_dir, target->config(), *tokenizer, config.draft_dir, draft->config(),
                              *load_tokenizer(config.draft_dir));
@@ -99,7 +98,6 @@ struct Engine::Impl {
   DraftWorker draft_worker;
   VerifyWorker verify_worker;
   SchedulerActor scheduler;
-  asio::any_io_executor executor;
   std::atomic<uint64_t> next_number{1};
   std::mutex gate;  // orders submissions before the scheduler's Stop message
   bool accepting = true;

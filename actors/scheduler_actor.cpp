@@ -15,10 +15,6 @@ namespace specd::actors {
 
 using namespace boost::asio::experimental::awaitable_operators;
 
-namespace {
-constexpr double kDefaultCostRatio = 0.1;  // until the first rounds are measured
-}  // namespace
-
 struct SchedulerActor::Entry {
   std::shared_ptr<RequestActor> actor;
   SpecRequest request;
@@ -185,7 +181,7 @@ awaitable<void> SchedulerActor::admit() {
     e.slots = grant;
     e.admitted_at = Clock::now();
     e.seq = std::make_unique<SpecSequence>(e.request.prompt, grant->target_slot, grant->draft_slot, e.request.sampling,
-                                           e.request.spec, cost_.cost_ratio(kDefaultCostRatio));
+                                           e.request.spec, cost_.cost_ratio());
     if (trace_) {
       trace_->async_end("queued", e.actor->number(), e.admitted_at);
       trace_->async_begin("generating", e.actor->number(), e.admitted_at);
@@ -199,7 +195,7 @@ awaitable<void> SchedulerActor::run_round() {
   std::vector<SpecSequence*> running, fresh;
   for (auto& e : running_) {
     e->seq->max_new_this_round = e->request.max_tokens - e->generated;
-    e->seq->adaptive.set_cost_ratio(cost_.cost_ratio(kDefaultCostRatio));
+    e->seq->adaptive.set_cost_ratio(cost_.cost_ratio());
     running.push_back(e->seq.get());
   }
   for (auto& e : fresh_) fresh.push_back(e->seq.get());

@@ -31,7 +31,6 @@ void CostMeter::observe(const RoundResult& round) {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-constexpr double kDefaultCostRatio = 0.1;  // until the first rounds are measured
 
 struct Active {
   size_t index;
@@ -144,7 +143,7 @@ std::vector<SpecResult> generate_speculative(SpecModels& m, const std::vector<Sp
   auto cleanup = [&] { for (auto& a : active) release(m, a); };
   try {
     for (size_t i = 0; i < requests.size(); ++i) {
-      active.push_back({i, admit(m, requests[i], cost.cost_ratio(kDefaultCostRatio)), std::nullopt, std::nullopt, {}, false, {}});
+      active.push_back({i, admit(m, requests[i], cost.cost_ratio()), std::nullopt, std::nullopt, {}, false, {}});
       if (!requests[i].stop.empty() && tokenizer) {
         active.back().stop.emplace(requests[i].stop);
         active.back().detokenizer.emplace(*tokenizer);
@@ -172,7 +171,7 @@ std::vector<SpecResult> generate_speculative(SpecModels& m, const std::vector<Sp
       std::vector<SpecSequence*> seqs;
       for (auto& a : active) {
         a.seq->max_new_this_round = requests[a.index].max_tokens - static_cast<int32_t>(results[a.index].tokens.size());
-        a.seq->adaptive.set_cost_ratio(cost.cost_ratio(kDefaultCostRatio));
+        a.seq->adaptive.set_cost_ratio(cost.cost_ratio());
         seqs.push_back(a.seq.get());
       }
       RoundResult round = speculative_round(m, seqs);

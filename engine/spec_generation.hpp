@@ -42,7 +42,8 @@ void validate_request(const SpecRequest& request, int32_t vocab_size, int64_t ma
 struct CostMeter {
   double draft_step_seconds = 0;   // mean batched draft step
   double verify_seconds = 0;       // mean batched target pass
-  double cost_ratio(double fallback) const {
+  static constexpr double kUnmeasuredCostRatio = 0.1;  // until the first rounds are measured
+  double cost_ratio(double fallback = kUnmeasuredCostRatio) const {
     return draft_step_seconds > 0 && verify_seconds > 0 ? draft_step_seconds / verify_seconds : fallback;
   }
   void observe(const RoundResult& round);

@@ -176,7 +176,7 @@ const texts = [
   "ThisIsALongCamelCaseIdentifierWithManyParts",
   "hello-world_foo.bar",
   "pneumonoultramicroscopicsilicovolcanoconiosis",
-  "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",
+  "x".repeat(104),  // one long run of a letter: many merge rounds on a single word
   "!".repeat(40),
   " ".repeat(33),
   "\t".repeat(9),
