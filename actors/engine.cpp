@@ -16,6 +16,7 @@
 #include "actors/spawn.hpp"
 #include "actors/verify_worker.hpp"
 #include "engine/checkpoint.hpp"
+#include "engine/cost_calibration.hpp"
 #include "engine/draft_compat.hpp"
 #include "engine/kv_cache.hpp"
 #include "engine/llama_model.hpp"
@@ -54,7 +55,8 @@ void check_config(const EngineConfig& c) {
 
 struct Engine::Impl {
   explicit Impl(asio::any_io_executor executor, EngineConfig c)
-      : config((check_config(c), std::move(c))),
+      // BLAS threads are limited first: calibration below must time what rounds will run.
+      : config((check_config(c), limit_blas_threads(), std::move(c))),
         tokenizer(load_tokenizer(config.target_dir)),
         target(load_model(config.target_dir)),
         draft(config.draft_dir.empty() ? nullptr : load_model(config.draft_dir)),
@@ -64,20 +66,22 @@ struct Engine::Impl {
         draft_lane({"draft lane", config.draft_threads, -1}, &trace),
         target_lane({"target lane", config.target_threads, -1}, &trace),
         live_requests(std::make_shared<std::atomic<int64_t>>(0)),
-        actor_strand(asio::make_strand(executor)),
-        cache(actor_strand, config.max_batch, draft != nullptr),
-        draft_worker(actor_strand, draft_lane, models()),
-        verify_worker(actor_strand, target_lane, models()),
-        scheduler(actor_strand, {config.max_waiting, config.overlap, draft != nullptr, config.max_seq_len},
+        executor(executor),
+        api_strand(asio::make_strand(executor)),
+        cache(asio::make_strand(executor), config.max_batch, draft != nullptr),
+        draft_worker(asio::make_strand(executor), draft_lane, models()),
+        verify_worker(asio::make_strand(executor), target_lane, models()),
+        scheduler(asio::make_strand(executor),
+                  {config.max_waiting, config.overlap, draft != nullptr, config.max_seq_len, calibrate()},
                   cache, draft_worker, verify_worker, &trace, live_requests) {
     if (draft) {
       check_draft_compatible(config.target_dir, target->config(), *tokenizer, config.draft_dir, draft->config(),
                              *load_tokenizer(config.draft_dir));
     }
-    limit_blas_threads();
   }
 
   SpecModels models() { return {*target, *target_cache, draft.get(), draft_cache.get()}; }
+  std::optional<RoundCostModel> calibrate();
 
   SpecRequest prepare(const GenerateRequest& r) const;
 
@@ -88,12 +92,8 @@ struct Engine::Impl {
   TraceRecorder trace;
   ComputeLane draft_lane, target_lane;
   std::shared_ptr<std::atomic<int64_t>> live_requests;
-  // One strand for every actor for now. With a strand per actor on a multi-threaded
-  // io_context, tests/engine_actors_test crashed (heap corruption: concurrent calls
-  // into the SentencePiece shim, now serialised) and, after that fix, still hung in
-  // about 1 run of 4: an unresolved ordering bug. Actors still talk only through
-  // their mailboxes, so going back to a strand each is a one-line change here.
-  asio::any_io_executor actor_strand;
+  asio::any_io_executor executor;    // every actor gets its own strand of it
+  asio::any_io_executor api_strand;  // where the public awaitables wait for replies
   CacheManager cache;
   DraftWorker draft_worker;
   VerifyWorker verify_worker;
@@ -103,6 +103,20 @@ struct Engine::Impl {
   bool accepting = true;
   bool stopped = false;
 };
+
+// Times round shapes on each lane with its own intra-op budget, one lane after the
+// other: run at once they disturbed each other's timings (a one-row draft step measured
+// 300 ms instead of 0.6 ms while the target calibrated).
+std::optional<RoundCostModel> Engine::Impl::calibrate() {
+  if (config.calibration_seconds <= 0 || !draft) return std::nullopt;
+  RoundCostModel costs(config.max_batch, config.k_max);
+  const CalibrationLimits limits{config.max_batch, config.k_max, config.calibration_seconds};
+  auto time_verify = [&] { return calibrate_verify(*target, *target_cache, costs, limits); };
+  auto time_draft = [&] { return calibrate_draft_steps(*draft, *draft_cache, costs, limits); };
+  target_lane.run_blocking("calibrate", time_verify);
+  draft_lane.run_blocking("calibrate", time_draft);
+  return costs;
+}
 
 SpecRequest Engine::Impl::prepare(const GenerateRequest& r) const {
   SpecRequest out;
@@ -140,7 +154,7 @@ RequestHandle Engine::submit(GenerateRequest request, BurstHandler on_burst, Don
   const uint64_t number = impl.next_number++;
   std::string id = request.id.empty() ? "req-" + std::to_string(number) : request.id;
   auto actor = std::make_shared<RequestActor>(
-      impl.actor_strand, impl.scheduler,
+      asio::make_strand(impl.executor), impl.scheduler,
       RequestActor::Setup{id, number, request.stop, impl.tokenizer.get(), std::move(on_burst), std::move(on_done),
                           impl.config.burst_queue, impl.live_requests});
   actor->start();
@@ -168,7 +182,7 @@ boost::asio::awaitable<GenerateResult> Engine::generate(GenerateRequest request,
   // Replies are awaited on the actor strand: resuming a coroutine of a multi-threaded
   // executor from inside the initiation raced in Asio's frame recycling (ThreadSanitizer).
   auto wait = [reply]() -> boost::asio::awaitable<GenerateResult> { co_return co_await reply.get(); };
-  GenerateResult result = co_await boost::asio::co_spawn(impl_->actor_strand, wait, boost::asio::use_awaitable);
+  GenerateResult result = co_await boost::asio::co_spawn(impl_->api_strand, wait, boost::asio::use_awaitable);
   if (result.error) throw SpecdError(result.error->code, result.error->message);
   co_return result;
 }
@@ -183,7 +197,7 @@ boost::asio::awaitable<void> Engine::stop(std::chrono::milliseconds deadline) {
   }
   const auto until = Clock::now() + deadline;
   auto ask = [this, until]() -> boost::asio::awaitable<void> { co_await impl_->scheduler.stop(until); };
-  co_await boost::asio::co_spawn(impl_->actor_strand, ask, boost::asio::use_awaitable);
+  co_await boost::asio::co_spawn(impl_->api_strand, ask, boost::asio::use_awaitable);
   impl_->draft_lane.stop();
   impl_->target_lane.stop();
   impl_->stopped = true;
@@ -191,7 +205,7 @@ boost::asio::awaitable<void> Engine::stop(std::chrono::milliseconds deadline) {
 
 boost::asio::awaitable<EngineSnapshot> Engine::snapshot() {
   auto ask = [this]() -> boost::asio::awaitable<EngineSnapshot> { co_return co_await impl_->scheduler.snapshot(); };
-  co_return co_await boost::asio::co_spawn(impl_->actor_strand, ask, boost::asio::use_awaitable);
+  co_return co_await boost::asio::co_spawn(impl_->api_strand, ask, boost::asio::use_awaitable);
 }
 
 int64_t Engine::live_requests() const { return impl_->live_requests->load(); }

@@ -49,6 +49,9 @@ struct EngineConfig {
   bool overlap = true;              // draft lane works on newcomers while the target verifies
   bool trace = false;               // record lane and request spans (trace_events, write_trace)
   int32_t k_max = 8;                // bound on K for every request
+  // Seconds each lane spends at start timing passes for the batch K planner; 0 skips
+  // calibration (K is then chosen per request from a cost ratio).
+  double calibration_seconds = 2.0;
 };
 
 struct GenerateRequest {

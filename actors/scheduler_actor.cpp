@@ -41,7 +41,9 @@ SchedulerActor::SchedulerActor(asio::any_io_executor strand, SchedulerOptions op
       verify_(verify),
       trace_(trace),
       live_requests_(std::move(live_requests)),
-      mailbox_(strand, static_cast<size_t>(options.max_waiting) + 1024) {}
+      mailbox_(strand, static_cast<size_t>(options.max_waiting) + 1024) {
+  cost_.rounds = std::move(options_.round_costs);
+}
 
 SchedulerActor::~SchedulerActor() = default;
 
@@ -199,8 +201,10 @@ awaitable<void> SchedulerActor::run_round() {
     running.push_back(e->seq.get());
   }
   for (auto& e : fresh_) fresh.push_back(e->seq.get());
+  if (cost_.rounds) plan_batch(running, *cost_.rounds, options_.max_seq_len, options_.has_draft);
   RoundOutcome outcome;
   std::optional<RequestError> failure;
+  const auto round_start = Clock::now();
   try {
     outcome = co_await execute(running, fresh);
   } catch (const std::exception& error) {
@@ -213,7 +217,9 @@ awaitable<void> SchedulerActor::run_round() {
     co_return;
   }
   if (!running.empty()) {
-    cost_.observe(outcome.round);
+    // A round that also prefilled newcomers says nothing about the per-round overhead.
+    const double seconds = fresh.empty() ? std::chrono::duration<double>(Clock::now() - round_start).count() : 0;
+    cost_.observe(outcome.round, seconds);
     record_round_counters(outcome.round);
   }
   std::vector<bool> done(running_.size());

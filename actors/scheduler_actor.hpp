@@ -35,6 +35,9 @@ struct SchedulerOptions {
   bool overlap = true;
   bool has_draft = false;
   int64_t max_seq_len = 1024;
+  // Calibrated round costs (engine/cost_calibration.hpp): K is then planned for the
+  // batch as a whole each round; without them, per request.
+  std::optional<RoundCostModel> round_costs;
 };
 
 class SchedulerActor {

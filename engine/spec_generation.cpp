@@ -18,7 +18,11 @@
 
 namespace specd {
 
-void CostMeter::observe(const RoundResult& round) {
+void CostMeter::observe(const RoundResult& round, double round_seconds) {
+  if (rounds) {
+    record_round_costs(*rounds, round);
+    if (round_seconds > 0) rounds->observe_overhead(std::max(0.0, round_seconds - round.draft_seconds - round.verify_phase_seconds));
+  }
   // Exponential averages: recent rounds matter most, one outlier does not swing K.
   constexpr double w = 0.1;
   if (round.draft_steps > 0) {
@@ -174,8 +178,10 @@ std::vector<SpecResult> generate_speculative(SpecModels& m, const std::vector<Sp
         a.seq->adaptive.set_cost_ratio(cost.cost_ratio());
         seqs.push_back(a.seq.get());
       }
+      const auto round_start = Clock::now();
+      if (cost.rounds) plan_batch(seqs, *cost.rounds, m.target_cache.max_seq_len(), m.draft != nullptr);
       RoundResult round = speculative_round(m, seqs);
-      cost.observe(round);
+      cost.observe(round, std::chrono::duration<double>(Clock::now() - round_start).count());
       running.clear();
       for (size_t b = 0; b < active.size(); ++b) {
         Active& a = active[b];

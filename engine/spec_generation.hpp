@@ -6,9 +6,11 @@
 // its rounds are plain batched target steps, so one driver serves both paths.
 #include <cstdint>
 #include <string>
+#include <optional>
 #include <vector>
 
 #include "engine/generation.hpp"
+#include "engine/round_cost_model.hpp"
 #include "engine/speculative_round.hpp"
 
 namespace specd {
@@ -38,15 +40,19 @@ struct SpecResult {
 // fit max_seq_len (out_of_capacity), stop strings without a tokenizer.
 void validate_request(const SpecRequest& request, int32_t vocab_size, int64_t max_seq_len, bool has_tokenizer);
 
-// Measured draft-step and verify costs, for adaptive K's cost ratio c.
+// Measured draft-step and verify costs, for adaptive K's cost ratio c and, when
+// `rounds` is set (calibrated: cost_calibration.hpp), for the batch K planner.
 struct CostMeter {
+  std::optional<RoundCostModel> rounds;
   double draft_step_seconds = 0;   // mean batched draft step
   double verify_seconds = 0;       // mean batched target pass
   static constexpr double kUnmeasuredCostRatio = 0.1;  // until the first rounds are measured
   double cost_ratio(double fallback = kUnmeasuredCostRatio) const {
     return draft_step_seconds > 0 && verify_seconds > 0 ? draft_step_seconds / verify_seconds : fallback;
   }
-  void observe(const RoundResult& round);
+  // Also refits `rounds`; `round_seconds` is the whole round's wall time (0: unknown),
+  // from which the per-round overhead outside the two passes is learnt.
+  void observe(const RoundResult& round, double round_seconds = 0);
 };
 
 // Runs all requests together (continuous batching inside one call: a finished request

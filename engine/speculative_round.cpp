@@ -6,11 +6,13 @@
 #include <algorithm>
 #include <chrono>
 
+#include "engine/batch_k_planner.hpp"
 #include "engine/errors.hpp"
 #include "engine/kv_cache.hpp"
 #include "engine/llama_model.hpp"
 #include "engine/prompt_lookup.hpp"
 #include "engine/rejection_sampler.hpp"
+#include "engine/round_cost_model.hpp"
 
 namespace specd {
 
@@ -60,8 +62,9 @@ void take_draft_token(DraftedRow& row, const at::Tensor& logits) {
 
 // K batched draft steps. The first step feeds every token the draft has not seen yet
 // (the whole context for a newcomer: lazy prefill; emitted tokens otherwise: catch-up).
-int32_t run_draft(SpecModels& m, std::vector<DraftedRow*>& rows) {
+int32_t run_draft(SpecModels& m, std::vector<DraftedRow*>& rows, std::vector<DraftStepTime>& times) {
   if (rows.empty()) return 0;
+  auto step_start = Clock::now();
   std::vector<std::vector<int32_t>> feed;
   std::vector<int32_t> slots;
   for (DraftedRow* r : rows) {
@@ -73,11 +76,13 @@ int32_t run_draft(SpecModels& m, std::vector<DraftedRow*>& rows) {
   at::Tensor logits = m.draft->forward({to_batch(feed, lengths), slots, lengths}, *m.draft_cache,
                                        LogitsFor::last_position);
   for (size_t b = 0; b < rows.size(); ++b) take_draft_token(*rows[b], logits[b]);
+  times.push_back({static_cast<int32_t>(rows.size()), seconds_since(step_start)});
   int32_t steps = 1;
   for (int32_t j = 1;; ++j, ++steps) {
     std::vector<DraftedRow*> active;
     for (DraftedRow* r : rows) if (r->k > j) active.push_back(r);
     if (active.empty()) break;
+    step_start = Clock::now();
     std::vector<std::vector<int32_t>> step_feed;
     slots.clear();
     for (DraftedRow* r : active) {
@@ -86,6 +91,7 @@ int32_t run_draft(SpecModels& m, std::vector<DraftedRow*>& rows) {
     }
     logits = m.draft->forward({to_batch(step_feed, lengths), slots, lengths}, *m.draft_cache, LogitsFor::last_position);
     for (size_t b = 0; b < active.size(); ++b) take_draft_token(*active[b], logits[b]);
+    times.push_back({static_cast<int32_t>(active.size()), seconds_since(step_start)});
   }
   return steps;
 }
@@ -132,7 +138,7 @@ int32_t plan_k(const SpecModels& m, SpecSequence& seq) {
   if (!seq.spec.enabled) return 0;
   const bool model_drafter = seq.spec.drafter == DrafterKind::model;
   if (model_drafter && (!m.draft || seq.draft_slot < 0)) return 0;
-  int64_t k = seq.spec.adaptive ? seq.adaptive.next_k() : seq.spec.k;
+  int64_t k = seq.planned_k >= 0 ? seq.planned_k : seq.spec.adaptive ? seq.adaptive.next_k() : seq.spec.k;
   const auto n = static_cast<int64_t>(seq.tokens.size());
   k = std::min<int64_t>(k, m.target_cache.max_seq_len() - n);  // verify writes g and K drafts after n-1 tokens
   if (model_drafter) k = std::min<int64_t>(k, m.draft_cache->max_seq_len() - n + 1);
@@ -164,6 +170,7 @@ RoundDrafts draft_phase(SpecModels& m, std::span<SpecSequence* const> batch) {
       throw SpecdError(ErrorCode::out_of_capacity, "speculative_round: a sequence has no room left in the KV cache");
     }
     row.k = plan_k(m, *row.seq);
+    row.seq->planned_k = -1;
     row.context = row.seq->tokens;
     if (row.k == 0) continue;
     if (row.seq->spec.drafter == DrafterKind::lookup) {
@@ -176,16 +183,18 @@ RoundDrafts draft_phase(SpecModels& m, std::span<SpecSequence* const> batch) {
     }
   }
   const auto t0 = Clock::now();
-  result.draft_steps = run_draft(m, model_rows);
+  result.draft_steps = run_draft(m, model_rows, result.step_times);
   result.draft_seconds = seconds_since(t0);
   return result;
 }
 
 RoundResult verify_phase(SpecModels& m, RoundDrafts& drafts) {
   torch::InferenceMode inference;
+  const auto phase_start = Clock::now();
   RoundResult result;
   result.draft_steps = drafts.draft_steps;
   result.draft_seconds = drafts.draft_seconds;
+  result.draft_step_times = drafts.step_times;
   std::vector<DraftedRow>& rows = drafts.rows;
   // One batched target pass over [g, t1..tK] per row.
   std::vector<std::vector<int32_t>> feed;
@@ -196,6 +205,7 @@ RoundResult verify_phase(SpecModels& m, RoundDrafts& drafts) {
     feed.back().insert(feed.back().end(), row.drafts.begin(), row.drafts.end());
     slots.push_back(row.seq->target_slot);
     starts.push_back(m.target_cache.length(row.seq->target_slot));
+    result.verify_tokens += row.k + 1;
   }
   std::vector<int64_t> lengths;
   const auto t0 = Clock::now();
@@ -221,11 +231,45 @@ RoundResult verify_phase(SpecModels& m, RoundDrafts& drafts) {
     seq.tokens.insert(seq.tokens.end(), out.tokens.begin(), out.tokens.end());
     if (row.k > 0) {
       seq.stats.record(row.k, outcome.accepted);
-      if (seq.spec.adaptive) seq.adaptive.observe(row.k, outcome.accepted);
+      seq.adaptive.observe(row.k, outcome.accepted);  // also fixed-K rows: the batch planner reads it
     }
     result.rows.push_back(std::move(out));
   }
+  result.verify_phase_seconds = seconds_since(phase_start);
   return result;
+}
+
+void plan_batch(std::span<SpecSequence* const> batch, const RoundCostModel& costs, int64_t max_seq_len,
+                bool has_draft_model) {
+  if (!costs.ready()) return;
+  std::vector<PlanRow> rows;
+  int32_t k_max = 0;
+  for (const SpecSequence* seq : batch) {
+    PlanRow row;
+    const bool model_drafter = seq->spec.drafter == DrafterKind::model;
+    const bool can_draft = seq->spec.enabled && (!model_drafter || (has_draft_model && seq->draft_slot >= 0));
+    row.acceptance = seq->adaptive.acceptance();
+    if (can_draft && seq->spec.adaptive && model_drafter) {
+      const auto n = static_cast<int64_t>(seq->tokens.size());
+      const int64_t room = std::min<int64_t>({seq->spec.k_max, max_seq_len - n, seq->max_new_this_round - 1});
+      row.plannable = true;
+      row.k_cap = static_cast<int32_t>(std::max<int64_t>(room, 0));
+      k_max = std::max(k_max, row.k_cap);
+    } else if (can_draft) {
+      row.fixed_k = seq->spec.adaptive ? seq->spec.k_max : seq->spec.k;  // an estimate for lookup rows
+      row.fixed_uses_draft_model = model_drafter;
+    }
+    rows.push_back(row);
+  }
+  const BatchPlan plan = plan_batch_k(rows, costs, k_max);
+  for (size_t i = 0; i < batch.size(); ++i) {
+    if (rows[i].plannable) batch[i]->planned_k = plan.k[i];
+  }
+}
+
+void record_round_costs(RoundCostModel& costs, const RoundResult& round) {
+  for (const DraftStepTime& step : round.draft_step_times) costs.observe_draft_step(step.rows, step.seconds);
+  if (round.verify_tokens > 0) costs.observe_verify(round.verify_tokens, round.verify_phase_seconds);
 }
 
 RoundResult speculative_round(SpecModels& m, std::span<SpecSequence* const> batch) {

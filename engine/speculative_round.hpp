@@ -46,6 +46,9 @@ struct SpecSequence {
   // Draft-cache length to cut back to before the next draft step: set by the verify
   // phase, applied by the draft phase, so each cache is touched by one lane only.
   int64_t draft_keep = -1;
+  // K chosen for this round by the batch planner (plan_batch); -1: the request's own
+  // setting or adaptive choice. Read and cleared by the draft phase.
+  int32_t planned_k = -1;
 };
 
 // One row's proposal for a round: the draft phase's output, the verify phase's input.
@@ -57,10 +60,17 @@ struct DraftedRow {
   std::vector<int32_t> context;     // tokens, then t1..tk (for the repetition penalty)
 };
 
+// One batched draft forward: how many rows it fed and how long it took.
+struct DraftStepTime {
+  int32_t rows = 0;
+  double seconds = 0;
+};
+
 struct RoundDrafts {
   std::vector<DraftedRow> rows;  // one per sequence, in batch order
   int32_t draft_steps = 0;
   double draft_seconds = 0;
+  std::vector<DraftStepTime> step_times;
 };
 
 // What one row produced in a round: 1..K+1 tokens (accepted drafts, then the
@@ -76,6 +86,9 @@ struct RoundResult {
   int32_t draft_steps = 0;        // batched draft forward calls (0 when no row drafted with the model)
   double draft_seconds = 0;
   double verify_seconds = 0;      // the one batched target pass
+  std::vector<DraftStepTime> draft_step_times;
+  int32_t verify_tokens = 0;        // tokens the target pass fed: sum of K+1
+  double verify_phase_seconds = 0;  // the pass plus accept/reject and cache truncation
 };
 
 // The round in two phases, for callers that run the draft and the target on different
@@ -92,5 +105,15 @@ RoundResult speculative_round(SpecModels& models, std::span<SpecSequence* const>
 // The K a row will use this round: settings, adaptive choice, drafter availability,
 // room left in the caches and in max_tokens.
 int32_t plan_k(const SpecModels& models, SpecSequence& seq);
+
+class RoundCostModel;
+// Chooses K for the whole batch with plan_batch_k (batch_k_planner.hpp) and stores it
+// in each sequence's planned_k: adaptive draft-model rows are planned together, other
+// rows keep their setting. Caps use max_seq_len and max_new_this_round as plan_k does.
+// Does nothing unless costs.ready().
+void plan_batch(std::span<SpecSequence* const> batch, const RoundCostModel& costs, int64_t max_seq_len,
+                bool has_draft_model);
+// Feeds a finished round's measured verify pass and draft steps into the cost model.
+void record_round_costs(RoundCostModel& costs, const RoundResult& round);
 
 }  // namespace specd

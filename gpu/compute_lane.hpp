@@ -9,10 +9,12 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
 #include <atomic>
 #include <chrono>
+#include <future>
 #include <memory>
 #include <optional>
 #include <string>
@@ -54,6 +56,19 @@ class ComputeLane {
           }
         },
         boost::asio::use_awaitable);
+  }
+
+  // Runs job() on the lane thread and blocks the caller until it returns (start-up work
+  // such as calibration, before any actor runs). Never call it from the lane thread.
+  template <class Job>
+  std::invoke_result_t<Job&> run_blocking(const char* label, Job& job) {
+    std::packaged_task<std::invoke_result_t<Job&>()> task([this, label, &job] {
+      BusyScope busy(*this, label);
+      return job();
+    });
+    auto result = task.get_future();
+    boost::asio::post(context_, [&task] { task(); });
+    return result.get();
   }
 
   // Lets queued jobs finish, then joins the thread. Idempotent.

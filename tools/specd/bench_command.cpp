@@ -10,6 +10,7 @@
 #include <iostream>
 
 #include "engine/adaptive_k.hpp"
+#include "engine/cost_calibration.hpp"
 #include "engine/cost_probe.hpp"
 #include "engine/errors.hpp"
 #include "engine/kv_cache.hpp"
@@ -67,6 +68,8 @@ Measured run_all(ModelPair& pair, const std::vector<std::vector<int32_t>>& promp
                  double temperature, int32_t max_tokens) {
   Measured m;
   SpecModels models = pair.models();
+  CostMeter meter;  // shared across the prompts, as one engine's would be
+  if (spec.enabled && spec.adaptive) meter.rounds = calibrate_round_costs(models, {1, spec.k_max, 2.0});
   for (size_t i = 0; i < prompts.size(); ++i) {
     SpecRequest r;
     r.prompt = prompts[i];
@@ -75,7 +78,7 @@ Measured run_all(ModelPair& pair, const std::vector<std::vector<int32_t>>& promp
     r.sampling.seed = 1000 + i;
     r.spec = spec;
     const auto t0 = std::chrono::steady_clock::now();
-    SpecResult res = generate_speculative(models, {r}, nullptr).front();
+    SpecResult res = generate_speculative(models, {r}, nullptr, &meter).front();
     m.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     m.tokens += static_cast<int64_t>(res.tokens.size());
     m.stats.rounds += res.stats.rounds;

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "actors/engine.hpp"
+#include "engine/cost_calibration.hpp"
 #include "engine/spec_generation.hpp"
 #include "engine/tokenizer.hpp"
 #include "tools/specd/cli_common.hpp"
@@ -100,6 +101,21 @@ LevelResult run_level(Engine& engine, boost::asio::io_context& io, const std::ve
   return out;
 }
 
+double throughput(const LevelResult& r) { return r.tokens / r.seconds; }
+
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  return values[values.size() / 2];
+}
+
+// The run with the median throughput (the upper middle one for an even count).
+const LevelResult& median_run(const std::vector<LevelResult>& runs) {
+  std::vector<const LevelResult*> sorted;
+  for (const auto& r : runs) sorted.push_back(&r);
+  std::sort(sorted.begin(), sorted.end(), [](auto* a, auto* b) { return throughput(*a) < throughput(*b); });
+  return *sorted[sorted.size() / 2];
+}
+
 boost::json::object level_json(const LevelResult& r) {
   return {{"tokens_per_second", r.tokens / r.seconds}, {"tokens", r.tokens}, {"seconds", r.seconds},
           {"ttft_ms_p50", percentile(r.ttft_ms, 0.5)}, {"ttft_ms_p99", percentile(r.ttft_ms, 0.99)},
@@ -115,6 +131,8 @@ double engine_level_tokens_per_second(const PairArgs& pair_args, const std::vect
   a.k = "auto";
   ModelPair pair = load_pair(a);
   SpecModels models = pair.models();
+  CostMeter meter;  // shared across the prompts, as one engine's would be
+  if (spec) meter.rounds = calibrate_round_costs(models, {1, pair.spec.k_max, 2.0});
   int64_t tokens = 0;
   const auto t0 = Clock::now();
   for (size_t i = 0; i < prompts.size(); ++i) {
@@ -123,7 +141,7 @@ double engine_level_tokens_per_second(const PairArgs& pair_args, const std::vect
     r.max_tokens = max_tokens;
     r.spec = pair.spec;
     r.spec.enabled = spec;
-    tokens += static_cast<int64_t>(generate_speculative(models, {r}, nullptr).front().tokens.size());
+    tokens += static_cast<int64_t>(generate_speculative(models, {r}, nullptr, &meter).front().tokens.size());
   }
   return static_cast<double>(tokens) / std::chrono::duration<double>(Clock::now() - t0).count();
 }
@@ -135,6 +153,8 @@ void add_concurrency_bench_options(CLI::App& cmd, ConcurrencyBenchArgs& args) {
   cmd.add_option("--requests-per-client", args.requests_per_client, "requests each client sends (0: automatic)")
       ->check(CLI::Range(0, 100000));
   cmd.add_option("--trace", args.trace_path, "write a Chrome trace of the speculation-on runs to this file");
+  cmd.add_option("--repeat", args.repeat, "interleaved runs of each mode per level; medians are reported")
+      ->check(CLI::Range(1, 100));
 }
 
 void run_concurrency_bench(const PairArgs& pair, const ConcurrencyBenchArgs& args, const std::vector<std::string>& prompts,
@@ -159,13 +179,22 @@ void run_concurrency_bench(const PairArgs& pair, const ConcurrencyBenchArgs& arg
     Engine serial(io.get_executor(), serial_config);
     for (int32_t clients : levels) {
       const int32_t per_client = args.requests_per_client > 0 ? args.requests_per_client : std::max(2, 8 / clients);
-      const LevelResult off = run_level(overlapped, io, prompts, clients, per_client, max_tokens, false);
-      const LevelResult on = run_level(overlapped, io, prompts, clients, per_client, max_tokens, true);
-      const LevelResult on_serial = run_level(serial, io, prompts, clients, per_client, max_tokens, true);
-      const double ratio = (on.tokens / on.seconds) / (off.tokens / off.seconds);
+      // Modes interleaved, so drift in the machine's speed (other tenants, steal time)
+      // hits all of them alike; each mode reports its median run.
+      std::vector<LevelResult> offs, ons, serials;
+      boost::json::array paired;
+      for (int32_t r = 0; r < args.repeat; ++r) {
+        offs.push_back(run_level(overlapped, io, prompts, clients, per_client, max_tokens, false));
+        ons.push_back(run_level(overlapped, io, prompts, clients, per_client, max_tokens, true));
+        serials.push_back(run_level(serial, io, prompts, clients, per_client, max_tokens, true));
+        paired.push_back(throughput(ons.back()) / throughput(offs.back()));
+      }
+      const LevelResult& off = median_run(offs);
+      const LevelResult& on = median_run(ons);
+      const double ratio = throughput(on) / throughput(off);
       rows.push_back({{"concurrency", clients}, {"requests", clients * per_client}, {"spec_off", level_json(off)},
-                      {"spec_on", level_json(on)}, {"spec_on_no_overlap", level_json(on_serial)},
-                      {"spec_on_over_off", ratio}});
+                      {"spec_on", level_json(on)}, {"spec_on_no_overlap", level_json(median_run(serials))},
+                      {"spec_on_over_off", ratio}, {"spec_on_over_off_per_repeat", paired}});
       std::cerr << "bench: concurrency " << clients << " spec on/off throughput " << ratio << "\n";
     }
     if (config.trace) overlapped.write_trace(args.trace_path);
@@ -175,8 +204,13 @@ void run_concurrency_bench(const PairArgs& pair, const ConcurrencyBenchArgs& arg
   }
   work.reset();
   io_thread.join();
-  const double engine_on = engine_level_tokens_per_second(pair, prompts, max_tokens, true);
-  const double engine_off = engine_level_tokens_per_second(pair, prompts, max_tokens, false);
+  std::vector<double> engine_ons, engine_offs;
+  for (int32_t r = 0; r < args.repeat; ++r) {
+    engine_offs.push_back(engine_level_tokens_per_second(pair, prompts, max_tokens, false));
+    engine_ons.push_back(engine_level_tokens_per_second(pair, prompts, max_tokens, true));
+  }
+  const double engine_on = median(engine_ons);
+  const double engine_off = median(engine_offs);
   double actors_c1 = 0;
   for (const auto& r : rows) {
     if (r.as_object().at("concurrency").as_int64() == 1) actors_c1 = r.as_object().at("spec_on_over_off").as_double();

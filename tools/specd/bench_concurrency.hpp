@@ -18,6 +18,7 @@ struct ConcurrencyBenchArgs {
   std::string levels;  // "1,2,4"; empty: not requested
   int32_t requests_per_client = 0;  // 0: enough that each level runs at least 8 requests
   std::string trace_path;           // Chrome trace of the speculation-on runs
+  int32_t repeat = 3;               // interleaved runs per mode and level; the median is reported
 };
 
 void add_concurrency_bench_options(CLI::App& cmd, ConcurrencyBenchArgs& args);

@@ -8,6 +8,7 @@
 
 #include "engine/chat_template.hpp"
 #include "engine/checkpoint.hpp"
+#include "engine/cost_calibration.hpp"
 #include "engine/errors.hpp"
 #include "engine/kv_cache.hpp"
 #include "engine/llama_model.hpp"
@@ -70,7 +71,11 @@ void run_generate(const GenerateArgs& a, bool has_system) {
   request.stop = a.stop;
   request.spec = pair.spec;
   SpecModels models = pair.models();
-  SpecResult r = generate_speculative(models, {request}, pair.tokenizer.get()).front();
+  CostMeter meter;
+  if (request.spec.enabled && request.spec.adaptive && models.draft) {
+    meter.rounds = calibrate_round_costs(models, {1, request.spec.k_max, 1.0});
+  }
+  SpecResult r = generate_speculative(models, {request}, pair.tokenizer.get(), &meter).front();
 
   const double total = r.prefill_seconds + r.decode_seconds;
   const auto n = static_cast<double>(r.tokens.size());

@@ -1,0 +1,41 @@
+#pragma once
+// Batch-level speculation length: picks K for every row of a round together, to
+// maximise the batch's expected tokens per second of round time. Per-request adaptive
+// K (adaptive_k.hpp) prices a draft step against a one-row verify pass; in a batch the
+// verify pass grows with the tokens all rows feed, so K that pays alone stops paying
+// under load. Here the round's time is the measured draft steps (a function of the
+// rows still drafting) plus the verify pass (a function of the tokens fed, sum of K+1)
+// plus the per-round overhead, and the plan may be K = 0 for everyone (a plain batched
+// target step) whenever drafting does not pay.
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "engine/round_cost_model.hpp"
+
+namespace specd {
+
+struct PlanRow {
+  bool plannable = false;    // adaptive K with the draft model: the planner chooses
+  int32_t fixed_k = 0;       // otherwise this K is used (0: no speculation)
+  bool fixed_uses_draft_model = false;  // a fixed row that runs draft-model steps
+  double acceptance = 0;     // the request's per-token acceptance estimate
+  int32_t k_cap = 0;         // plannable rows: room left (cache, max_tokens), at most k_max
+};
+
+struct BatchPlan {
+  std::vector<int32_t> k;  // one per row
+  double expected_tokens = 0;
+  double expected_seconds = 0;
+};
+
+// Expected tokens a row emits in a round with K drafts and per-token acceptance a:
+// (1 - a^(K+1)) / (1 - a), K + 1 when a == 1.
+double expected_round_tokens(double acceptance, int32_t k);
+
+// Considers, for every common K in [0, k_max], drafting in the m plannable rows with the
+// highest acceptance (m in [0, rows]); each drafting row uses min(K, its cap). Cost:
+// O(k_max * rows * (k_max + rows)). Ties go to less drafting. Needs model.ready().
+BatchPlan plan_batch_k(std::span<const PlanRow> rows, const RoundCostModel& model, int32_t k_max);
+
+}  // namespace specd

@@ -1,0 +1,103 @@
+#include "engine/cost_calibration.hpp"
+
+#include <ATen/ATen.h>
+#include <torch/csrc/autograd/grad_mode.h>
+
+#include <algorithm>
+#include <chrono>
+#include <utility>
+#include <vector>
+
+#include "engine/kv_cache.hpp"
+#include "engine/llama_model.hpp"
+#include "engine/round_cost_model.hpp"
+#include "engine/speculative_round.hpp"
+
+namespace specd {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Row counts where batched kernels change behaviour, up to the limit.
+std::vector<int32_t> row_counts(int32_t max_rows) {
+  std::vector<int32_t> out;
+  for (int32_t r : {1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256}) {
+    if (r <= max_rows) out.push_back(r);
+  }
+  return out;
+}
+
+// Seconds of four passes of `rows` x `width` tokens on slots 0..rows-1, after one
+// untimed pass; the slots are emptied after each pass.
+std::vector<double> time_passes(LlamaModel& model, KvCache& cache, int32_t rows, int32_t width, LogitsFor which) {
+  const int64_t vocab = model.config().vocab_size;
+  ForwardBatch batch{(at::arange(rows * width, at::kLong) * 7 + 1).remainder(vocab).view({rows, width}), {}, {}};
+  for (int32_t r = 0; r < rows; ++r) {
+    batch.slots.push_back(r);
+    batch.lengths.push_back(width);
+  }
+  std::vector<double> seconds;
+  for (int pass = 0; pass < 5; ++pass) {
+    const auto start = Clock::now();
+    at::Tensor logits = model.forward(batch, cache, which);
+    (void)logits.argmax(-1).sum().item<int64_t>();  // greedy acceptance reads every position
+    const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+    for (int32_t r = 0; r < rows; ++r) cache.truncate_to(r, 0);
+    if (pass > 0) seconds.push_back(elapsed);
+  }
+  return seconds;
+}
+
+// From small to large; a shape whose passes would overrun the budget, judging by the
+// largest measured so far, is skipped (the curve extrapolates pessimistically above).
+template <class Observe>
+int32_t measure(LlamaModel& model, KvCache& cache, std::vector<std::pair<int32_t, int32_t>> shapes, double budget,
+                LogitsFor which, Observe observe) {
+  torch::InferenceMode inference;
+  auto tokens = [](const std::pair<int32_t, int32_t>& s) { return s.first * s.second; };
+  std::sort(shapes.begin(), shapes.end(), [&](const auto& x, const auto& y) { return tokens(x) < tokens(y); });
+  const auto start = Clock::now();
+  double largest_seconds = 0;
+  int32_t largest_tokens = 1, measured = 0;
+  for (const auto& shape : shapes) {
+    const double spent = std::chrono::duration<double>(Clock::now() - start).count();
+    const double expected = 5 * largest_seconds * tokens(shape) / largest_tokens;
+    if (measured > 0 && spent + expected > budget) break;
+    const std::vector<double> passes = time_passes(model, cache, shape.first, shape.second, which);
+    for (double seconds : passes) observe(shape.first, shape.second, seconds);
+    const double fastest = *std::min_element(passes.begin(), passes.end());
+    if (tokens(shape) >= largest_tokens) largest_tokens = tokens(shape), largest_seconds = fastest;
+    ++measured;
+  }
+  return measured;
+}
+
+}  // namespace
+
+int32_t calibrate_verify(LlamaModel& target, KvCache& cache, RoundCostModel& out, CalibrationLimits limits) {
+  std::vector<std::pair<int32_t, int32_t>> shapes;
+  for (int32_t rows : row_counts(std::min(limits.max_rows, cache.slot_count()))) {
+    for (int32_t width : {1, 2, 3, 5, 9, 13, 17}) {  // K = 0, 1, 2, 4, 8, 12, 16
+      if (width <= limits.k_max + 1 && width <= cache.max_seq_len()) shapes.emplace_back(rows, width);
+    }
+  }
+  return measure(target, cache, std::move(shapes), limits.budget_seconds, LogitsFor::all_positions,
+                 [&](int32_t rows, int32_t width, double s) { out.observe_verify(rows * width, s); });
+}
+
+int32_t calibrate_draft_steps(LlamaModel& draft, KvCache& cache, RoundCostModel& out, CalibrationLimits limits) {
+  std::vector<std::pair<int32_t, int32_t>> shapes;
+  for (int32_t rows : row_counts(std::min(limits.max_rows, cache.slot_count()))) shapes.emplace_back(rows, 1);
+  return measure(draft, cache, std::move(shapes), limits.budget_seconds, LogitsFor::last_position,
+                 [&](int32_t rows, int32_t, double s) { out.observe_draft_step(rows, s); });
+}
+
+RoundCostModel calibrate_round_costs(SpecModels& m, CalibrationLimits limits) {
+  RoundCostModel costs(limits.max_rows, limits.k_max);
+  calibrate_verify(m.target, m.target_cache, costs, limits);
+  if (m.draft) calibrate_draft_steps(*m.draft, *m.draft_cache, costs, limits);
+  return costs;
+}
+
+}  // namespace specd

@@ -1,0 +1,66 @@
+#pragma once
+// Measured cost of a speculative round's parts, for the batch K planner: the target's
+// verify pass as a function of the tokens it feeds (T = sum of K+1 over the batch), a
+// batched draft step as a function of the rows it feeds, and the fixed per-round
+// overhead (scheduling, messages, bookkeeping). Filled at start by calibration passes
+// (cost_calibration.hpp) and refitted online from every round. Plain values, no
+// locking: owned by one scheduler.
+#include <array>
+#include <cstdint>
+#include <vector>
+
+namespace specd {
+
+// Seconds as a piecewise-linear function of a size (tokens or rows), through points
+// held at geometric buckets, each the median (size and seconds) of the last passes
+// measured near it: medians, because on a shared machine a pass now and then stalls
+// for ten times its usual time, and a mean would let one stall price a size out of
+// the plan for good (the planner stops using it, so it is never measured again). The
+// shape is not assumed: on CPU a one-row pass takes a gemv path and is far cheaper per
+// token than a 4-row GEMM, and large passes turn compute-bound.
+class CostCurve {
+ public:
+  // Sizes 1..max_size; observations above max_size land in the last bucket.
+  explicit CostCurve(int32_t max_size);
+
+  void observe(int32_t size, double seconds);
+  bool empty() const;
+  // Interpolated between measured buckets; below the first, the first's value; above
+  // the last, proportional to size (pessimistic). -1 when empty.
+  double at(int32_t size) const;
+
+ private:
+  static constexpr int kWindow = 9;  // observations a bucket remembers
+  struct Bucket {
+    int32_t size;  // nominal: observations go to the nearest on a log scale
+    std::array<double, kWindow> sizes{};
+    std::array<double, kWindow> seconds{};
+    int count = 0;  // observations held, up to kWindow
+    int next = 0;   // ring position of the next observation
+    double x = 0;   // median size held
+    double y = 0;   // median seconds held
+  };
+  std::vector<Bucket> buckets_;
+};
+
+class RoundCostModel {
+ public:
+  RoundCostModel(int32_t max_batch, int32_t k_max);
+
+  void observe_verify(int32_t tokens, double seconds) { verify_.observe(tokens, seconds); }
+  void observe_draft_step(int32_t rows, double seconds) { draft_step_.observe(rows, seconds); }
+  void observe_overhead(double seconds);
+
+  // True once both curves hold a measurement: until then callers plan K per request.
+  bool ready() const { return !verify_.empty() && !draft_step_.empty(); }
+  double verify_seconds(int32_t tokens) const { return verify_.at(tokens); }
+  double draft_step_seconds(int32_t rows) const { return draft_step_.at(rows); }
+  double overhead_seconds() const { return overhead_; }
+
+ private:
+  CostCurve verify_;
+  CostCurve draft_step_;
+  double overhead_ = 0;
+};
+
+}  // namespace specd

@@ -1,0 +1,117 @@
+// Tests for engine/batch_k_planner: with a flat verify cost the planner picks the K of
+// the Leviathan et al. formula (adaptive_k's best_k); under a compute-bound verify cost
+// it turns speculation off for a large batch; rows with poor acceptance are left out
+// while good rows draft; caps, fixed rows and the expected-yield formula are exact.
+#include "engine/batch_k_planner.hpp"
+
+#include <doctest/doctest.h>
+
+#include <vector>
+
+#include "engine/adaptive_k.hpp"
+
+using namespace specd;
+
+namespace {
+
+// verify(T) = base + per_token * T for T in 1..max_tokens; draft step(m) = step_base + step_per_row * m.
+RoundCostModel linear_costs(int32_t max_batch, int32_t k_max, double base, double per_token, double step_base,
+                            double step_per_row) {
+  RoundCostModel m(max_batch, k_max);
+  for (int32_t t = 1; t <= max_batch * (k_max + 1); ++t) m.observe_verify(t, base + per_token * t);
+  for (int32_t r = 1; r <= max_batch; ++r) m.observe_draft_step(r, step_base + step_per_row * r);
+  return m;
+}
+
+PlanRow plannable(double acceptance, int32_t cap = 8) {
+  PlanRow row;
+  row.plannable = true;
+  row.acceptance = acceptance;
+  row.k_cap = cap;
+  return row;
+}
+
+}  // namespace
+
+TEST_CASE("expected tokens per round follow (1 - a^(K+1)) / (1 - a)") {
+  CHECK(expected_round_tokens(0.5, 0) == doctest::Approx(1.0));
+  CHECK(expected_round_tokens(0.5, 2) == doctest::Approx(1.75));
+  CHECK(expected_round_tokens(0.8, 4) == doctest::Approx((1 - 0.32768) / 0.2));
+  CHECK(expected_round_tokens(1.0, 4) == doctest::Approx(5.0));
+  CHECK(expected_round_tokens(0.0, 4) == doctest::Approx(1.0));
+}
+
+// The planner takes more drafting only for a gain above 2%, so it may stop below
+// best_k where the formula's curve is that flat.
+TEST_CASE("one row with a flat verify cost gets the K of the speedup formula, or a smaller one within 2%") {
+  for (double a : {0.3, 0.5, 0.7, 0.8, 0.9, 0.95}) {
+    for (double c : {0.02, 0.05, 0.1, 0.25, 0.5}) {
+      const RoundCostModel costs = linear_costs(1, 8, 1.0, 0.0, c, 0.0);
+      const std::vector<PlanRow> rows{plannable(a)};
+      const BatchPlan plan = plan_batch_k(rows, costs, 8);
+      CAPTURE(a);
+      CAPTURE(c);
+      const int32_t formula_k = best_k(a, c, 8);
+      CHECK(plan.k[0] <= formula_k);
+      CHECK(expected_speedup(a, plan.k[0], c) >= expected_speedup(a, formula_k, c) / 1.02);
+      CHECK(plan.expected_tokens / plan.expected_seconds == doctest::Approx(expected_speedup(a, plan.k[0], c)));
+    }
+  }
+}
+
+TEST_CASE("a compute-bound verify pass turns speculation off for a full batch") {
+  // Each verified token costs as much as a whole one-token pass: drafting cannot pay.
+  const RoundCostModel costs = linear_costs(32, 8, 0.0, 1.0, 0.05, 0.001);
+  const std::vector<PlanRow> rows(32, plannable(0.8));
+  const BatchPlan plan = plan_batch_k(rows, costs, 8);
+  for (int32_t k : plan.k) CHECK(k == 0);
+  CHECK(plan.expected_tokens == doctest::Approx(32.0));
+  CHECK(plan.expected_seconds == doctest::Approx(32.0));
+}
+
+TEST_CASE("the same rows draft when the verify pass is weight-bound") {
+  const RoundCostModel costs = linear_costs(32, 8, 1.0, 0.001, 0.05, 0.001);
+  const std::vector<PlanRow> rows(32, plannable(0.8));
+  const BatchPlan plan = plan_batch_k(rows, costs, 8);
+  for (int32_t k : plan.k) CHECK(k > 0);
+  CHECK(plan.expected_tokens > 32.0 * 2);
+}
+
+TEST_CASE("rows with poor acceptance are left out while good rows draft") {
+  // Draft steps cost per row, so a row that rarely keeps a draft only slows the round.
+  const RoundCostModel costs = linear_costs(8, 8, 1.0, 0.01, 0.0, 0.02);
+  std::vector<PlanRow> rows;
+  for (int i = 0; i < 4; ++i) rows.push_back(plannable(0.9));
+  for (int i = 0; i < 4; ++i) rows.push_back(plannable(0.05));
+  const BatchPlan plan = plan_batch_k(rows, costs, 8);
+  for (int i = 0; i < 4; ++i) CHECK(plan.k[i] > 0);
+  for (int i = 4; i < 8; ++i) CHECK(plan.k[i] == 0);
+}
+
+TEST_CASE("caps bound a row's K and fixed rows keep theirs") {
+  const RoundCostModel costs = linear_costs(4, 8, 1.0, 0.0, 0.01, 0.0);
+  PlanRow fixed;
+  fixed.fixed_k = 3;
+  fixed.fixed_uses_draft_model = true;
+  fixed.acceptance = 0.5;
+  PlanRow off;  // speculation disabled: fixed at K = 0
+  const std::vector<PlanRow> rows{plannable(0.95, 2), plannable(0.95, 8), fixed, off};
+  const BatchPlan plan = plan_batch_k(rows, costs, 8);
+  CHECK(plan.k[0] == 2);
+  CHECK(plan.k[1] == 8);
+  CHECK(plan.k[2] == 3);
+  CHECK(plan.k[3] == 0);
+}
+
+TEST_CASE("no plannable rows: the plan is the fixed settings, priced") {
+  const RoundCostModel costs = linear_costs(2, 4, 1.0, 0.5, 0.1, 0.0);
+  PlanRow fixed;
+  fixed.fixed_k = 2;
+  fixed.fixed_uses_draft_model = true;
+  fixed.acceptance = 0.5;
+  const std::vector<PlanRow> rows{fixed, PlanRow{}};
+  const BatchPlan plan = plan_batch_k(rows, costs, 4);
+  CHECK(plan.k == std::vector<int32_t>{2, 0});
+  CHECK(plan.expected_tokens == doctest::Approx(1.75 + 1.0));
+  CHECK(plan.expected_seconds == doctest::Approx(1.0 + 0.5 * 4 + 2 * 0.1));
+}
