@@ -8,20 +8,7 @@ DraftWorker::DraftWorker(asio::any_io_executor strand, ComputeLane& lane, SpecMo
     : strand_(strand), lane_(lane), models_(models), mailbox_(strand, 16) {}
 
 awaitable<void> DraftWorker::run() {
-  for (;;) {
-    auto next = co_await receive<Message>(mailbox_);
-    if (!next) co_return;
-    Message& message = *next;
-    if (auto* stop = std::get_if<Stop>(&message)) {
-      stop->reply.set({});
-      co_return;
-    }
-    if (auto* propose = std::get_if<Propose>(&message)) {
-      co_await handle(*propose);
-    } else if (auto* prefill = std::get_if<Prefill>(&message)) {
-      co_await handle(*prefill);
-    }
-  }
+  return serve_until_stop<Stop, Message>(mailbox_, [this](auto& message) { return handle(message); });
 }
 
 awaitable<void> DraftWorker::handle(Propose& m) {

@@ -72,6 +72,10 @@ struct Burst {
   std::string text;                // complete UTF-8 characters only; the rest follows later
   int32_t drafted = 0;             // draft tokens proposed this round
   int32_t accepted = 0;            // of which the target accepted
+  // Per token_ids entry, the text that token completed (empty when it ends inside a
+  // UTF-8 character). Their concatenation may run ahead of `text`, which holds back what
+  // could start a stop string; clients colour tokens with it (draft vs target).
+  std::vector<std::string> pieces;
 };
 
 struct Usage {

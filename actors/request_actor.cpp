@@ -73,6 +73,7 @@ bool RequestActor::deliver(const Tokens& m) {
   for (int32_t token : m.tokens) {
     burst.token_ids.push_back(token);
     std::string piece = detokenizer_ ? detokenizer_->push(token) : std::string();
+    burst.pieces.push_back(piece);
     if (stop_matcher_) {
       auto result = stop_matcher_->feed(piece);
       burst.text += result.emit;

@@ -127,11 +127,15 @@ awaitable<void> SchedulerActor::handle(Message& message) {
     auto same_id = [&](const auto& list) {
       return std::any_of(list.begin(), list.end(), [&](const auto& e) { return e->actor->id() == id; });
     };
+    auto queue_full = [&] { return static_cast<int32_t>(waiting_.size()) >= options_.max_waiting; };
+    // Requests that arrive together must not be refused while KV slots are free: the
+    // bound is on requests that wait for one.
+    if (queue_full() && !stopping_) co_await admit();
     if (stopping_) {
       refusal = RequestError{ErrorCode::shutting_down, "the engine is stopping"};
     } else if (same_id(waiting_) || same_id(fresh_) || same_id(running_)) {
       refusal = RequestError{ErrorCode::duplicate_id, "request id '" + id + "' is already in flight"};
-    } else if (static_cast<int32_t>(waiting_.size()) >= options_.max_waiting) {
+    } else if (queue_full()) {
       refusal = RequestError{ErrorCode::overloaded, "the waiting queue is full (" + std::to_string(options_.max_waiting) + " requests)"};
     }
     if (refusal) {
@@ -201,6 +205,7 @@ awaitable<void> SchedulerActor::run_round() {
     running.push_back(e->seq.get());
   }
   for (auto& e : fresh_) fresh.push_back(e->seq.get());
+  if (running.empty()) batch_drafting_ = true;  // a new batch: nothing planned against drafting yet
   if (cost_.rounds) plan_batch(running, *cost_.rounds, options_.max_seq_len, options_.has_draft);
   RoundOutcome outcome;
   std::optional<RequestError> failure;
@@ -221,6 +226,8 @@ awaitable<void> SchedulerActor::run_round() {
     const double seconds = fresh.empty() ? std::chrono::duration<double>(Clock::now() - round_start).count() : 0;
     cost_.observe(outcome.round, seconds);
     record_round_counters(outcome.round);
+    batch_drafting_ = !cost_.rounds ||
+                      std::any_of(outcome.round.rows.begin(), outcome.round.rows.end(), [](const RoundOutput& r) { return r.drafted > 0; });
   }
   std::vector<bool> done(running_.size());
   for (size_t i = 0; i < running_.size(); ++i) {
@@ -243,8 +250,15 @@ awaitable<void> SchedulerActor::run_round() {
 awaitable<SchedulerActor::RoundOutcome> SchedulerActor::execute(const std::vector<SpecSequence*>& running,
                                                                 const std::vector<SpecSequence*>& fresh) {
   std::vector<DraftPrefill> prompts;
+  // While the planner keeps the batch at K = 0 a draft prefill is wasted work on a busy
+  // machine; the draft cache then catches up lazily if drafting resumes.
   for (size_t i = 0; i < fresh.size(); ++i) {
-    if (fresh[i]->draft_slot >= 0) prompts.push_back({fresh[i]->draft_slot, fresh_[i]->request.prompt});
+    if (fresh[i]->draft_slot < 0) continue;
+    if (batch_drafting_) {
+      prompts.push_back({fresh[i]->draft_slot, fresh_[i]->request.prompt});
+    } else {
+      fresh[i]->draft_keep = 0;  // the slot may hold a finished request's tokens: emptied before drafting
+    }
   }
   RoundOutcome out;
   if (!options_.overlap) {

@@ -9,20 +9,7 @@ VerifyWorker::VerifyWorker(asio::any_io_executor strand, ComputeLane& lane, Spec
     : strand_(strand), lane_(lane), models_(models), mailbox_(strand, 16) {}
 
 awaitable<void> VerifyWorker::run() {
-  for (;;) {
-    auto next = co_await receive<Message>(mailbox_);
-    if (!next) co_return;
-    Message& message = *next;
-    if (auto* stop = std::get_if<Stop>(&message)) {
-      stop->reply.set({});
-      co_return;
-    }
-    if (auto* verify = std::get_if<Verify>(&message)) {
-      co_await handle(*verify);
-    } else if (auto* prefill = std::get_if<Prefill>(&message)) {
-      co_await handle(*prefill);
-    }
-  }
+  return serve_until_stop<Stop, Message>(mailbox_, [this](auto& message) { return handle(message); });
 }
 
 awaitable<void> VerifyWorker::handle(Verify& m) {

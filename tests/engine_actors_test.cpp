@@ -122,16 +122,22 @@ TEST_CASE("32 concurrent greedy requests with mixed speculation settings each re
     REQUIRE_FALSE(result.error.has_value());
     CHECK(result.token_ids == solo_greedy(texts[i], 20 + static_cast<int32_t>(i % 5)));
     // The bursts carry exactly the result's tokens, in order, and only accepted drafts.
+    // Each token's piece of text is there too; without stop strings they add up to the
+    // text, apart from a held-back tail the final burst carries alone.
     std::vector<int32_t> streamed;
-    std::string text;
+    std::string text, pieces;
     for (const Burst& b : collectors[i]->bursts) {
       streamed.insert(streamed.end(), b.token_ids.begin(), b.token_ids.end());
       text += b.text;
       CHECK(b.accepted <= b.drafted);
       CHECK(b.token_ids.size() <= static_cast<size_t>(b.accepted) + 1);
+      CHECK(b.pieces.size() == b.token_ids.size());
+      for (const std::string& piece : b.pieces) pieces += piece;
+      if (b.token_ids.empty()) pieces += b.text;
     }
     CHECK(streamed == result.token_ids);
     CHECK(text == result.text);
+    CHECK(pieces == result.text);
     CHECK(result.usage.completion_tokens == static_cast<int32_t>(result.token_ids.size()));
     if (i % 6 == 0) CHECK(result.spec.drafted == 0);
     drafted += result.spec.drafted;
@@ -234,6 +240,29 @@ TEST_CASE("submissions beyond the waiting bound fail with overloaded; the rest c
   CHECK(overloaded >= 5);  // one generating, at most two waiting when the burst of eight arrives
   CHECK(completed >= 1);
   CHECK(overloaded + completed == 8);
+  io.run(engine.stop(std::chrono::seconds(5)));
+}
+
+TEST_CASE("a burst of as many requests as free slots plus waiting places is accepted whole") {
+  IoThreads io(1);
+  EngineConfig c = default_config();
+  c.max_batch = 2;
+  c.max_waiting = 2;
+  Engine engine(io.io().get_executor(), c);
+  std::vector<std::unique_ptr<Collector>> collectors;
+  std::vector<RequestHandle> handles;
+  for (int i = 0; i < 4; ++i) {  // two take the slots at once, two wait
+    collectors.push_back(std::make_unique<Collector>());
+    GenerateRequest r;
+    r.prompt = "HAMLET:\n";
+    r.max_tokens = 16;
+    handles.push_back(engine.submit(r, {}, collectors.back()->on_done()));
+  }
+  for (auto& collector : collectors) {
+    GenerateResult r = collector->done.get_future().get();
+    CHECK_FALSE(r.error.has_value());
+    CHECK(r.token_ids == solo_greedy("HAMLET:\n", 16));
+  }
   io.run(engine.stop(std::chrono::seconds(5)));
 }
 

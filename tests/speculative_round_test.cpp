@@ -7,6 +7,8 @@
 
 #include "engine/errors.hpp"
 #include "engine/generation.hpp"
+#include "engine/kv_cache.hpp"
+#include "engine/prefill.hpp"
 #include "engine/spec_generation.hpp"
 #include "tests/support/joint_distribution.hpp"
 #include "tests/support/spec_pairs.hpp"
@@ -123,6 +125,31 @@ TEST_CASE("rows with different K, speculation off, and the lookup drafter share 
   }
   CHECK(results[2].stats.rounds == 0);
   CHECK(results[1].stats.drafted > 0);
+}
+
+// The actors skip a newcomer's draft prefill while the batch planner keeps K = 0; the
+// draft slot may still hold a finished request's longer context, which draft_keep = 0
+// empties before the first draft step (a lazy prefill of the whole context).
+TEST_CASE("a reused draft slot holding a longer stale context is emptied by draft_keep before drafting") {
+  TestPair pair = make_pair(true, 2);
+  const std::vector<int32_t> stale(60, 5);
+  const DraftPrefill leftover{1, stale};
+  prefill_draft(*pair.draft, *pair.draft_cache, std::span<const DraftPrefill>(&leftover, 1));
+  REQUIRE(pair.draft_cache->length(1) == 60);
+
+  const std::vector<int32_t> prompt = mixed_prompts()[5];
+  SpecSettings spec;
+  spec.k = 4;
+  SpecSequence seq(prompt, 0, 1, SamplingParams{}, spec, 0.1);
+  seq.draft_keep = 0;
+  SpecModels models = pair.models();
+  SpecSequence* batch[] = {&seq};
+  prefill_target(*pair.target, *pair.target_cache, batch);
+  while (seq.tokens.size() < prompt.size() + 24) speculative_round(models, batch);
+  const std::vector<int32_t> generated(seq.tokens.begin() + static_cast<std::ptrdiff_t>(prompt.size()),
+                                       seq.tokens.begin() + static_cast<std::ptrdiff_t>(prompt.size()) + 24);
+  CHECK(generated == target_only(*pair.target, prompt, 24));
+  CHECK(seq.stats.drafted > 0);
 }
 
 TEST_CASE("max_tokens is exact and EOS ends generation at the accepted token") {
