@@ -261,7 +261,12 @@ awaitable<SchedulerActor::RoundOutcome> SchedulerActor::execute(const std::vecto
     }
   }
   RoundOutcome out;
-  if (!options_.overlap) {
+  const bool plain = !running.empty() && std::all_of(running.begin(), running.end(),
+                                                     [](const SpecSequence* s) { return drafts_nothing(*s); });
+  if (plain) {  // nobody drafts: no trip to the draft worker
+    out.first_tokens = co_await verify_.prefill(fresh);
+    out.round = co_await (verify_.plain_step(running) && draft_.prefill(prompts));
+  } else if (!options_.overlap) {
     out.first_tokens = co_await verify_.prefill(fresh);
     co_await draft_.prefill(prompts);
     RoundDrafts drafts = co_await draft_.propose(running);

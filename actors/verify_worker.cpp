@@ -1,5 +1,6 @@
 #include "actors/verify_worker.hpp"
 
+#include "engine/errors.hpp"
 #include "engine/prefill.hpp"
 #include "gpu/compute_lane.hpp"
 
@@ -30,6 +31,26 @@ awaitable<void> VerifyWorker::handle(Prefill& m) {
   } catch (...) {
     m.reply.fail(std::current_exception());
   }
+}
+
+awaitable<void> VerifyWorker::handle(PlainStep& m) {
+  try {
+    // With every row at K = 0 the draft phase only sets up rows: no draft model call, no
+    // draft cache access, so it may run on this lane.
+    auto job = [this, &m] { return speculative_round(models_, m.batch); };
+    RoundResult result = co_await lane_.run("verify", job);
+    m.reply.set(std::move(result));
+  } catch (...) {
+    m.reply.fail(std::current_exception());
+  }
+}
+
+awaitable<RoundResult> VerifyWorker::plain_step(const std::vector<SpecSequence*>& batch) {
+  if (batch.empty()) co_return RoundResult{};
+  for (const SpecSequence* seq : batch) {
+    if (!drafts_nothing(*seq)) throw SpecdError(ErrorCode::internal, "plain_step: a row would draft");
+  }
+  co_return co_await ask<RoundResult>(mailbox_, [&batch](auto reply) { return PlainStep{batch, reply}; });
 }
 
 awaitable<RoundResult> VerifyWorker::verify(RoundDrafts& drafts) {

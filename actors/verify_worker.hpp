@@ -27,11 +27,15 @@ class VerifyWorker {
     std::vector<SpecSequence*> seqs;
     Reply<std::vector<int32_t>> reply;
   };
+  struct PlainStep {  // a round in which no row drafts: one batched target step
+    std::vector<SpecSequence*> batch;
+    Reply<RoundResult> reply;
+  };
   struct Stop {
     Reply<std::monostate> reply;
   };
   // monostate first: a channel default-constructs the message when it cancels a receive.
-  using Message = std::variant<std::monostate, Verify, Prefill, Stop>;
+  using Message = std::variant<std::monostate, Verify, Prefill, PlainStep, Stop>;
 
   VerifyWorker(asio::any_io_executor strand, ComputeLane& lane, SpecModels models);
 
@@ -42,11 +46,15 @@ class VerifyWorker {
   // References, as in DraftWorker; verify() moves the drafts into its job.
   awaitable<RoundResult> verify(RoundDrafts& drafts);
   awaitable<std::vector<int32_t>> prefill(const std::vector<SpecSequence*>& seqs);  // first tokens
+  // The whole round on the target lane, without a trip to the draft worker; only for a
+  // batch in which no row drafts (every row's drafts_nothing()).
+  awaitable<RoundResult> plain_step(const std::vector<SpecSequence*>& batch);
   awaitable<void> stop();
 
  private:
   awaitable<void> handle(Verify& m);
   awaitable<void> handle(Prefill& m);
+  awaitable<void> handle(PlainStep& m);
 
   asio::any_io_executor strand_;
   ComputeLane& lane_;

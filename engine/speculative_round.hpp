@@ -106,6 +106,10 @@ RoundResult speculative_round(SpecModels& models, std::span<SpecSequence* const>
 // room left in the caches and in max_tokens.
 int32_t plan_k(const SpecModels& models, SpecSequence& seq);
 
+// True when the row will not draft this round whatever the caches hold: speculation
+// off, or the batch planner chose K = 0.
+inline bool drafts_nothing(const SpecSequence& seq) { return !seq.spec.enabled || seq.planned_k == 0; }
+
 class RoundCostModel;
 // Chooses K for the whole batch with plan_batch_k (batch_k_planner.hpp) and stores it
 // in each sequence's planned_k: adaptive draft-model rows are planned together, other
