@@ -18,7 +18,7 @@ double nearest_rank(const std::vector<double>& sorted, double q) {
 
 double rounded(double v) { return std::round(v * 1000.0) / 1000.0; }
 
-boost::json::object to_json(const Percentiles& p) {
+boost::json::object percentiles_json(const Percentiles& p) {
   return {{"count", p.count}, {"p50", rounded(p.p50)}, {"p90", rounded(p.p90)},
           {"p99", rounded(p.p99)}, {"max", rounded(p.max)}, {"mean", rounded(p.mean)}};
 }
@@ -96,10 +96,10 @@ boost::json::value LevelStats::to_json() const {
       {"drafted", drafted},
       {"accepted", accepted},
       {"acceptance_rate", rounded(acceptance_rate())},
-      {"ttft_ms", to_json(ttft_ms)},
-      {"inter_token_ms", to_json(inter_token_ms)},
-      {"inter_burst_ms", to_json(inter_burst_ms)},
-      {"request_ms", to_json(total_ms)},
+      {"ttft_ms", percentiles_json(ttft_ms)},
+      {"inter_token_ms", percentiles_json(inter_token_ms)},
+      {"inter_burst_ms", percentiles_json(inter_burst_ms)},
+      {"request_ms", percentiles_json(total_ms)},
   };
 }
 

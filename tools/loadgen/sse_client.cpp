@@ -8,6 +8,7 @@
 #include <boost/beast/http.hpp>
 #include <boost/json.hpp>
 
+#include <optional>
 #include <string>
 
 namespace specd::loadgen {
@@ -116,8 +117,10 @@ asio::awaitable<bool> connect(LevelContext& ctx, beast::tcp_stream& stream) {
 
 asio::awaitable<void> run_sse_client(LevelContext& ctx, int32_t client_index) {
   auto executor = co_await asio::this_coro::executor;
-  beast::tcp_stream stream(executor);
-  ctx.closers[static_cast<size_t>(client_index)] = [&stream] { stream.socket().close(); };
+  std::optional<beast::tcp_stream> stream;  // a fresh one after the server closes a connection
+  ctx.closers[static_cast<size_t>(client_index)] = [&stream] {
+    if (stream) stream->socket().close();
+  };
   beast::flat_buffer buffer;
   bool connected = false;
   for (int32_t i = 0; i < ctx.options.requests; ++i) {
@@ -127,9 +130,8 @@ asio::awaitable<void> run_sse_client(LevelContext& ctx, int32_t client_index) {
     }
     if (!connected) {
       buffer.clear();
-      beast::tcp_stream fresh(executor);
-      stream = std::move(fresh);
-      connected = co_await connect(ctx, stream);
+      stream.emplace(executor);
+      connected = co_await connect(ctx, *stream);
       if (!connected) {
         ctx.unsent(ctx.options.requests - i, ctx.timed_out ? "timeout" : "connect_failed");
         break;
@@ -137,12 +139,14 @@ asio::awaitable<void> run_sse_client(LevelContext& ctx, int32_t client_index) {
     }
     StreamTimer timer(Clock::now());
     ctx.stream_started();
-    connected = co_await one_request(ctx, stream, buffer, timer, ctx.take_request_number());
+    connected = co_await one_request(ctx, *stream, buffer, timer, ctx.take_request_number());
     ctx.stream_ended(std::move(timer.record()));
   }
   ctx.closers[static_cast<size_t>(client_index)] = nullptr;
-  beast::error_code ignored;
-  stream.socket().shutdown(tcp::socket::shutdown_both, ignored);
+  if (stream) {
+    beast::error_code ignored;
+    stream->socket().shutdown(tcp::socket::shutdown_both, ignored);
+  }
 }
 
 }  // namespace specd::loadgen
