@@ -138,7 +138,7 @@ TEST_CASE("requests carry the sampling and speculation settings") {
   CHECK(ws.at("id").as_string() == "r3");
   CHECK(ws.at("prompt").as_string() == "Hi");
   CHECK(ws.at("max_tokens").as_int64() == 7);
-  CHECK(ws.at("seed").as_uint64() == 12);
+  CHECK(ws.at("seed").to_number<uint64_t>() == 12);
   CHECK(ws.at("speculative").as_object().at("k").as_string() == "auto");
   o.transport = Transport::sse;
   o.chat = true;
