@@ -14,8 +14,8 @@ const OpenAI = requireClient('openai').default;
 const client = new OpenAI({ baseURL, apiKey: 'specd-test', maxRetries: 0, timeout: 120000 });
 
 const maxTokens = 24;
-const chatPrompt = 'Who goes there?';
-const completionPrompt = 'ROMEO:';
+const chatPrompt = 'Speak, what are you?';
+const completionPrompt = 'KING HENRY:';
 const chatExpected = specdGenerate(specd, { prompt: chatPrompt, chat: true, maxTokens });
 const completionExpected = specdGenerate(specd, { prompt: completionPrompt, maxTokens });
 

@@ -16,8 +16,8 @@ const base = process.env.SPECD_BASE_URL;
 if (!args.specd || !args.screenshot || !base) throw new Error('needs --specd, --screenshot and SPECD_BASE_URL');
 
 const maxTokens = 40;
-const chatPrompt = 'Who goes there?';
-const completionPrompt = 'ROMEO:';
+const chatPrompt = 'Speak, what are you?';
+const completionPrompt = 'KING HENRY:';
 const chatExpected = specdGenerate(args.specd, { prompt: chatPrompt, chat: true, maxTokens });
 const completionExpected = specdGenerate(args.specd, { prompt: completionPrompt, maxTokens, extra: ['--no-spec'] });
 
