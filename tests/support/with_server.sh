@@ -3,9 +3,10 @@
 #
 #   tests/support/with_server.sh SPECD_BINARY [serve options...] -- COMMAND [args...]
 #
-# Starts `SPECD_BINARY serve --host 127.0.0.1 --port P` on a free port P with the
-# default model pair (plus any serve options given), waits until GET /health answers
-# 200, runs COMMAND with SPECD_PORT=P and SPECD_BASE_URL=http://127.0.0.1:P in its
+# Starts `SPECD_BINARY serve --host 127.0.0.1 --port 0` (a free port P, which it prints)
+# with the default config and model pair plus any serve options given, waits until
+# GET /health answers 200, runs COMMAND with SPECD_PORT=P and
+# SPECD_BASE_URL=http://127.0.0.1:P in its
 # environment, then stops the server with SIGTERM. Exits with COMMAND's status, or 1
 # when the server does not come up or needs SIGKILL (no graceful stop within 15 s);
 # the server's log is printed when anything fails.
@@ -28,14 +29,12 @@ killed=0
 # GET /health over bash's /dev/tcp; true when the answer is 200.
 healthy() {
   local port=$1 status
-  exec 3<> "/dev/tcp/127.0.0.1/$port" 2> /dev/null || return 1
+  { exec 3<> "/dev/tcp/127.0.0.1/$port"; } 2> /dev/null || return 1
   printf 'GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n' >&3
   IFS= read -r -t 5 status <&3
   exec 3<&- 3>&-
   [[ "$status" == "HTTP/1.1 200"* ]]
 }
-
-port_in_use() { (exec 3<> "/dev/tcp/127.0.0.1/$1") 2> /dev/null; }
 
 stop_server() {
   [ -n "$server_pid" ] || return 0
@@ -63,25 +62,20 @@ fail() {
 
 trap stop_server EXIT
 
-# A free port: random candidates in the dynamic range, retried when serve cannot bind.
-for attempt in 1 2 3 4 5; do
-  port=$((20000 + (RANDOM * 32768 + RANDOM) % 40000))
-  port_in_use "$port" && continue
-  "$specd" serve --host 127.0.0.1 --port "$port" "${serve_args[@]}" > "$log" 2>&1 &
-  server_pid=$!
-  for _ in $(seq 1200); do  # up to 120 s for the models to load
-    healthy "$port" && break 2
-    kill -0 "$server_pid" 2> /dev/null || break
-    sleep 0.1
-  done
-  if kill -0 "$server_pid" 2> /dev/null; then
-    fail "no 200 from GET /health on port $port within 120 s"
+# --port 0: the server binds a free port and prints its URL ("listening on http://...").
+"$specd" serve --host 127.0.0.1 --port 0 "${serve_args[@]}" > "$log" 2>&1 &
+server_pid=$!
+port=
+for _ in $(seq 1200); do  # up to 120 s for the models to load
+  kill -0 "$server_pid" 2> /dev/null || { wait "$server_pid"; server_pid=; fail "specd serve exited before listening"; }
+  if [ -z "$port" ]; then
+    port=$(sed -n 's|.*listening on http://127\.0\.0\.1:\([0-9][0-9]*\).*|\1|p' "$log" | head -n 1)
   fi
-  wait "$server_pid" 2> /dev/null
-  server_pid=
-  grep -qi "address already in use" "$log" || fail "specd serve exited before answering /health"
+  [ -n "$port" ] && healthy "$port" && break
+  sleep 0.1
 done
-[ -n "$server_pid" ] || fail "no free port found"
+[ -n "$port" ] || fail "specd serve printed no 'listening on' line within 120 s"
+healthy "$port" || fail "no 200 from GET /health on port $port within 120 s"
 
 echo "with_server: specd serve on 127.0.0.1:$port (pid $server_pid)"
 SPECD_PORT=$port SPECD_BASE_URL="http://127.0.0.1:$port" "$@"
