@@ -3,13 +3,12 @@
 #
 #   tests/support/with_server.sh SPECD_BINARY [serve options...] -- COMMAND [args...]
 #
-# Starts `SPECD_BINARY serve --host 127.0.0.1 --port 0` (a free port P, which it prints)
-# with the default config and model pair plus any serve options given, waits until
-# GET /health answers 200, runs COMMAND with SPECD_PORT=P and
-# SPECD_BASE_URL=http://127.0.0.1:P in its
-# environment, then stops the server with SIGTERM. Exits with COMMAND's status, or 1
-# when the server does not come up or needs SIGKILL (no graceful stop within 15 s);
-# the server's log is printed when anything fails.
+# Starts `SPECD_BINARY serve --host 127.0.0.1 --port 0` (the server picks a free port P
+# and prints it) with the default config and model pair plus any serve options given,
+# waits until GET /health answers 200, runs COMMAND with SPECD_PORT=P and
+# SPECD_BASE_URL=http://127.0.0.1:P in its environment, then stops the server with
+# SIGTERM. Exits with COMMAND's status, or 1 when the server does not come up or needs
+# SIGKILL (no graceful stop within 15 s); the server's log is printed when anything fails.
 set -uo pipefail
 
 specd=$1
