@@ -3,7 +3,11 @@
 // stream is the greedy output of `specd generate` for the same prompt, so the token and
 // speculation totals are exact multiples of one `specd generate --json` run.
 //
-//   node loadgen_test.mjs --specd build/specd --loadgen build/loadgen --transport ws|sse [--ramp 2,4]
+//   node loadgen_test.mjs --specd build/specd --loadgen build/loadgen --transport ws|sse
+//        [--requests R] [--ramp 2,4,8 --overloaded-from 8]
+// --overloaded-from N: the server (tests/loadgen/small_server.toml) has room for fewer
+// than N requests, so levels of N clients and more must fail some with `overloaded`
+// and the sustained concurrency is the peak of the last level below N.
 import { execFileSync } from 'node:child_process';
 import { specdGenerate, parseArgs, assertEqual, assertTrue } from '../support/expected.mjs';
 
@@ -13,7 +17,8 @@ if (!args.specd || !args.loadgen || !args.transport || !port) throw new Error('n
 
 const prompt = 'ROMEO:';
 const maxTokens = 16;
-const requests = 2;
+const requests = Number(args.requests || 2);
+const overloadedFrom = Number(args['overloaded-from'] || Infinity);
 const expected = specdGenerate(args.specd, { prompt, maxTokens, extra: ['--k', '4'] });
 const levels = args.ramp ? args.ramp.split(',').map(Number) : [3];
 
@@ -28,12 +33,20 @@ const report = JSON.parse(out);
 assertEqual(report.transport, args.transport, 'transport');
 assertEqual(report.levels.map((l) => l.clients), levels, 'levels run');
 const tokens = expected.token_ids.length;
+let lastClean = null;
 for (const level of report.levels) {
-  const n = level.clients * requests;
   const where = `${level.clients} clients`;
-  assertEqual(level.requests, n, `${where}: requests sent`);
-  assertEqual(level.streams, n, `${where}: streams completed`);
-  assertEqual(level.errors, 0, `${where}: errors`);
+  assertEqual(level.requests, level.clients * requests, `${where}: requests sent`);
+  if (level.clients >= overloadedFrom) {
+    assertTrue(level.errors > 0, `${where}: ${level.errors} requests refused`);
+    assertEqual(Object.keys(level.errors_by_code), ['overloaded'], `${where}: error codes`);
+    assertEqual(level.streams + level.errors, level.requests, `${where}: every request completed or refused`);
+  } else {
+    assertEqual(level.errors, 0, `${where}: errors`);
+    assertEqual(level.streams, level.requests, `${where}: streams completed`);
+    lastClean = level;
+  }
+  const n = level.streams;
   assertEqual(level.finish_reasons, { [expected.finish_reason]: n }, `${where}: finish reasons`);
   assertEqual(level.tokens, n * tokens, `${where}: tokens = streams x specd generate's ${tokens}`);
   assertEqual(level.ttft_ms.count, n, `${where}: one time to first token per stream`);
@@ -51,7 +64,10 @@ for (const level of report.levels) {
       `${where}: ${itl} inter-token samples for ${level.tokens} tokens in ${n} streams`);
   }
 }
-const last = report.levels[report.levels.length - 1];
-assertEqual(report.max_concurrent_streams_without_errors, last.peak_in_flight, 'sustained concurrency = peak of the last clean level');
+assertEqual(report.max_concurrent_streams_without_errors, lastClean.peak_in_flight,
+  'sustained concurrency = peak of the last level without errors');
+if (Number.isFinite(overloadedFrom)) {
+  assertEqual(lastClean.peak_in_flight, lastClean.clients, 'the last clean level had all its clients in flight at once');
+}
 console.log('loadgen test passed');
 
