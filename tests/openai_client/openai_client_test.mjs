@@ -1,7 +1,7 @@
 // The official `openai` npm client (pinned in scripts/fetch_test_clients.sh), unchanged,
 // against `specd serve` on loopback (tests/support/with_server.sh sets SPECD_BASE_URL):
-// a streamed chat completion, a streamed completion, a non-streamed chat completion
-// and a refused request. Greedy output must equal `specd generate` on the same pair.
+// the model list, a streamed chat completion, a streamed completion, a non-streamed chat
+// completion and a refused request. Greedy output must equal `specd generate` on the same pair.
 //
 //   node openai_client_test.mjs --specd build/specd
 import { specdGenerate, requireClient, parseArgs, assertEqual, assertTrue } from '../support/expected.mjs';
@@ -95,6 +95,13 @@ async function refusedRequest() {
   throw new Error('temperature -1 was accepted');
 }
 
+async function models() {
+  const ids = [];
+  for await (const model of client.models.list()) ids.push(model.id);
+  assertEqual(ids, ['specd-tiny'], 'models.list() names the served model (conf/specd.toml model_name)');
+}
+
+await models();
 await streamedChat();
 await streamedCompletion();
 await wholeChat();
