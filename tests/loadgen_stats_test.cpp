@@ -4,6 +4,7 @@
 
 #include <boost/json.hpp>
 
+#include "tools/loadgen/json_print.hpp"
 #include "tools/loadgen/level_stats.hpp"
 #include "tools/loadgen/loadgen_options.hpp"
 #include "tools/loadgen/stream_record.hpp"
@@ -149,4 +150,10 @@ TEST_CASE("requests carry the sampling and speculation settings") {
   CHECK(sse.at("messages").as_array().at(0).as_object().at("content").as_string() == "Hi");
   CHECK_FALSE(sse.at("speculative").as_object().at("enabled").as_bool());
   CHECK(sse_target(o) == "/v1/chat/completions");
+}
+
+TEST_CASE("the report prints doubles in their shortest form and escapes strings") {
+  const boost::json::value v = boost::json::object{
+      {"seconds", 0.561}, {"zero", 0.0}, {"n", 3}, {"s", "a\"b"}, {"list", boost::json::array{1.5, -2.25}}};
+  CHECK(to_readable_json(v) == R"({"seconds":0.561,"zero":0,"n":3,"s":"a\"b","list":[1.5,-2.25]})");
 }

@@ -86,7 +86,8 @@ asio::awaitable<bool> one_request(LevelContext& ctx, beast::tcp_stream& stream, 
   while (!parser.is_done()) {
     parser.get().body().data = chunk;
     parser.get().body().size = sizeof chunk;
-    auto [rec, rn] = co_await http::async_read(stream, buffer, parser, tuple_awaitable);
+    // read_some: returns as soon as some of the body is in, so events are timed on arrival.
+    auto [rec, rn] = co_await http::async_read_some(stream, buffer, parser, tuple_awaitable);
     if (rec == http::error::need_buffer) rec = {};
     if (rec) {
       timer.fail(Clock::now(), ctx.timed_out ? "timeout" : "read_failed");
