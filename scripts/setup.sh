@@ -10,6 +10,9 @@ packages=(
   libboost1.81-dev libboost-json1.81-dev
   libsimdjson-dev libsentencepiece-dev sentencepiece
   doctest-dev libcli11-dev libpcre2-dev
+  libtomlplusplus-dev   # specd serve's configuration (conf/specd.toml)
+  libfuzzer-16-dev      # -fsanitize=fuzzer for the protocol parser's fuzz target
+  python3 python3-websockets  # the gateway's Python WebSocket client test
 )
 # node + npm fetch the Llama 3 tokenizer fixtures' source (scripts/fetch_llama3_tokenizer.sh).
 # Only when npm is missing: a NodeSource nodejs already bundles npm and conflicts with Debian's.
