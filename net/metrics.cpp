@@ -1,15 +1,16 @@
 #include "net/metrics.hpp"
 
-#include <cstdio>
+#include <charconv>
 
 namespace specd::net {
 
 namespace {
 
+// Shortest text that reads back as the same double ("0.1", not "0.10000000000000001").
 std::string number(double v) {
   char buffer[40];
-  std::snprintf(buffer, sizeof buffer, "%.17g", v);
-  return buffer;
+  auto [end, ec] = std::to_chars(buffer, buffer + sizeof buffer, v);
+  return std::string(buffer, ec == std::errc() ? end : buffer);
 }
 
 void help(std::string& out, const char* name, const char* type, const char* text) {

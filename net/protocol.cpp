@@ -22,6 +22,13 @@ struct Refusal {
 
 [[noreturn]] void refuse(ErrorCode code, std::string message) { throw Refusal{code, std::move(message)}; }
 
+// At most `n` bytes of valid UTF-8 `s`, cut at a character boundary.
+std::string utf8_prefix(const std::string& s, size_t n) {
+  if (s.size() <= n) return s;
+  while (n > 0 && (static_cast<unsigned char>(s[n]) & 0xC0) == 0x80) --n;
+  return s.substr(0, n);
+}
+
 // A member that is present and not null.
 std::optional<element> member(const object& o, std::string_view name) {
   element e;
@@ -203,7 +210,7 @@ ClientMessage parse_message_object(const object& o, const ProtocolLimits& limits
   if (!type_field) refuse(ErrorCode::missing_field, "type is required");
   const std::string type = as_string(*type_field, "type");
   if (type == "cancel") return CancelMessage{read_id(o, limits)};
-  if (type != "generate") refuse(ErrorCode::unknown_type, "unknown message type \"" + type.substr(0, 64) + "\"");
+  if (type != "generate") refuse(ErrorCode::unknown_type, "unknown message type \"" + utf8_prefix(type, 64) + "\"");
   GenerateParams p;
   p.id = read_id(o, limits);
   read_input(o, p, limits);

@@ -45,7 +45,7 @@ Reply request(uint16_t port, http::verb method, const std::string& target, const
   http::read(stream, buffer, parser, ec);
   REQUIRE_FALSE(ec);
   auto& res = parser.get();
-  return {res.result_int(), std::string(res[http::field::content_type]), res.body()};
+  return {static_cast<int>(res.result_int()), std::string(res[http::field::content_type]), res.body()};
 }
 
 std::string field(const std::string& json, const char* path_a, const char* path_b = nullptr) {

@@ -50,13 +50,9 @@ TEST_CASE("graceful stop: short streams finish, long ones end with done cancelle
     REQUIRE_FALSE(first.ec);
     asio::co_spawn(fixture.io().io(), fixture.gateway().stop(), [stopped](std::exception_ptr) { *stopped = true; });
     auto streams = co_await collect(client, {"short", "long"});
-    if (parse_frame(first.text).id == "short") {
-      streams["short"].tokens.insert(streams["short"].tokens.begin(), parse_frame(first.text).token_ids.begin(),
-                                     parse_frame(first.text).token_ids.end());
-    } else {
-      streams["long"].tokens.insert(streams["long"].tokens.begin(), parse_frame(first.text).token_ids.begin(),
-                                    parse_frame(first.text).token_ids.end());
-    }
+    const ServerFrame head = parse_frame(first.text);
+    auto& early = streams[head.id].tokens;
+    early.insert(early.begin(), head.token_ids.begin(), head.token_ids.end());
     CHECK(streams["short"].tokens == solo_greedy("ROMEO:\n", 6));
     CHECK(streams["long"].finish_reason == "cancelled");
     CHECK(streams["long"].tokens.size() < 1000);

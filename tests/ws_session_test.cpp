@@ -195,6 +195,10 @@ TEST_CASE("a client too slow to read is cancelled with slow_consumer; another cl
     co_await fast.send_text(generate_json("fast", "MENENIUS:\n", 60));
     auto fast_streams = co_await collect(fast, {"fast"});
     CHECK(fast_streams["fast"].tokens == solo_greedy("MENENIUS:\n", 60));
+    // The slow client still reads nothing until the gateway gave up on it.
+    for (int i = 0; i < 3000 && fixture.gateway().metrics().errors(ErrorCode::slow_consumer) == 0; ++i) {
+      co_await sleep_for(std::chrono::milliseconds(10));
+    }
     auto slow_streams = co_await collect(slow, {"slow"});
     CHECK(slow_streams["slow"].error_code == "slow_consumer");
     CHECK(slow_streams["slow"].finish_reason == "");

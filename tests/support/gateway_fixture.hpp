@@ -4,6 +4,8 @@
 // parsing; and the target-only greedy tokens every stream must reproduce.
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/use_future.hpp>
 #include <simdjson.h>
 
 #include <map>
@@ -42,16 +44,21 @@ inline net::GatewayConfig test_gateway_config() {
 class GatewayFixture {
  public:
   explicit GatewayFixture(net::GatewayConfig config, net::GatewayHooks hooks = {}, int threads = 2)
-      : io_(threads),
-        engine_(std::make_unique<Engine>(io_.io().get_executor(), config.engine)),
-        gateway_(std::make_shared<net::Gateway>(io_.io().get_executor(), *engine_, config, std::move(hooks))),
+      : io_(std::make_unique<IoThreads>(threads)),
+        engine_(std::make_unique<Engine>(io_->io().get_executor(), config.engine)),
+        gateway_(std::make_shared<net::Gateway>(io_->io().get_executor(), *engine_, config, std::move(hooks))),
         port_(gateway_->start().port()) {}
-  ~GatewayFixture() { stop(); }
+  // Stops the gateway and the engine, then joins the io threads before the engine goes:
+  // sessions still winding down on them may touch it.
+  ~GatewayFixture() {
+    stop();
+    io_.reset();
+  }
 
   void stop() {
     if (stopped_) return;
     stopped_ = true;
-    io_.run([this]() -> asio::awaitable<void> {
+    io_->run([this]() -> asio::awaitable<void> {
       co_await gateway_->stop();
       co_await engine_->stop(std::chrono::seconds(2));
     });
@@ -61,16 +68,16 @@ class GatewayFixture {
   // run on two io threads at once) and blocks until it finishes.
   template <class Awaitable>
   auto run(Awaitable a) {
-    return asio::co_spawn(asio::make_strand(io_.io()), std::move(a), asio::use_future).get();
+    return asio::co_spawn(asio::make_strand(io_->io()), std::move(a), asio::use_future).get();
   }
 
-  IoThreads& io() { return io_; }
+  IoThreads& io() { return *io_; }
   Engine& engine() { return *engine_; }
   net::Gateway& gateway() { return *gateway_; }
   uint16_t port() const { return port_; }
 
  private:
-  IoThreads io_;
+  std::unique_ptr<IoThreads> io_;
   std::unique_ptr<Engine> engine_;
   std::shared_ptr<net::Gateway> gateway_;
   uint16_t port_;
