@@ -112,6 +112,8 @@ TEST_CASE("a level sums tokens over its wall time and counts errors by code") {
   const auto json = s.to_json().as_object();
   CHECK(json.at("errors_by_code").as_object().at("overloaded").as_int64() == 1);
   CHECK(json.at("finish_reasons").as_object().at("length").as_int64() == 3);
+  CHECK(json.at("acceptance_rate").as_double() == 0.75);
+  CHECK(summarize(1, {StreamRecord{}}, 1, 1.0).to_json().as_object().at("acceptance_rate").is_null());
 }
 
 TEST_CASE("the sustained concurrency is the peak of the largest error-free level") {

@@ -95,7 +95,8 @@ boost::json::value LevelStats::to_json() const {
       {"tokens_per_second", rounded(tokens_per_second())},
       {"drafted", drafted},
       {"accepted", accepted},
-      {"acceptance_rate", rounded(acceptance_rate())},
+      // null without drafts: target-only runs, and SSE streams (which carry no counters)
+      {"acceptance_rate", drafted > 0 ? boost::json::value(rounded(acceptance_rate())) : boost::json::value(nullptr)},
       {"ttft_ms", percentiles_json(ttft_ms)},
       {"inter_token_ms", percentiles_json(inter_token_ms)},
       {"inter_burst_ms", percentiles_json(inter_burst_ms)},
