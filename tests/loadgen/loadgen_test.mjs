@@ -27,6 +27,21 @@ const levels = args.ramp ? args.ramp.split(',').map(Number) : [3];
 const command = ['--port', port, '--transport', args.transport, '--requests', String(requests), '--prompt', prompt,
   '--max-tokens', String(maxTokens), '--temperature', '0', '--k', '4', '--timeout', '120'];
 command.push(...(args.ramp ? ['--ramp', args.ramp] : ['--clients', String(levels[0])]));
+const token = process.env.SPECD_TOKEN;
+if (token) {
+  // A server with a bearer token: without it every request is refused at the handshake
+  // (WebSocket: HTTP 401) or with the OpenAI error `unauthorized` (SSE); loadgen exits 1.
+  let refused;
+  try {
+    execFileSync(args.loadgen, command, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] });
+  } catch (e) {
+    refused = JSON.parse(e.stdout);
+    assertEqual(e.status, 1, 'loadgen without the token exits 1');
+  }
+  const code = args.transport === 'ws' ? 'http_401' : 'unauthorized';
+  assertEqual(refused.levels[0].errors_by_code, { [code]: levels[0] * requests }, 'every request refused without the token');
+  command.push('--token', token);
+}
 console.log(`loadgen ${command.join(' ')}`);
 const out = execFileSync(args.loadgen, command, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
 console.log(out.trim());

@@ -20,6 +20,11 @@ while [ $# -gt 0 ] && [ "$1" != "--" ]; do
 done
 [ "${1:-}" = "--" ] || { echo "usage: with_server.sh SPECD [serve options] -- COMMAND..." >&2; exit 2; }
 shift
+# A --token among the serve options: /health needs it too, and the command gets it as SPECD_TOKEN.
+token=
+for ((i = 0; i + 1 < ${#serve_args[@]}; i++)); do
+  [ "${serve_args[i]}" = "--token" ] && token=${serve_args[i + 1]}
+done
 
 log=$(mktemp "${TMPDIR:-/tmp}/specd-serve.XXXXXX.log")
 server_pid=
@@ -29,7 +34,9 @@ killed=0
 healthy() {
   local port=$1 status
   { exec 3<> "/dev/tcp/127.0.0.1/$port"; } 2> /dev/null || return 1
-  printf 'GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n' >&3
+  local auth=
+  [ -n "$token" ] && auth="Authorization: Bearer $token"$'\r\n'
+  printf 'GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n%sConnection: close\r\n\r\n' "$auth" >&3
   IFS= read -r -t 5 status <&3
   exec 3<&- 3>&-
   [[ "$status" == "HTTP/1.1 200"* ]]
@@ -77,7 +84,7 @@ done
 healthy "$port" || fail "no 200 from GET /health on port $port within 120 s"
 
 echo "with_server: specd serve on 127.0.0.1:$port (pid $server_pid)"
-SPECD_PORT=$port SPECD_BASE_URL="http://127.0.0.1:$port" "$@"
+SPECD_PORT=$port SPECD_BASE_URL="http://127.0.0.1:$port" SPECD_TOKEN=$token "$@"
 status=$?
 if [ "$status" -ne 0 ]; then
   echo "---- specd serve log ($log)" >&2

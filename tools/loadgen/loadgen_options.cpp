@@ -45,6 +45,7 @@ LoadgenOptions parse_options(int argc, char** argv) {
   bool no_spec = false;
   app.add_option("--host", o.host, "server address")->capture_default_str();
   app.add_option("--port", o.port, "server port")->capture_default_str()->check(CLI::Range(1, 65535));
+  app.add_option("--token", o.token, "bearer token (server.auth_token)");
   app.add_option("--transport", transport, "ws (WebSocket /v1/ws) or sse (OpenAI-style HTTP streaming)")
       ->capture_default_str()->check(CLI::IsMember({"ws", "sse"}));
   app.add_option("--clients,-c", o.clients, "concurrent clients")->capture_default_str()->check(CLI::Range(1, 100000));

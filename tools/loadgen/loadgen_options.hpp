@@ -13,6 +13,7 @@ enum class Transport { ws, sse };
 struct LoadgenOptions {
   std::string host = "127.0.0.1";
   uint16_t port = 8080;
+  std::string token;                    // bearer token, when the server requires one
   Transport transport = Transport::ws;
   int32_t clients = 8;                  // concurrent connections (one level without --ramp)
   std::vector<int32_t> ramp;            // client counts run one after another

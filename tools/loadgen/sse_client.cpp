@@ -65,6 +65,7 @@ asio::awaitable<bool> one_request(LevelContext& ctx, beast::tcp_stream& stream, 
   req.set(http::field::host, o.host + ":" + std::to_string(o.port));
   req.set(http::field::content_type, "application/json");
   req.set(http::field::accept, "text/event-stream");
+  if (!o.token.empty()) req.set(http::field::authorization, "Bearer " + o.token);
   req.body() = request_json(o, "", number);
   req.prepare_payload();
   auto [wec, wn] = co_await http::async_write(stream, req, tuple_awaitable);

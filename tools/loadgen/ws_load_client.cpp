@@ -50,7 +50,9 @@ asio::awaitable<void> run_ws_client(LevelContext& ctx, int32_t client_index) {
   const auto index = static_cast<size_t>(client_index);
   ctx.closers[index] = [&client] { client.stream().next_layer().close(); };
   const std::string host = ctx.options.host;
-  const boost::system::error_code connect_ec = co_await client.connect(host, ctx.options.port);
+  net::WsClient::Options options;
+  options.bearer_token = ctx.options.token;
+  const boost::system::error_code connect_ec = co_await client.connect(host, ctx.options.port, options);
   if (connect_ec) {
     ctx.closers[index] = nullptr;
     ctx.unsent(ctx.options.requests, connect_error(client, ctx.timed_out));

@@ -27,7 +27,11 @@
 
   function connect() {
     const scheme = location.protocol === 'https:' ? 'wss' : 'ws';
-    socket = new WebSocket(`${scheme}://${location.host}/v1/ws`);
+    // A server with a bearer token takes it as ?access_token= on the handshake (browsers
+    // cannot set headers there); the page passes on its own ?access_token=.
+    const token = new URLSearchParams(location.search).get('access_token');
+    const query = token ? `?access_token=${encodeURIComponent(token)}` : '';
+    socket = new WebSocket(`${scheme}://${location.host}/v1/ws${query}`);
     setConnection('connecting', 'connecting…');
     socket.onopen = () => {
       retryMs = 500;
