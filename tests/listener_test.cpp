@@ -48,7 +48,7 @@ TEST_CASE("graceful stop: short streams finish, long ones end with done cancelle
     co_await client.send_text(generate_json("long", "JULIET:\n", 1000, R"(,"ignore_eos":true)"));
     net::WsClient::Frame first = co_await client.read();  // both are running
     REQUIRE_FALSE(first.ec);
-    asio::co_spawn(fixture.io().io(), fixture.gateway().stop(), [stopped](std::exception_ptr) { *stopped = true; });
+    asio::co_spawn(asio::make_strand(fixture.io()), fixture.gateway().stop(), [stopped](std::exception_ptr) { *stopped = true; });
     auto streams = co_await collect(client, {"short", "long"});
     const ServerFrame head = parse_frame(first.text);
     auto& early = streams[head.id].tokens;

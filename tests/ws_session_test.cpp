@@ -51,7 +51,7 @@ TEST_CASE("64 simultaneous WebSocket streams each receive exactly their own gree
                             R"(,"speculative":{"enabled":false})", R"(,"speculative":{"drafter":"lookup"})"};
   std::vector<std::future<std::map<std::string, Stream>>> results;
   for (size_t i = 0; i < prompts.size(); ++i) {
-    results.push_back(asio::co_spawn(asio::make_strand(fixture.io().io()),
+    results.push_back(asio::co_spawn(asio::make_strand(fixture.io()),
                                      one_stream(fixture.port(), "s" + std::to_string(i), prompts[i], 24, variants[i % 5]),
                                      asio::use_future));
   }
@@ -111,13 +111,14 @@ TEST_CASE("bad input gets an error frame with its code and the connection keeps 
         {R"({"type":"generate","id":"x8","prompt":""})", "bad_value", "x8"},
         {std::string(R"({"type":"generate","id":"x9","prompt":")") + std::string(5000, 'a') + "\"}", "frame_too_large", ""},
     };
+    // (No CAPTURE here: doctest's scoped context is thread-local, and this coroutine
+    // may resume on another io thread.)
     for (const Case& c : cases) {
-      CAPTURE(c.message.substr(0, 80));
       auto replies = co_await exchange(client, {c.message}, 1);
       REQUIRE(replies.size() == 1);
-      CHECK(replies[0].type == "error");
-      CHECK(replies[0].code == c.code);
-      CHECK(replies[0].id == c.id);
+      CHECK_MESSAGE(replies[0].type == "error", c.message.substr(0, 80));
+      CHECK_MESSAGE(replies[0].code == c.code, c.message.substr(0, 80));
+      CHECK_MESSAGE(replies[0].id == c.id, c.message.substr(0, 80));
     }
     co_await client.send_binary("\x01\x02");
     auto binary = co_await exchange(client, {}, 1);

@@ -2,15 +2,19 @@
 // Helpers for gateway tests: the engine on the committed default pair and a Gateway
 // on a free loopback port, run on background io threads; a config for tests; frame
 // parsing; and the target-only greedy tokens every stream must reproduce.
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
-#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/use_future.hpp>
 #include <simdjson.h>
 
 #include <map>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "actors/engine.hpp"
@@ -22,7 +26,6 @@
 #include "net/gateway_config.hpp"
 #include "net/listener.hpp"
 #include "net/ws_client.hpp"
-#include "tests/support/engine_runner.hpp"
 
 namespace specd::testing {
 
@@ -43,44 +46,52 @@ inline net::GatewayConfig test_gateway_config() {
 
 class GatewayFixture {
  public:
-  explicit GatewayFixture(net::GatewayConfig config, net::GatewayHooks hooks = {}, int threads = 2)
-      : io_(std::make_unique<IoThreads>(threads)),
-        engine_(std::make_unique<Engine>(io_->io().get_executor(), config.engine)),
-        gateway_(std::make_shared<net::Gateway>(io_->io().get_executor(), *engine_, config, std::move(hooks))),
-        port_(gateway_->start().port()) {}
-  // Stops the gateway and the engine, then joins the io threads before the engine goes:
-  // sessions still winding down on them may touch it.
+  // One io thread, as `specd serve` runs (net::validate refuses more for now).
+  explicit GatewayFixture(net::GatewayConfig config, net::GatewayHooks hooks = {}, int threads = 1)
+      : work_(asio::make_work_guard(io_)) {
+    for (int i = 0; i < threads; ++i) threads_.emplace_back([this] { io_.run(); });
+    engine_ = std::make_unique<Engine>(io_.get_executor(), config.engine);
+    gateway_ = std::make_shared<net::Gateway>(io_.get_executor(), *engine_, config, std::move(hooks));
+    port_ = gateway_->start().port();
+  }
+  // Stops the gateway and the engine, lets the io threads run out of work, then frees
+  // the gateway and the engine while the io_context (their strands' owner) still exists.
   ~GatewayFixture() {
     stop();
-    io_.reset();
+    work_.reset();
+    for (auto& t : threads_) t.join();
+    gateway_.reset();
+    engine_.reset();
   }
 
   void stop() {
     if (stopped_) return;
     stopped_ = true;
-    io_->run([this]() -> asio::awaitable<void> {
+    asio::co_spawn(asio::make_strand(io_), [this]() -> asio::awaitable<void> {
       co_await gateway_->stop();
       co_await engine_->stop(std::chrono::seconds(2));
-    });
+    }, asio::use_future).get();
   }
 
   // Runs a client coroutine on its own strand (a Beast stream's operations must not
   // run on two io threads at once) and blocks until it finishes.
   template <class Awaitable>
   auto run(Awaitable a) {
-    return asio::co_spawn(asio::make_strand(io_->io()), std::move(a), asio::use_future).get();
+    return asio::co_spawn(asio::make_strand(io_), std::move(a), asio::use_future).get();
   }
 
-  IoThreads& io() { return *io_; }
+  asio::io_context& io() { return io_; }
   Engine& engine() { return *engine_; }
   net::Gateway& gateway() { return *gateway_; }
   uint16_t port() const { return port_; }
 
  private:
-  std::unique_ptr<IoThreads> io_;
+  asio::io_context io_;
+  asio::executor_work_guard<asio::io_context::executor_type> work_;
+  std::vector<std::thread> threads_;
   std::unique_ptr<Engine> engine_;
   std::shared_ptr<net::Gateway> gateway_;
-  uint16_t port_;
+  uint16_t port_ = 0;
   bool stopped_ = false;
 };
 

@@ -8,7 +8,7 @@
 //    usage.completion_tokens equal to the tokens received.
 // Prints one JSON object per N.
 //
-//   specd_gateway_bench [--streams 1,16,64,256] [--max-tokens 32] [--io-threads 2]
+//   specd_gateway_bench [--streams 1,16,64,128,256] [--max-tokens 32] [--io-threads 1]
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/strand.hpp>
@@ -97,7 +97,7 @@ std::vector<int> parse_list(const char* text) {
 
 int main(int argc, char** argv) {
   std::vector<int> stream_counts = {1, 16, 64, 128, 256};
-  int max_tokens = 32, io_threads = 2;
+  int max_tokens = 32, io_threads = 1;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!std::strcmp(argv[i], "--streams")) stream_counts = parse_list(argv[i + 1]);
     else if (!std::strcmp(argv[i], "--max-tokens")) max_tokens = std::atoi(argv[i + 1]);
