@@ -154,7 +154,7 @@
       this.userText = userText;
       this.chat = chat;
       this.text = '';
-      this.segments = [];       // {start, end, kind, corrected} awaiting text, in order
+      this.segments = [];       // {start, end, kind, corrected, title} awaiting text, in order
       this.piecesLength = 0;    // end offset of the last segment
       this.renderedTo = 0;
       this.tokens = 0;
@@ -184,24 +184,26 @@
       this.accepted += accepted;
       if (ids.length > 0) this.rounds += 1;
       const text = typeof frame.text === 'string' ? frame.text : '';
+      const title = drafted > 0 ? `round ${this.rounds}: ${accepted} of ${drafted} drafted tokens accepted`
+        : `round ${this.rounds}: target only`;
       if (Array.isArray(frame.pieces) && frame.pieces.length === ids.length) {
         frame.pieces.forEach((piece, i) => {
           const target = i >= accepted;
-          this.pushSegment(piece, target ? 'target' : 'draft', target && rejected);
+          this.pushSegment(piece, target ? 'target' : 'draft', target && rejected, title);
         });
       } else if (text !== '') {
         // Without per-token text only an all-target burst can be coloured exactly.
-        this.pushSegment(text, accepted === 0 && ids.length > 0 ? 'target' : 'mixed', rejected);
+        this.pushSegment(text, accepted === 0 && ids.length > 0 ? 'target' : 'mixed', rejected, title);
       }
       this.text += text;
       this.render(false);
       this.updateStats();
     }
 
-    pushSegment(piece, kind, corrected) {
+    pushSegment(piece, kind, corrected, title) {
       const start = this.piecesLength;
       this.piecesLength += piece.length;
-      this.segments.push({ start, end: this.piecesLength, kind, corrected });
+      this.segments.push({ start, end: this.piecesLength, kind, corrected, title });
     }
 
     // Renders every segment the shown text covers; at the end also partly covered
@@ -216,6 +218,7 @@
         if (end <= seg.start) continue;
         const span = document.createElement('span');
         span.className = `tok ${seg.kind}${seg.corrected ? ' corrected' : ''}`;
+        span.title = seg.title;
         span.textContent = this.text.slice(seg.start, end);
         frag.append(span);
         this.renderedTo = end;
