@@ -63,6 +63,7 @@ TEST_CASE("bad configurations are refused naming the key") {
   CHECK(refusal("[server]\nprot = 80\n") == "bad_value: test.toml: server.prot: unknown key");
   CHECK(refusal("[srv]\nport = 80\n") == "bad_value: test.toml: unknown section [srv]");
   CHECK(refusal("[server]\nport = 70000\n") == "bad_value: config: port must be in [0, 65535]");
+  CHECK(refusal("[server]\nio_threads = 2\n") == "bad_value: config: io_threads must be 1 for now");
   CHECK(refusal("[limits]\nmax_frame_bytes = -1\n") == "bad_value: test.toml: limits.max_frame_bytes: must be >= 0");
   CHECK(refusal("[limits]\nmax_connections = 0\n") == "bad_value: config: max_connections must be > 0");
   CHECK(refusal("[defaults]\nmax_tokens = 5000\n") == "bad_value: config: defaults.max_tokens must be in [1, limits.max_tokens]");
