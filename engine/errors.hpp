@@ -26,6 +26,16 @@ enum class ErrorCode {
   duplicate_id,   // a request id already in flight
   internal,       // a model call failed; the engine keeps serving other requests
   unknown_chat_template,
+  // Gateway (net/) refusals of a client's input or connection.
+  unknown_type,          // a protocol message of a type the server does not know
+  unknown_id,            // cancel of an id not in flight on this connection
+  invalid_utf8,          // a text frame or body that is not valid UTF-8
+  binary_frame,          // the protocol is JSON text frames only
+  frame_too_large,       // a frame or body above the configured limit
+  too_many_requests,     // a connection's in-flight requests at the configured limit
+  too_many_connections,  // the server's connections at the configured limit
+  unauthorized,          // missing or wrong bearer token
+  not_found,             // no such route or file
 };
 
 const char* error_code_name(ErrorCode code);

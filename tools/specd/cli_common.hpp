@@ -26,5 +26,6 @@ void print_json(const boost::json::value& value);
 void add_generate_command(CLI::App& app);
 void add_tokenize_commands(CLI::App& app);
 void add_bench_command(CLI::App& app);
+void add_serve_command(CLI::App& app);
 
 }  // namespace specd::cli

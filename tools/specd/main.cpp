@@ -1,4 +1,4 @@
-// specd: the command-line entry point (generate, tokenize, detokenize, bench).
+// specd: the command-line entry point (generate, tokenize, detokenize, bench, serve).
 #include <cstdio>
 #include <exception>
 
@@ -11,6 +11,7 @@ int main(int argc, char** argv) {
   specd::cli::add_generate_command(app);
   specd::cli::add_tokenize_commands(app);
   specd::cli::add_bench_command(app);
+  specd::cli::add_serve_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,0 +1,42 @@
+#pragma once
+// JSON the gateway sends: WebSocket frames (DESIGN.md "Wire protocol") and the OpenAI
+// wire format of /v1/completions and /v1/chat/completions (SSE chunks and whole
+// bodies), built from the engine's native structs. Pure functions; any thread.
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "actors/engine.hpp"
+#include "net/protocol.hpp"
+
+namespace specd::net {
+
+// {"type":"tokens","id":..,"text":..,"token_ids":[..],"drafted":n,"accepted":n}
+std::string tokens_frame(std::string_view id, const Burst& burst);
+// {"type":"done","id":..,"finish_reason":..,"usage":{..},"spec":{..},"timings":{..}}
+std::string done_frame(std::string_view id, const GenerateResult& result);
+
+// What an OpenAI response names: "chatcmpl-..."/"cmpl-..." id, creation time, model.
+struct OpenAiIdentity {
+  std::string id;
+  int64_t created = 0;  // Unix seconds
+  std::string model;
+  bool chat = false;
+};
+
+// One `chat.completion.chunk` / `text_completion` chunk carrying `text`. The first chat
+// chunk also carries the assistant role.
+std::string openai_text_chunk(const OpenAiIdentity& who, std::string_view text, bool first);
+// The last chunk: empty delta (or text ""), finish_reason set.
+std::string openai_finish_chunk(const OpenAiIdentity& who, FinishReason reason);
+// stream_options.include_usage: choices [] and the usage.
+std::string openai_usage_chunk(const OpenAiIdentity& who, const Usage& usage);
+// The whole response of a stream:false request.
+std::string openai_body(const OpenAiIdentity& who, const GenerateResult& result);
+// {"error":{"message":..,"type":..,"param":null,"code":..}}
+std::string openai_error_body(ErrorCode code, std::string_view message);
+
+// OpenAI's finish_reason for ours ("stop", "length"; a cancelled request reports "cancelled").
+const char* openai_finish_reason(FinishReason reason);
+
+}  // namespace specd::net

@@ -1,0 +1,195 @@
+#include "net/gateway_config.hpp"
+
+#include <toml++/toml.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <variant>
+#include <vector>
+
+#include "engine/errors.hpp"
+
+namespace specd::net {
+
+namespace {
+
+struct SizeRef {
+  size_t* value;
+};
+struct PathRef {
+  std::filesystem::path* value;
+};
+using Target = std::variant<int32_t*, int64_t*, double*, bool*, std::string*, SizeRef, PathRef>;
+
+struct Key {
+  const char* section;
+  const char* name;
+  Target target;
+};
+
+std::vector<Key> keys_of(GatewayConfig& c) {
+  return {
+      {"server", "host", &c.host},
+      {"server", "port", &c.port},
+      {"server", "auth_token", &c.auth_token},
+      {"server", "web_root", PathRef{&c.web_root}},
+      {"server", "model_name", &c.model_name},
+      {"server", "io_threads", &c.io_threads},
+      {"limits", "max_connections", &c.max_connections},
+      {"limits", "max_requests_per_connection", &c.max_requests_per_connection},
+      {"limits", "max_frame_bytes", SizeRef{&c.max_frame_bytes}},
+      {"limits", "max_body_bytes", SizeRef{&c.max_body_bytes}},
+      {"limits", "max_header_bytes", SizeRef{&c.max_header_bytes}},
+      {"limits", "outbound_queue_frames", &c.outbound_queue_frames},
+      {"limits", "send_buffer_bytes", &c.send_buffer_bytes},
+      {"limits", "max_tokens", &c.protocol.max_tokens_limit},
+      {"limits", "max_stop_strings", SizeRef{&c.protocol.max_stop_strings}},
+      {"limits", "max_messages", SizeRef{&c.protocol.max_messages}},
+      {"limits", "max_id_bytes", SizeRef{&c.protocol.max_id_bytes}},
+      {"timeouts", "handshake_seconds", &c.handshake_seconds},
+      {"timeouts", "ws_idle_seconds", &c.ws_idle_seconds},
+      {"timeouts", "http_idle_seconds", &c.http_idle_seconds},
+      {"timeouts", "shutdown_deadline_seconds", &c.shutdown_deadline_seconds},
+      {"defaults", "max_tokens", &c.protocol.default_max_tokens},
+      {"defaults", "temperature", &c.protocol.default_temperature},
+      {"engine", "target", PathRef{&c.engine.target_dir}},
+      {"engine", "draft", PathRef{&c.engine.draft_dir}},
+      {"engine", "max_batch", &c.engine.max_batch},
+      {"engine", "max_seq_len", &c.engine.max_seq_len},
+      {"engine", "max_waiting", &c.engine.max_waiting},
+      {"engine", "burst_queue", &c.engine.burst_queue},
+      {"engine", "target_threads", &c.engine.target_threads},
+      {"engine", "draft_threads", &c.engine.draft_threads},
+      {"engine", "overlap", &c.engine.overlap},
+      {"engine", "k_max", &c.engine.k_max},
+  };
+}
+
+[[noreturn]] void bad(const std::string& where, const std::string& what) {
+  throw SpecdError(ErrorCode::bad_value, where + ": " + what);
+}
+
+int64_t integer_of(const toml::node& node, const std::string& where) {
+  auto v = node.value<int64_t>();
+  if (!node.is_integer() || !v) bad(where, "must be an integer");
+  return *v;
+}
+
+void assign(const toml::node& node, Target target, const std::string& where, const std::filesystem::path& base) {
+  std::visit([&](auto ref) {
+    using T = decltype(ref);
+    if constexpr (std::is_same_v<T, int32_t*>) {
+      const int64_t v = integer_of(node, where);
+      if (v < INT32_MIN || v > INT32_MAX) bad(where, "out of range");
+      *ref = static_cast<int32_t>(v);
+    } else if constexpr (std::is_same_v<T, int64_t*>) {
+      *ref = integer_of(node, where);
+    } else if constexpr (std::is_same_v<T, SizeRef>) {
+      const int64_t v = integer_of(node, where);
+      if (v < 0) bad(where, "must be >= 0");
+      *ref.value = static_cast<size_t>(v);
+    } else if constexpr (std::is_same_v<T, double*>) {
+      auto v = node.value<double>();
+      if (!(node.is_floating_point() || node.is_integer()) || !v) bad(where, "must be a number");
+      *ref = *v;
+    } else if constexpr (std::is_same_v<T, bool*>) {
+      if (!node.is_boolean()) bad(where, "must be true or false");
+      *ref = *node.value<bool>();
+    } else if constexpr (std::is_same_v<T, std::string*>) {
+      if (!node.is_string()) bad(where, "must be a string");
+      *ref = *node.value<std::string>();
+    } else {
+      if (!node.is_string()) bad(where, "must be a string (a path)");
+      std::filesystem::path p = *node.value<std::string>();
+      *ref.value = p.empty() || p.is_absolute() ? p : (base / p).lexically_normal();
+    }
+  }, target);
+}
+
+void apply(const toml::table& root, GatewayConfig& c, const std::filesystem::path& base, const std::string& source) {
+  std::vector<Key> keys = keys_of(c);
+  std::set<std::string> known_sections;
+  for (const Key& k : keys) known_sections.insert(k.section);
+  for (auto&& [section_name, section] : root) {
+    const std::string s(section_name.str());
+    if (!known_sections.count(s) || !section.is_table()) bad(source, "unknown section [" + s + "]");
+    for (auto&& [key_name, node] : *section.as_table()) {
+      const std::string where = source + ": " + s + "." + std::string(key_name.str());
+      auto it = std::find_if(keys.begin(), keys.end(), [&](const Key& k) { return s == k.section && key_name.str() == k.name; });
+      if (it == keys.end()) bad(where, "unknown key");
+      assign(node, it->target, where, base);
+    }
+  }
+}
+
+void positive(double v, const char* name) {
+  if (!(v > 0) || !std::isfinite(v)) throw SpecdError(ErrorCode::bad_value, std::string("config: ") + name + " must be > 0");
+}
+
+}  // namespace
+
+GatewayConfig default_gateway_config() {
+  GatewayConfig c;
+  const std::filesystem::path source(SPECD_SOURCE_DIR);
+  c.web_root = source / "tools" / "web";
+  c.engine.target_dir = source / "models" / "target";
+  c.engine.draft_dir = source / "models" / "draft";
+  c.protocol.k_max = c.engine.k_max;
+  return c;
+}
+
+GatewayConfig parse_gateway_config(std::string_view text, const std::filesystem::path& base_dir,
+                                   const std::string& source_name) {
+  GatewayConfig c = default_gateway_config();
+  toml::table root;
+  try {
+    root = toml::parse(text, source_name);
+  } catch (const toml::parse_error& e) {
+    std::ostringstream where;
+    where << source_name << ":" << e.source().begin.line << ": " << e.description();
+    throw SpecdError(ErrorCode::malformed_json, where.str());
+  }
+  apply(root, c, base_dir, source_name);
+  c.protocol.k_max = c.engine.k_max;
+  validate(c);
+  return c;
+}
+
+GatewayConfig load_gateway_config(const std::filesystem::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) throw SpecdError(ErrorCode::missing_file, "cannot read config " + file.string());
+  std::stringstream text;
+  text << in.rdbuf();
+  return parse_gateway_config(text.str(), file.parent_path(), file.string());
+}
+
+void validate(const GatewayConfig& c) {
+  if (c.port < 0 || c.port > 65535) throw SpecdError(ErrorCode::bad_value, "config: port must be in [0, 65535]");
+  // Two io threads crashed intermittently in ws_session_test (a coroutine frame resumed
+  // after it was freed; see the issue 5 report), one never did: one until that is found.
+  if (c.io_threads != 1) throw SpecdError(ErrorCode::bad_value, "config: io_threads must be 1 for now");
+  positive(c.max_connections, "max_connections");
+  positive(c.max_requests_per_connection, "max_requests_per_connection");
+  positive(static_cast<double>(c.max_frame_bytes), "max_frame_bytes");
+  positive(static_cast<double>(c.max_body_bytes), "max_body_bytes");
+  positive(static_cast<double>(c.max_header_bytes), "max_header_bytes");
+  positive(c.outbound_queue_frames, "outbound_queue_frames");
+  if (c.send_buffer_bytes < 0) throw SpecdError(ErrorCode::bad_value, "config: send_buffer_bytes must be >= 0");
+  positive(c.protocol.max_tokens_limit, "limits.max_tokens");
+  positive(static_cast<double>(c.protocol.max_id_bytes), "max_id_bytes");
+  positive(c.handshake_seconds, "handshake_seconds");
+  positive(c.ws_idle_seconds, "ws_idle_seconds");
+  positive(c.http_idle_seconds, "http_idle_seconds");
+  if (!(c.shutdown_deadline_seconds >= 0)) throw SpecdError(ErrorCode::bad_value, "config: shutdown_deadline_seconds must be >= 0");
+  if (c.protocol.default_max_tokens < 1 || c.protocol.default_max_tokens > c.protocol.max_tokens_limit) {
+    throw SpecdError(ErrorCode::bad_value, "config: defaults.max_tokens must be in [1, limits.max_tokens]");
+  }
+  if (!(c.protocol.default_temperature >= 0 && c.protocol.default_temperature <= 100)) {
+    throw SpecdError(ErrorCode::bad_value, "config: defaults.temperature must be in [0, 100]");
+  }
+}
+
+}  // namespace specd::net

@@ -1,0 +1,58 @@
+#pragma once
+// The gateway's configuration: every limit and default of `specd serve`, read from a
+// TOML file (conf/specd.toml documents each key) with toml++, then overridden by flags.
+// Plain values; read once at start-up, then shared read-only by every session.
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <string>
+
+#include "actors/engine.hpp"
+#include "net/protocol.hpp"
+
+namespace specd::net {
+
+struct GatewayConfig {
+  // [server]
+  std::string host = "127.0.0.1";
+  int32_t port = 8080;              // 0: any free port (printed at start)
+  std::string auth_token;           // non-empty: every route needs "Authorization: Bearer <token>"
+  std::filesystem::path web_root;   // static files served at /
+  std::string model_name = "specd";  // the "model" of OpenAI responses and /v1/models
+  int32_t io_threads = 1;
+
+  // [limits]
+  int32_t max_connections = 256;
+  int32_t max_requests_per_connection = 64;  // WebSocket requests in flight per connection
+  size_t max_frame_bytes = 64 * 1024;        // WebSocket message from a client
+  size_t max_body_bytes = 1024 * 1024;       // HTTP request body
+  size_t max_header_bytes = 16 * 1024;
+  int32_t outbound_queue_frames = 256;  // token frames queued for one client before slow_consumer
+  int32_t send_buffer_bytes = 0;        // SO_SNDBUF of accepted sockets; 0: the OS default
+  ProtocolLimits protocol;              // max_tokens, K, stop strings, messages, ids; defaults
+
+  // [timeouts]
+  double handshake_seconds = 10;
+  double ws_idle_seconds = 60;    // no frame from a peer: ping at half, close at the full time
+  double http_idle_seconds = 30;  // keep-alive connection waiting for its next request
+  double shutdown_deadline_seconds = 5;  // in-flight streams may finish before being cancelled
+
+  // [engine]
+  EngineConfig engine;
+};
+
+// Defaults for the committed default model pair (models/ in the source tree).
+GatewayConfig default_gateway_config();
+
+// Reads a TOML file over the defaults. Relative paths are taken relative to the file's
+// directory. Throws SpecdError: missing_file, malformed_json (TOML syntax, with the
+// line), bad_value (wrong type, out of range or unknown key, naming section.key).
+GatewayConfig load_gateway_config(const std::filesystem::path& file);
+// Same, from text (tests); relative paths against `base_dir`.
+GatewayConfig parse_gateway_config(std::string_view text, const std::filesystem::path& base_dir,
+                                   const std::string& source_name);
+
+// Throws SpecdError(bad_value) for values outside their ranges.
+void validate(const GatewayConfig& config);
+
+}  // namespace specd::net

@@ -1,0 +1,213 @@
+#include "net/http_session.hpp"
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/beast/websocket/rfc6455.hpp>
+
+#include <cstdio>
+#include <ctime>
+
+#include "actors/asio_aliases.hpp"
+#include "actors/spawn.hpp"
+#include "net/frames.hpp"
+#include "net/json_writer.hpp"
+#include "net/listener.hpp"
+#include "net/openai_stream.hpp"
+#include "net/static_files.hpp"
+#include "net/ws_session.hpp"
+
+namespace specd::net {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using actors::use_tuple;
+
+namespace {
+
+std::string_view path_of(std::string_view target) { return target.substr(0, target.find('?')); }
+
+// The value of `name` in the target's query string, if present.
+std::string_view query_param(std::string_view target, std::string_view name) {
+  const size_t q = target.find('?');
+  if (q == std::string_view::npos) return {};
+  std::string_view query = target.substr(q + 1);
+  while (!query.empty()) {
+    std::string_view pair = query.substr(0, query.find('&'));
+    if (pair.size() > name.size() && pair.substr(0, name.size()) == name && pair[name.size()] == '=') {
+      return pair.substr(name.size() + 1);
+    }
+    query.remove_prefix(std::min(query.size(), pair.size() + 1));
+  }
+  return {};
+}
+
+bool equal_constant_time(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  unsigned char diff = 0;
+  for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
+  return diff == 0;
+}
+
+std::string models_body(const std::string& model) {
+  JsonWriter w;
+  w.begin_object().member("object", "list").key("data").begin_array().begin_object();
+  w.member("id", model).member("object", "model").member("created", static_cast<int64_t>(std::time(nullptr)));
+  w.member("owned_by", "specd").end_object().end_array().end_object();
+  return w.take();
+}
+
+}  // namespace
+
+HttpSession::HttpSession(std::shared_ptr<Gateway> gateway, asio::ip::tcp::socket socket, bool refused)
+    : gateway_(std::move(gateway)), stream_(std::move(socket)), refused_(refused) {}
+
+asio::awaitable<void> HttpSession::run() {
+  auto self = shared_from_this();
+  Metrics& metrics = gateway_->metrics();
+  metrics.connection_opened(false);
+  registration_ = gateway_->register_session(
+      stream_.get_executor(), [weak = weak_from_this()](auto deadline) {
+        if (auto s = weak.lock()) s->on_shutdown(deadline);
+      });
+  co_await serve_requests();
+  if (registration_) gateway_->unregister_session(registration_);
+  metrics.connection_closed(false);
+}
+
+asio::awaitable<void> HttpSession::serve_requests() {
+  const auto& config = gateway_->config();
+  for (;;) {
+    http::request_parser<http::string_body> parser;
+    parser.body_limit(config.max_body_bytes);
+    parser.header_limit(static_cast<uint32_t>(config.max_header_bytes));
+    idle_ = true;
+    stream_.expires_after(std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+        std::chrono::duration<double>(refused_ ? 2.0 : config.http_idle_seconds)));
+    auto [ec, n] = co_await http::async_read(stream_, buffer_, parser, use_tuple);
+    idle_ = false;
+    if (ec == http::error::body_limit || ec == http::error::header_limit) {
+      HttpRequest head = parser.get();
+      head.keep_alive(false);
+      co_await send_error(head, ErrorCode::frame_too_large,
+                          ec == http::error::body_limit ? "the body exceeds max_body_bytes" : "the header exceeds max_header_bytes");
+      break;
+    }
+    if (ec) break;  // closed, timed out, cancelled by a shutdown, or not HTTP
+    HttpRequest request = parser.release();
+    if (refused_) {
+      request.keep_alive(false);
+      co_await send_error(request, ErrorCode::too_many_connections, "the server is at its connection limit");
+      break;
+    }
+    if (beast::websocket::is_upgrade(request) && authorized(request) && path_of(request.target()) == "/v1/ws") {
+      co_await upgrade(std::move(request));
+      co_return;
+    }
+    const bool keep_alive = co_await route(request);
+    if (!keep_alive || stopping_) break;
+  }
+  beast::error_code ignored;
+  stream_.socket().shutdown(asio::ip::tcp::socket::shutdown_send, ignored);
+}
+
+bool HttpSession::authorized(const HttpRequest& request) const {
+  const std::string& token = gateway_->config().auth_token;
+  if (token.empty()) return true;
+  std::string_view header = request[http::field::authorization];
+  if (header.size() > 7 && header.substr(0, 7) == "Bearer ") return equal_constant_time(header.substr(7), token);
+  // Browsers cannot set headers on a WebSocket handshake: ?access_token= there.
+  if (beast::websocket::is_upgrade(request)) return equal_constant_time(query_param(request.target(), "access_token"), token);
+  return false;
+}
+
+asio::awaitable<bool> HttpSession::route(HttpRequest& request) {
+  if (!authorized(request)) co_return co_await send_error(request, ErrorCode::unauthorized, "missing or wrong bearer token");
+  const std::string_view path = path_of(request.target());
+  const auto method = request.method();
+  if (path == "/v1/completions" || path == "/v1/chat/completions") {
+    if (method != http::verb::post) co_return co_await send_error(request, ErrorCode::bad_value, "use POST");
+    if (gateway_->stopping()) co_return co_await send_error(request, ErrorCode::shutting_down, "the server is stopping");
+    const OpenAiRoute r = path == "/v1/completions" ? OpenAiRoute::completions : OpenAiRoute::chat_completions;
+    GenerationContext context{stream_, *gateway_, active_};
+    co_return co_await serve_openai(context, request, r);
+  }
+  if (method != http::verb::get && method != http::verb::head) {
+    co_return co_await send_error(request, ErrorCode::not_found, "no route for this method and path");
+  }
+  if (path == "/health") co_return co_await send_text(request, gateway_->stopping() ? "{\"status\":\"stopping\"}" : "{\"status\":\"ok\"}", "application/json");
+  if (path == "/v1/models") co_return co_await send_text(request, models_body(gateway_->config().model_name), "application/json");
+  if (path == "/metrics") co_return co_await send_metrics(request);
+  if (path == "/v1/ws") co_return co_await send_error(request, ErrorCode::bad_value, "/v1/ws takes WebSocket upgrades only");
+  co_return co_await send_file(request);
+}
+
+asio::awaitable<bool> HttpSession::send_error(const HttpRequest& request, ErrorCode code, std::string message) {
+  co_return co_await write_json_response(stream_, request, http_status_for(code), openai_error_body(code, message));
+}
+
+asio::awaitable<bool> HttpSession::send_text(const HttpRequest& request, std::string body, const char* content_type) {
+  http::response<http::string_body> response{http::status::ok, request.version()};
+  response.set(http::field::server, "specd");
+  response.set(http::field::content_type, content_type);
+  response.keep_alive(request.keep_alive());
+  response.body() = std::move(body);
+  response.prepare_payload();
+  if (request.method() == http::verb::head) response.body().clear();
+  auto [ec, n] = co_await http::async_write(stream_, response, use_tuple);
+  co_return !ec && request.keep_alive();
+}
+
+asio::awaitable<bool> HttpSession::send_metrics(const HttpRequest& request) {
+  EngineSnapshot snapshot;
+  if (!gateway_->stopping()) snapshot = co_await gateway_->engine().snapshot();
+  std::string body = gateway_->metrics().render(snapshot);
+  co_return co_await send_text(request, std::move(body), "text/plain; version=0.0.4; charset=utf-8");
+}
+
+asio::awaitable<bool> HttpSession::send_file(const HttpRequest& request) {
+  auto file = resolve_static_path(gateway_->config().web_root, path_of(request.target()));
+  if (!file) co_return co_await send_error(request, ErrorCode::bad_value, "bad path");
+  http::file_body::value_type body;
+  beast::error_code ec;
+  body.open(file->c_str(), beast::file_mode::scan, ec);
+  if (ec) co_return co_await send_error(request, ErrorCode::not_found, "no such file: " + std::string(path_of(request.target())));
+  http::response<http::file_body> response{http::status::ok, request.version()};
+  response.set(http::field::server, "specd");
+  response.set(http::field::content_type, content_type_for(*file));
+  response.keep_alive(request.keep_alive());
+  const auto size = body.size();
+  if (request.method() != http::verb::head) response.body() = std::move(body);
+  response.content_length(size);
+  auto [wec, n] = co_await http::async_write(stream_, response, use_tuple);
+  co_return !wec && request.keep_alive();
+}
+
+asio::awaitable<void> HttpSession::upgrade(HttpRequest request) {
+  if (gateway_->stopping()) {
+    co_await send_error(request, ErrorCode::shutting_down, "the server is stopping");
+    co_return;
+  }
+  // From here the WebSocket session answers the shutdown notice.
+  gateway_->unregister_session(registration_);
+  registration_ = 0;
+  auto session = std::make_shared<WsSession>(gateway_, std::move(stream_));
+  co_await session->run(std::move(request));
+}
+
+void HttpSession::on_shutdown(std::chrono::steady_clock::time_point deadline) {
+  stopping_ = true;
+  if (idle_) {
+    stream_.cancel();
+    return;
+  }
+  // A generation in progress may finish until the deadline, then it is cancelled.
+  actors::spawn_logged(stream_.get_executor(), [self = shared_from_this(), deadline]() -> asio::awaitable<void> {
+    asio::steady_timer timer(self->stream_.get_executor(), deadline);
+    co_await timer.async_wait(use_tuple);
+    if (self->active_) self->active_->cancel();
+  }, "http shutdown deadline");
+}
+
+}  // namespace specd::net

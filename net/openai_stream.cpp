@@ -1,0 +1,218 @@
+#include "net/openai_stream.hpp"
+
+#include <boost/asio/post.hpp>
+#include <boost/beast/http.hpp>
+
+#include <atomic>
+#include <ctime>
+#include <variant>
+
+#include "actors/asio_aliases.hpp"
+#include "net/frames.hpp"
+#include "net/listener.hpp"
+#include "net/outbound_queue.hpp"
+#include "net/request_bridge.hpp"
+
+namespace specd::net {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using actors::use_tuple;
+
+namespace {
+
+using Event = std::variant<std::monostate, Burst, GenerateResult>;
+
+// State the engine handlers share with the route's coroutine; strand-bound.
+struct Exchange {
+  Exchange(asio::any_io_executor executor, size_t limit) : strand(executor), queue(executor, limit) {}
+  asio::any_io_executor strand;
+  OutboundQueue<Event> queue;
+  RequestHandle handle;
+  bool overflowed = false;
+};
+
+void post_event(const std::shared_ptr<Exchange>& x, Event event, bool limited) {
+  asio::post(x->strand, [x, event = std::move(event), limited]() mutable {
+    if (x->overflowed || x->queue.push(std::move(event), limited) || !limited) return;
+    // The client does not read fast enough: end its request, not the engine's pace.
+    x->overflowed = true;
+    x->handle.cancel();
+    GenerateResult failed;
+    failed.finish_reason = FinishReason::error;
+    failed.error = RequestError{ErrorCode::slow_consumer, "the client reads slower than the tokens arrive"};
+    x->queue.push(Event(std::move(failed)), false);
+  });
+}
+
+std::atomic<uint64_t> next_number{1};
+
+Route metrics_route(OpenAiRoute r) { return r == OpenAiRoute::chat_completions ? Route::chat_completions : Route::completions; }
+
+std::chrono::steady_clock::duration seconds(double s) {
+  return std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(s));
+}
+
+asio::awaitable<bool> write_chunk(beast::tcp_stream& stream, double timeout, std::string data) {
+  stream.expires_after(seconds(timeout));
+  auto chunk = http::make_chunk(asio::buffer(data));
+  auto [ec, n] = co_await asio::async_write(stream, chunk, use_tuple);
+  stream.expires_never();
+  co_return !ec;
+}
+
+std::string sse(std::string_view json) { return "data: " + std::string(json) + "\n\n"; }
+
+// The SSE events after the header: text chunks, then the finish (and usage), then [DONE].
+asio::awaitable<bool> stream_events(GenerationContext& c, Exchange& x, const OpenAiIdentity& who, const GenerateParams& p,
+                                    Event first) {
+  const double timeout = c.gateway.config().http_idle_seconds;
+  bool sent_first = false;
+  std::optional<Event> next(std::move(first));
+  for (;;) {
+    if (!next) next = co_await x.queue.pop();
+    if (!next) co_return false;
+    Event event = std::move(*next);
+    next.reset();
+    if (auto* burst = std::get_if<Burst>(&event)) {
+      if (burst->text.empty() && sent_first) continue;
+      std::string chunk = sse(openai_text_chunk(who, burst->text, !sent_first));
+      const bool written = co_await write_chunk(c.stream, timeout, std::move(chunk));
+      if (!written) co_return false;
+      sent_first = true;
+      continue;
+    }
+    auto* result = std::get_if<GenerateResult>(&event);
+    if (!result) continue;
+    std::string tail;
+    if (result->error) {
+      tail = sse(openai_error_body(result->error->code, result->error->message));
+    } else {
+      tail = sse(openai_finish_chunk(who, result->finish_reason));
+      if (p.include_usage) tail += sse(openai_usage_chunk(who, result->usage));
+    }
+    tail += "data: [DONE]\n\n";
+    const bool written = co_await write_chunk(c.stream, timeout, std::move(tail));
+    if (!written) co_return false;
+    c.stream.expires_after(seconds(timeout));
+    auto last = http::make_chunk_last();
+    auto [ec, n] = co_await asio::async_write(c.stream, last, use_tuple);
+    c.stream.expires_never();
+    co_return !ec;
+  }
+}
+
+asio::awaitable<bool> respond_stream(GenerationContext& c, const HttpRequest& request, Exchange& x,
+                                     const OpenAiIdentity& who, const GenerateParams& p) {
+  std::optional<Event> first = co_await x.queue.pop();
+  if (!first) co_return false;
+  if (auto* r = std::get_if<GenerateResult>(&*first); r && r->error) {
+    // Refused before any token: a plain HTTP error the client's library turns into an exception.
+    std::string body = openai_error_body(r->error->code, r->error->message);
+    co_return co_await write_json_response(c.stream, request, http_status_for(r->error->code), std::move(body));
+  }
+  http::response<http::empty_body> response{http::status::ok, request.version()};
+  response.set(http::field::server, "specd");
+  response.set(http::field::content_type, "text/event-stream");
+  response.set(http::field::cache_control, "no-cache");
+  response.chunked(true);
+  response.keep_alive(request.keep_alive());
+  http::response_serializer<http::empty_body> serializer(response);
+  c.stream.expires_after(seconds(c.gateway.config().http_idle_seconds));
+  auto [ec, n] = co_await http::async_write_header(c.stream, serializer, use_tuple);
+  c.stream.expires_never();
+  if (ec) co_return false;
+  const bool ok = co_await stream_events(c, x, who, p, std::move(*first));
+  co_return ok && request.keep_alive();
+}
+
+asio::awaitable<bool> respond_whole(GenerationContext& c, const HttpRequest& request, Exchange& x, const OpenAiIdentity& who) {
+  for (;;) {
+    std::optional<Event> event = co_await x.queue.pop();
+    if (!event) co_return false;
+    auto* r = std::get_if<GenerateResult>(&*event);
+    if (!r) continue;
+    const http::status status = r->error ? http_status_for(r->error->code) : http::status::ok;
+    std::string body = r->error ? openai_error_body(r->error->code, r->error->message) : openai_body(who, *r);
+    co_return co_await write_json_response(c.stream, request, status, std::move(body));
+  }
+}
+
+}  // namespace
+
+http::status http_status_for(ErrorCode code) {
+  switch (code) {
+    case ErrorCode::unauthorized: return http::status::unauthorized;
+    case ErrorCode::not_found: return http::status::not_found;
+    case ErrorCode::frame_too_large: return http::status::payload_too_large;
+    case ErrorCode::overloaded:
+    case ErrorCode::too_many_requests: return http::status::too_many_requests;
+    case ErrorCode::too_many_connections:
+    case ErrorCode::shutting_down: return http::status::service_unavailable;
+    case ErrorCode::internal:
+    case ErrorCode::slow_consumer: return http::status::internal_server_error;
+    default: return http::status::bad_request;
+  }
+}
+
+asio::awaitable<bool> write_json_response(beast::tcp_stream& stream, const HttpRequest& request, http::status status,
+                                          std::string body) {
+  http::response<http::string_body> response{status, request.version()};
+  response.set(http::field::server, "specd");
+  response.set(http::field::content_type, "application/json");
+  response.keep_alive(request.keep_alive());
+  response.body() = std::move(body);
+  response.prepare_payload();
+  auto [ec, n] = co_await http::async_write(stream, response, use_tuple);
+  co_return !ec && request.keep_alive();
+}
+
+asio::awaitable<bool> serve_openai(GenerationContext c, const HttpRequest& request, OpenAiRoute route) {
+  Gateway& g = c.gateway;
+  auto parsed = parse_openai_body(request.body(), route, g.config().protocol);
+  if (auto* e = std::get_if<ProtocolError>(&parsed)) {
+    g.metrics().request_error(metrics_route(route), e->code);
+    std::string body = openai_error_body(e->code, e->message);
+    co_return co_await write_json_response(c.stream, request, http_status_for(e->code), std::move(body));
+  }
+  const GenerateParams& p = std::get<GenerateParams>(parsed);
+  const uint64_t number = next_number++;
+  GenerateRequest engine_request;
+  std::optional<SpecdError> refused;
+  try {
+    engine_request = make_engine_request(p, g.chat_template(), *g.engine().tokenizer(), "http-" + std::to_string(number));
+  } catch (const SpecdError& e) {
+    refused = e;
+  }
+  if (refused) {
+    g.metrics().request_error(metrics_route(route), refused->code());
+    std::string body = openai_error_body(refused->code(), refused->what());
+    co_return co_await write_json_response(c.stream, request, http_status_for(refused->code()), std::move(body));
+  }
+  const bool chat = route == OpenAiRoute::chat_completions;
+  const OpenAiIdentity who{(chat ? "chatcmpl-" : "cmpl-") + std::to_string(number), static_cast<int64_t>(std::time(nullptr)),
+                           g.config().model_name, chat};
+  auto x = std::make_shared<Exchange>(c.stream.get_executor(), static_cast<size_t>(g.config().outbound_queue_frames));
+  auto timing = std::make_shared<RequestTiming>(g.metrics(), metrics_route(route), engine_request.id, g.hooks());
+  const bool stream = p.stream;
+  x->handle = g.engine().submit(
+      std::move(engine_request),
+      [x, timing, stream](const Burst& b) {
+        timing->burst(b);
+        if (stream) post_event(x, Event(b), true);
+      },
+      [x, timing](GenerateResult r) {
+        timing->done(r);
+        post_event(x, Event(std::move(r)), false);
+      });
+  c.active = &x->handle;
+  bool keep_alive = false;
+  if (stream) keep_alive = co_await respond_stream(c, request, *x, who, p);
+  else keep_alive = co_await respond_whole(c, request, *x, who);
+  c.active = nullptr;
+  x->handle.cancel();  // a no-op once finished; stops the engine if the client went away
+  co_return keep_alive;
+}
+
+}  // namespace specd::net

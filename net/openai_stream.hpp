@@ -1,0 +1,38 @@
+#pragma once
+// The generation routes of the HTTP session: POST /v1/completions and
+// /v1/chat/completions in OpenAI's wire format. stream:true answers with SSE
+// `data:` chunks (chunked transfer encoding) ending with `data: [DONE]`; stream:false
+// with one JSON body. Engine handlers post each burst into a bounded queue on the
+// session's strand; a client too slow to read is cancelled as a slow consumer.
+#include <boost/asio/awaitable.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/http/status.hpp>
+
+#include <string>
+
+#include "actors/engine.hpp"
+#include "net/http_session.hpp"
+#include "net/protocol.hpp"
+
+namespace specd::net {
+
+class Gateway;
+
+// What the route needs from its session; the session outlives the call.
+struct GenerationContext {
+  boost::beast::tcp_stream& stream;
+  Gateway& gateway;
+  RequestHandle*& active;  // set while the request runs, for the shutdown deadline
+};
+
+// Serves one generation request; returns whether the connection may stay open.
+boost::asio::awaitable<bool> serve_openai(GenerationContext context, const HttpRequest& request, OpenAiRoute route);
+
+// The HTTP status a refusal maps to (400, 401, 404, 413, 429, 503, 500).
+boost::beast::http::status http_status_for(ErrorCode code);
+
+// Writes a complete JSON response; false when the write failed.
+boost::asio::awaitable<bool> write_json_response(boost::beast::tcp_stream& stream, const HttpRequest& request,
+                                                 boost::beast::http::status status, std::string body);
+
+}  // namespace specd::net

@@ -1,0 +1,76 @@
+#pragma once
+// The gateway's client protocol, parsed at the edge into native structs: WebSocket
+// messages (DESIGN.md "Wire protocol": generate, cancel) and the bodies of the
+// OpenAI-style routes (/v1/completions, /v1/chat/completions). Torch-free and
+// Beast-free (simdjson only), so the fuzz target links just this. Pure functions; any thread.
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "engine/chat_template.hpp"
+#include "engine/errors.hpp"
+#include "engine/sampling_params.hpp"
+#include "engine/spec_settings.hpp"
+
+namespace specd::net {
+
+// Bounds a request must respect (from the gateway config).
+struct ProtocolLimits {
+  int32_t max_tokens_limit = 4096;  // largest max_tokens a request may ask for
+  int32_t default_max_tokens = 128;
+  double default_temperature = 1.0;
+  int32_t k_max = 8;                // largest speculative K
+  size_t max_stop_strings = 8;
+  size_t max_messages = 256;
+  size_t max_id_bytes = 128;
+};
+
+// One generation as a client asked for it (WebSocket or HTTP).
+struct GenerateParams {
+  std::string id;                    // the client's id (WebSocket); empty for HTTP
+  std::optional<std::string> prompt;  // raw text, or
+  std::vector<ChatMessage> messages;  // a conversation rendered with the chat template
+  SamplingParams sampling;
+  int32_t max_tokens = 128;
+  std::vector<std::string> stop;
+  SpecSettings spec;
+  bool ignore_eos = false;  // keep generating past EOS (load generators, benchmarks)
+  // HTTP only.
+  bool stream = false;
+  bool include_usage = false;  // stream_options.include_usage
+  std::string model;
+};
+
+struct CancelMessage {
+  std::string id;
+};
+
+// A refused input: the error code and message a client gets back, with the request id
+// when the input named one.
+struct ProtocolError {
+  ErrorCode code;
+  std::string message;
+  std::optional<std::string> id;
+};
+
+using ClientMessage = std::variant<ProtocolError, GenerateParams, CancelMessage>;
+
+// A WebSocket text frame from a client.
+ClientMessage parse_client_message(std::string_view text, const ProtocolLimits& limits);
+
+enum class OpenAiRoute { completions, chat_completions };
+// The body of POST /v1/completions or /v1/chat/completions.
+std::variant<ProtocolError, GenerateParams> parse_openai_body(std::string_view body, OpenAiRoute route,
+                                                              const ProtocolLimits& limits);
+
+// Whether `text` is valid UTF-8.
+bool valid_utf8(std::string_view text);
+
+// {"type":"error","id":...|null,"code":"...","message":"..."}
+std::string error_frame(const ProtocolError& error);
+
+}  // namespace specd::net

@@ -1,0 +1,49 @@
+#pragma once
+// From a client's parsed request to Engine::submit: the chat template, the engine-wide
+// id, and the per-request latency bookkeeping (metrics histograms, test hooks).
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "actors/engine.hpp"
+#include "engine/chat_template.hpp"
+#include "net/metrics.hpp"
+#include "net/protocol.hpp"
+
+namespace specd::net {
+
+// Instrumentation for tests and benchmarks; empty functions cost nothing.
+struct GatewayHooks {
+  // On the engine's request strand, as soon as a burst is ready and before the gateway
+  // formats and queues it: the client's request id and the burst's index (from 0).
+  std::function<void(const std::string& client_id, int64_t burst_index)> on_burst_ready;
+};
+
+// The engine request for `params`: the prompt text, or the messages rendered and
+// encoded with `chat` (null: the model has no chat template, and messages are
+// refused). Throws SpecdError (unknown_chat_template, bad_value).
+GenerateRequest make_engine_request(const GenerateParams& params, const ChatTemplate* chat, const Tokenizer& tokenizer,
+                                    std::string engine_id);
+
+// One request's latencies. Its methods run in the engine's burst and done handlers,
+// one at a time per request (the request's strand).
+class RequestTiming {
+ public:
+  RequestTiming(Metrics& metrics, Route route, std::string client_id, const GatewayHooks& hooks);
+  void burst(const Burst& burst);
+  void done(const GenerateResult& result);
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  Metrics& metrics_;
+  Route route_;
+  std::string client_id_;
+  const GatewayHooks& hooks_;
+  Clock::time_point submitted_ = Clock::now();
+  std::optional<Clock::time_point> last_burst_;
+  int64_t bursts_ = 0;
+};
+
+}  // namespace specd::net

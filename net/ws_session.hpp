@@ -1,0 +1,73 @@
+#pragma once
+// One WebSocket connection on /v1/ws (DESIGN.md "Wire protocol"): many generate
+// requests in flight, told apart by the client's ids; one `tokens` frame per burst,
+// then `done` (or `error`) per request. One reader coroutine and one writer coroutine;
+// the writer drains a bounded outbound queue, and a client whose queue is full has
+// its requests cancelled with `slow_consumer` instead of slowing the engine or other
+// clients. Engine handlers post onto this session's strand; all state lives there.
+// Disconnect cancels the connection's requests; a server shutdown lets them finish
+// until the deadline, cancels the rest (done: cancelled) and closes with 1012.
+#include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/websocket/stream.hpp>
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+
+#include "actors/engine.hpp"
+#include "net/http_session.hpp"
+#include "net/outbound_queue.hpp"
+#include "net/protocol.hpp"
+
+namespace specd::net {
+
+class Gateway;
+
+class WsSession : public std::enable_shared_from_this<WsSession> {
+ public:
+  using Stream = boost::beast::websocket::stream<boost::beast::tcp_stream>;
+
+  WsSession(std::shared_ptr<Gateway> gateway, boost::beast::tcp_stream stream);
+  // Accepts the upgrade and serves the connection until it closes.
+  boost::asio::awaitable<void> run(HttpRequest upgrade);
+
+ private:
+  struct Outgoing {
+    std::string text;
+    bool close = false;  // close the connection with 1012 after the frames before it
+  };
+  struct InFlight {
+    RequestHandle handle;
+    bool failed = false;  // slow consumer: its error frame went out, drop the rest
+  };
+  // A message from the client: its text, or the refusal of a bad frame.
+  struct Received {
+    std::string text;
+    std::optional<ProtocolError> refused;
+  };
+
+  boost::asio::awaitable<void> read_loop();
+  boost::asio::awaitable<std::optional<Received>> read_message();
+  boost::asio::awaitable<void> write_loop();
+  void handle_message(const std::string& text);
+  void start_generate(GenerateParams params);
+  void cancel_request(const std::string& id);
+  void send_error(ProtocolError error);
+  void on_tokens(const std::string& id, std::string frame);
+  void on_done(const std::string& id, std::string frame);
+  void on_shutdown(std::chrono::steady_clock::time_point deadline);
+  void close_when_idle();
+
+  std::shared_ptr<Gateway> gateway_;
+  Stream ws_;
+  boost::asio::any_io_executor strand_;
+  OutboundQueue<Outgoing> outbound_;
+  std::unordered_map<std::string, InFlight> in_flight_;
+  uint64_t number_;  // connection number: engine ids are "ws<number>:<client id>"
+  bool shutting_down_ = false;
+  bool close_queued_ = false;
+};
+
+}  // namespace specd::net

@@ -1,0 +1,70 @@
+// The JSON the gateway sends (net/frames): WebSocket tokens/done frames and OpenAI's
+// wire format, byte for byte.
+#include <doctest/doctest.h>
+
+#include "net/frames.hpp"
+
+using namespace specd;
+using namespace specd::net;
+
+TEST_CASE("a tokens frame carries the client's id, text, ids and the round's counts") {
+  Burst b{"ws1:r1", {5, 6, 7}, "a\"b\n", 4, 2};
+  CHECK(tokens_frame("r1", b) == R"({"type":"tokens","id":"r1","text":"a\"b\n","token_ids":[5,6,7],"drafted":4,"accepted":2})");
+}
+
+TEST_CASE("a done frame carries finish reason, usage, spec statistics and timings") {
+  GenerateResult r;
+  r.finish_reason = FinishReason::length;
+  r.usage = {3, 4};
+  r.spec.rounds = 2;
+  r.spec.drafted = 8;
+  r.spec.accepted = 2;
+  r.spec.emitted = 4;
+  r.spec.accepted_per_position = {2, 0};
+  r.timings = {1.5, 2, 10, 400};
+  CHECK(done_frame("r1", r) ==
+        R"({"type":"done","id":"r1","finish_reason":"length","usage":{"prompt_tokens":3,"completion_tokens":4,"total_tokens":7},)"
+        R"("spec":{"rounds":2,"drafted":8,"accepted":2,"acceptance_rate":0.25,"tokens_per_round":2,"accepted_per_position":[2,0]},)"
+        R"("timings":{"queued_ms":1.5,"first_token_ms":2,"total_ms":10,"tokens_per_second":400}})");
+}
+
+TEST_CASE("OpenAI chat chunks: the role in the first delta, an empty delta with the finish, usage last") {
+  OpenAiIdentity who{"chatcmpl-7", 1700000000, "specd-tiny", true};
+  CHECK(openai_text_chunk(who, "Hi", true) ==
+        R"({"id":"chatcmpl-7","object":"chat.completion.chunk","created":1700000000,"model":"specd-tiny",)"
+        R"("choices":[{"index":0,"delta":{"role":"assistant","content":"Hi"},"logprobs":null,"finish_reason":null}]})");
+  CHECK(openai_text_chunk(who, "!", false) ==
+        R"({"id":"chatcmpl-7","object":"chat.completion.chunk","created":1700000000,"model":"specd-tiny",)"
+        R"("choices":[{"index":0,"delta":{"content":"!"},"logprobs":null,"finish_reason":null}]})");
+  CHECK(openai_finish_chunk(who, FinishReason::stop) ==
+        R"({"id":"chatcmpl-7","object":"chat.completion.chunk","created":1700000000,"model":"specd-tiny",)"
+        R"("choices":[{"index":0,"delta":{},"logprobs":null,"finish_reason":"stop"}]})");
+  CHECK(openai_usage_chunk(who, {5, 2}) ==
+        R"({"id":"chatcmpl-7","object":"chat.completion.chunk","created":1700000000,"model":"specd-tiny",)"
+        R"("choices":[],"usage":{"prompt_tokens":5,"completion_tokens":2,"total_tokens":7}})");
+}
+
+TEST_CASE("OpenAI text completion chunk and whole bodies") {
+  OpenAiIdentity who{"cmpl-3", 1700000000, "m", false};
+  CHECK(openai_text_chunk(who, "x", true) ==
+        R"({"id":"cmpl-3","object":"text_completion","created":1700000000,"model":"m",)"
+        R"("choices":[{"index":0,"text":"x","logprobs":null,"finish_reason":null}]})");
+  GenerateResult r;
+  r.text = "ok";
+  r.finish_reason = FinishReason::length;
+  r.usage = {1, 1};
+  const std::string body = openai_body(who, r);
+  CHECK(body.rfind(R"({"id":"cmpl-3","object":"text_completion","created":1700000000,"model":"m",)"
+                   R"("choices":[{"index":0,"text":"ok","logprobs":null,"finish_reason":"length"}],)"
+                   R"("usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2})", 0) == 0);
+  OpenAiIdentity chat{"chatcmpl-3", 1700000000, "m", true};
+  CHECK(openai_body(chat, r).find(R"("object":"chat.completion",)") != std::string::npos);
+  CHECK(openai_body(chat, r).find(R"("message":{"role":"assistant","content":"ok"})") != std::string::npos);
+}
+
+TEST_CASE("OpenAI error bodies name the code and the error type") {
+  CHECK(openai_error_body(ErrorCode::bad_value, "top_p must be in (0, 1]") ==
+        R"({"error":{"message":"top_p must be in (0, 1]","type":"invalid_request_error","param":null,"code":"bad_value"}})");
+  CHECK(openai_error_body(ErrorCode::overloaded, "full") ==
+        R"({"error":{"message":"full","type":"server_error","param":null,"code":"overloaded"}})");
+}

@@ -1,0 +1,74 @@
+// The gateway's TOML configuration (net/gateway_config): the committed conf/specd.toml
+// loads, values override defaults, relative paths resolve against the file, and wrong
+// types, unknown keys, bad ranges and syntax errors are refused naming the key.
+#include <doctest/doctest.h>
+
+#include "engine/errors.hpp"
+#include "net/gateway_config.hpp"
+
+using namespace specd;
+using namespace specd::net;
+
+namespace {
+
+std::string refusal(std::string_view text) {
+  try {
+    parse_gateway_config(text, "/etc/specd", "test.toml");
+  } catch (const SpecdError& e) {
+    return e.what();
+  }
+  return "accepted";
+}
+
+}  // namespace
+
+TEST_CASE("the committed conf/specd.toml loads with its documented values") {
+  const std::filesystem::path conf = std::filesystem::path(SPECD_SOURCE_DIR) / "conf" / "specd.toml";
+  GatewayConfig c = load_gateway_config(conf);
+  CHECK(c.host == "127.0.0.1");
+  CHECK(c.port == 8080);
+  CHECK(c.auth_token.empty());
+  CHECK(c.web_root == std::filesystem::path(SPECD_SOURCE_DIR) / "tools" / "web");
+  CHECK(c.engine.target_dir == std::filesystem::path(SPECD_SOURCE_DIR) / "models" / "target");
+  CHECK(c.engine.draft_dir == std::filesystem::path(SPECD_SOURCE_DIR) / "models" / "draft");
+  CHECK(c.max_connections == 256);
+  CHECK(c.max_frame_bytes == 65536);
+  CHECK(c.protocol.max_tokens_limit == 4096);
+  CHECK(c.protocol.default_max_tokens == 128);
+  CHECK(c.protocol.k_max == 8);
+  CHECK(c.shutdown_deadline_seconds == 5);
+}
+
+TEST_CASE("values override defaults; relative paths resolve against the file's directory") {
+  GatewayConfig c = parse_gateway_config(
+      "[server]\nport = 9000\nauth_token = \"t\"\nweb_root = \"web\"\n"
+      "[limits]\nmax_frame_bytes = 1024\n[timeouts]\nws_idle_seconds = 2.5\n"
+      "[engine]\ndraft = \"\"\nk_max = 4\nmax_seq_len = 512\n[defaults]\ntemperature = 0\n",
+      "/etc/specd", "test.toml");
+  CHECK(c.port == 9000);
+  CHECK(c.auth_token == "t");
+  CHECK(c.web_root == std::filesystem::path("/etc/specd/web"));
+  CHECK(c.max_frame_bytes == 1024);
+  CHECK(c.ws_idle_seconds == 2.5);
+  CHECK(c.engine.draft_dir.empty());
+  CHECK(c.engine.k_max == 4);
+  CHECK(c.protocol.k_max == 4);
+  CHECK(c.engine.max_seq_len == 512);
+  CHECK(c.protocol.default_temperature == 0.0);
+  CHECK(c.max_connections == 256);  // untouched default
+}
+
+TEST_CASE("bad configurations are refused naming the key") {
+  CHECK(refusal("[server]\nport = \"80\"\n") == "bad_value: test.toml: server.port: must be an integer");
+  CHECK(refusal("[server]\nprot = 80\n") == "bad_value: test.toml: server.prot: unknown key");
+  CHECK(refusal("[srv]\nport = 80\n") == "bad_value: test.toml: unknown section [srv]");
+  CHECK(refusal("[server]\nport = 70000\n") == "bad_value: config: port must be in [0, 65535]");
+  CHECK(refusal("[server]\nio_threads = 2\n") == "bad_value: config: io_threads must be 1 for now");
+  CHECK(refusal("[limits]\nmax_frame_bytes = -1\n") == "bad_value: test.toml: limits.max_frame_bytes: must be >= 0");
+  CHECK(refusal("[limits]\nmax_connections = 0\n") == "bad_value: config: max_connections must be > 0");
+  CHECK(refusal("[defaults]\nmax_tokens = 5000\n") == "bad_value: config: defaults.max_tokens must be in [1, limits.max_tokens]");
+  CHECK(refusal("[engine]\noverlap = 1\n") == "bad_value: test.toml: engine.overlap: must be true or false");
+  CHECK(refusal("[server\nport = 1\n").rfind("malformed_json: test.toml:1: ", 0) == 0);
+  CHECK_THROWS_WITH_AS(load_gateway_config("/nonexistent/specd.toml"), "missing_file: cannot read config /nonexistent/specd.toml",
+                       SpecdError);
+}

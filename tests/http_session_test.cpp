@@ -1,0 +1,243 @@
+// The HTTP side of the gateway over loopback with a Beast client: OpenAI completions
+// and chat completions (stream true: SSE chunks ending with [DONE]; stream false: one
+// body) give exactly the target-only greedy text, /v1/models, /health, /metrics in the
+// Prometheus format, static files with content types, the bearer token on every
+// route, and refusals with their status and code.
+#include "tests/support/doctest_torch.hpp"
+
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+
+#include <fstream>
+
+#include "engine/chat_template.hpp"
+#include "tests/support/gateway_fixture.hpp"
+
+using namespace specd;
+using namespace specd::testing;
+namespace beast = boost::beast;
+namespace http = beast::http;
+
+namespace {
+
+struct Reply {
+  int status = 0;
+  std::string content_type, body;
+};
+
+// One blocking HTTP/1.1 request on its own connection.
+Reply request(uint16_t port, http::verb method, const std::string& target, const std::string& body = "",
+              const std::string& token = "") {
+  asio::io_context io;
+  beast::tcp_stream stream(io);
+  stream.connect(asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), port));
+  http::request<http::string_body> req{method, target, 11};
+  req.set(http::field::host, "127.0.0.1");
+  if (!token.empty()) req.set(http::field::authorization, "Bearer " + token);
+  if (!body.empty()) req.set(http::field::content_type, "application/json");
+  req.body() = body;
+  req.prepare_payload();
+  http::write(stream, req);
+  beast::flat_buffer buffer;
+  http::response_parser<http::string_body> parser;
+  parser.body_limit(64 * 1024 * 1024);
+  beast::error_code ec;
+  http::read(stream, buffer, parser, ec);
+  REQUIRE_FALSE(ec);
+  auto& res = parser.get();
+  return {static_cast<int>(res.result_int()), std::string(res[http::field::content_type]), res.body()};
+}
+
+std::string field(const std::string& json, const char* path_a, const char* path_b = nullptr) {
+  simdjson::dom::parser parser;
+  simdjson::dom::element e = parser.parse(json)[path_a];
+  if (path_b) e = e[path_b];
+  return std::string(std::string_view(e));
+}
+
+// The `data:` payloads of an SSE body.
+std::vector<std::string> sse_events(const std::string& body) {
+  std::vector<std::string> out;
+  size_t pos = 0;
+  while ((pos = body.find("data: ", pos)) != std::string::npos) {
+    size_t end = body.find("\n\n", pos);
+    out.push_back(body.substr(pos + 6, end - pos - 6));
+    pos = end;
+  }
+  return out;
+}
+
+std::string greedy_text(const std::string& prompt, int max_tokens) {
+  static auto tokenizer = load_tokenizer(kGatewayModels / "target");
+  return tokenizer->decode(solo_greedy(prompt, max_tokens));
+}
+
+GatewayFixture& shared_fixture() {
+  static GatewayFixture fixture([] {
+    net::GatewayConfig c = test_gateway_config();
+    c.max_body_bytes = 2048;
+    c.model_name = "specd-test";
+    c.web_root = std::filesystem::temp_directory_path() / "specd_http_session_test_web";
+    std::filesystem::create_directories(c.web_root / "js");
+    std::ofstream(c.web_root / "index.html") << "<!doctype html><title>specd</title>";
+    std::ofstream(c.web_root / "js" / "app.js") << "console.log(1);";
+    return c;
+  }());
+  return fixture;
+}
+
+}  // namespace
+
+TEST_CASE("POST /v1/completions stream:false returns the greedy text in OpenAI's body") {
+  auto& f = shared_fixture();
+  Reply r = request(f.port(), http::verb::post, "/v1/completions",
+                    R"({"model":"x","prompt":"ROMEO:\n","max_tokens":16,"temperature":0})");
+  CHECK(r.status == 200);
+  CHECK(r.content_type == "application/json");
+  CHECK(field(r.body, "object") == "text_completion");
+  CHECK(field(r.body, "model") == "specd-test");
+  simdjson::dom::parser parser;
+  auto doc = parser.parse(r.body);
+  CHECK(std::string_view(doc["choices"].at(0)["text"]) == greedy_text("ROMEO:\n", 16));
+  CHECK(int64_t(doc["usage"]["completion_tokens"]) == static_cast<int64_t>(solo_greedy("ROMEO:\n", 16).size()));
+  CHECK(std::string_view(doc["id"]).substr(0, 5) == "cmpl-");
+}
+
+TEST_CASE("POST /v1/completions stream:true sends SSE chunks whose text is the greedy text, then [DONE]") {
+  auto& f = shared_fixture();
+  Reply r = request(f.port(), http::verb::post, "/v1/completions",
+                    R"({"prompt":"JULIET:\n","max_tokens":20,"temperature":0,"stream":true,"stream_options":{"include_usage":true}})");
+  CHECK(r.status == 200);
+  CHECK(r.content_type == "text/event-stream");
+  auto events = sse_events(r.body);
+  REQUIRE(events.size() >= 4);
+  CHECK(events.back() == "[DONE]");
+  std::string text;
+  simdjson::dom::parser parser;
+  for (size_t i = 0; i + 3 < events.size(); ++i) {
+    auto doc = parser.parse(events[i]);
+    CHECK(std::string_view(doc["object"]) == "text_completion");
+    text += std::string(std::string_view(doc["choices"].at(0)["text"]));
+  }
+  CHECK(text == greedy_text("JULIET:\n", 20));
+  auto finish = parser.parse(events[events.size() - 3]);
+  const std::string reason(std::string_view(finish["choices"].at(0)["finish_reason"]));
+  CHECK((reason == "length" || reason == "stop"));
+  auto usage = parser.parse(events[events.size() - 2]);
+  CHECK(int64_t(usage["usage"]["completion_tokens"]) == static_cast<int64_t>(solo_greedy("JULIET:\n", 20).size()));
+}
+
+TEST_CASE("POST /v1/chat/completions renders the chat template; streamed deltas add up to the whole answer") {
+  auto& f = shared_fixture();
+  const std::string body = R"({"messages":[{"role":"system","content":"Be brief."},{"role":"user","content":"Who goes there?"}],)"
+                           R"("max_tokens":12,"temperature":0)";
+  Reply whole = request(f.port(), http::verb::post, "/v1/chat/completions", body + "}");
+  CHECK(whole.status == 200);
+  simdjson::dom::parser parser;
+  auto doc = parser.parse(whole.body);
+  CHECK(std::string_view(doc["object"]) == "chat.completion");
+  CHECK(std::string_view(doc["choices"].at(0)["message"]["role"]) == "assistant");
+  const std::string answer(std::string_view(doc["choices"].at(0)["message"]["content"]));
+  CHECK(int64_t(doc["usage"]["prompt_tokens"]) == 32);  // as `specd generate --chat` counts it
+  Reply streamed = request(f.port(), http::verb::post, "/v1/chat/completions", body + R"(,"stream":true})");
+  auto events = sse_events(streamed.body);
+  REQUIRE(events.size() >= 3);
+  std::string text;
+  for (size_t i = 0; i + 2 < events.size(); ++i) {
+    auto chunk = parser.parse(events[i]);
+    CHECK(std::string_view(chunk["object"]) == "chat.completion.chunk");
+    if (i == 0) CHECK(std::string_view(chunk["choices"].at(0)["delta"]["role"]) == "assistant");
+    text += std::string(std::string_view(chunk["choices"].at(0)["delta"]["content"]));
+  }
+  CHECK(text == answer);
+  CHECK(events.back() == "[DONE]");
+}
+
+TEST_CASE("bad requests get OpenAI error bodies with their status and code") {
+  auto& f = shared_fixture();
+  Reply malformed = request(f.port(), http::verb::post, "/v1/completions", "{nope");
+  CHECK(malformed.status == 400);
+  CHECK(field(malformed.body, "error", "code") == "malformed_json");
+  Reply range = request(f.port(), http::verb::post, "/v1/completions", R"({"prompt":"x","top_p":0})");
+  CHECK(range.status == 400);
+  CHECK(field(range.body, "error", "code") == "bad_value");
+  Reply missing = request(f.port(), http::verb::post, "/v1/chat/completions", R"({"prompt":"x"})");
+  CHECK(missing.status == 400);
+  CHECK(field(missing.body, "error", "code") == "missing_field");
+  Reply big = request(f.port(), http::verb::post, "/v1/completions", R"({"prompt":")" + std::string(3000, 'a') + "\"}");
+  CHECK(big.status == 413);
+  CHECK(field(big.body, "error", "code") == "frame_too_large");
+  Reply utf8 = request(f.port(), http::verb::post, "/v1/completions", "{\"prompt\":\"\xff\"}");
+  CHECK(utf8.status == 400);
+  CHECK(field(utf8.body, "error", "code") == "invalid_utf8");
+  Reply get = request(f.port(), http::verb::get, "/v1/completions");
+  CHECK(get.status == 400);
+  Reply none = request(f.port(), http::verb::get, "/no/such/page.html");
+  CHECK(none.status == 404);
+  CHECK(field(none.body, "error", "code") == "not_found");
+  Reply escape = request(f.port(), http::verb::get, "/../CMakeLists.txt");
+  CHECK(escape.status == 400);
+}
+
+TEST_CASE("GET /v1/models, /health and static files") {
+  auto& f = shared_fixture();
+  Reply models = request(f.port(), http::verb::get, "/v1/models");
+  CHECK(models.status == 200);
+  CHECK(models.body.find(R"("object":"list","data":[{"id":"specd-test","object":"model")") != std::string::npos);
+  Reply health = request(f.port(), http::verb::get, "/health");
+  CHECK(health.status == 200);
+  CHECK(health.body == R"({"status":"ok"})");
+  Reply index = request(f.port(), http::verb::get, "/");
+  CHECK(index.status == 200);
+  CHECK(index.content_type == "text/html; charset=utf-8");
+  CHECK(index.body == "<!doctype html><title>specd</title>");
+  Reply js = request(f.port(), http::verb::get, "/js/app.js?v=2");
+  CHECK(js.content_type == "text/javascript; charset=utf-8");
+  CHECK(js.body == "console.log(1);");
+}
+
+TEST_CASE("GET /metrics: request counters, latency histograms, engine gauges and speculative counters") {
+  auto& f = shared_fixture();
+  Reply done = request(f.port(), http::verb::post, "/v1/completions", R"({"prompt":"HAMLET:\n","max_tokens":8,"temperature":0})");
+  REQUIRE(done.status == 200);
+  Reply m = request(f.port(), http::verb::get, "/metrics");
+  CHECK(m.status == 200);
+  CHECK(m.content_type == "text/plain; version=0.0.4; charset=utf-8");
+  for (const char* series : {"# TYPE specd_requests_total counter", "specd_requests_total{route=\"completions\",finish_reason=",
+                             "# TYPE specd_time_to_first_token_seconds histogram", "specd_time_to_first_token_seconds_bucket{le=\"+Inf\"}",
+                             "specd_inter_token_latency_seconds_count", "specd_e2e_request_latency_seconds_sum",
+                             "specd_queue_depth 0", "specd_kv_slots_in_use{model=\"target\"} 0", "specd_kv_slots_total 32",
+                             "specd_spec_decode_num_drafts_total", "specd_spec_decode_num_draft_tokens_total",
+                             "specd_spec_decode_num_accepted_tokens_total",
+                             "specd_spec_decode_num_accepted_tokens_per_pos_total{position=\"0\"}",
+                             "specd_request_errors_total{route=\"completions\",code=\"bad_value\"}"}) {
+    CAPTURE(series);
+    CHECK(m.body.find(series) != std::string::npos);
+  }
+  CHECK(f.gateway().metrics().ttft().count() >= 1);
+}
+
+TEST_CASE("with a bearer token every route needs it") {
+  net::GatewayConfig c = test_gateway_config();
+  c.auth_token = "s3cret";
+  GatewayFixture fixture(c);
+  CHECK(request(fixture.port(), http::verb::get, "/health").status == 401);
+  CHECK(request(fixture.port(), http::verb::get, "/health", "", "wrong").status == 401);
+  CHECK(request(fixture.port(), http::verb::get, "/health", "", "s3cret").status == 200);
+  Reply refused = request(fixture.port(), http::verb::post, "/v1/completions", R"({"prompt":"x"})");
+  CHECK(refused.status == 401);
+  CHECK(field(refused.body, "error", "code") == "unauthorized");
+  fixture.run([&]() -> asio::awaitable<void> {
+    net::WsClient anonymous(co_await asio::this_coro::executor);
+    CHECK(co_await anonymous.connect("127.0.0.1", fixture.port()));
+    CHECK(anonymous.handshake_status() == 401);
+    net::WsClient member(co_await asio::this_coro::executor);
+    net::WsClient::Options options;
+    options.bearer_token = "s3cret";
+    CHECK_FALSE(co_await member.connect("127.0.0.1", fixture.port(), options));
+    net::WsClient query(co_await asio::this_coro::executor);
+    options = {};
+    options.target = "/v1/ws?access_token=s3cret";
+    CHECK_FALSE(co_await query.connect("127.0.0.1", fixture.port(), options));
+  });
+}

@@ -1,0 +1,161 @@
+// loadgen's own arithmetic: percentiles, per-stream timing from frames and SSE events,
+// level aggregation and the "most concurrent streams without errors" figure.
+#include <doctest/doctest.h>
+
+#include <boost/json.hpp>
+
+#include "tools/loadgen/json_print.hpp"
+#include "tools/loadgen/level_stats.hpp"
+#include "tools/loadgen/loadgen_options.hpp"
+#include "tools/loadgen/stream_record.hpp"
+
+using namespace specd::loadgen;
+using std::chrono::milliseconds;
+
+namespace {
+
+boost::json::object frame(const char* text) { return boost::json::parse(text).as_object(); }
+
+}  // namespace
+
+TEST_CASE("percentiles are nearest-rank over the samples") {
+  std::vector<double> v;
+  for (int i = 100; i >= 1; --i) v.push_back(i);  // 1..100, unsorted
+  const Percentiles p = percentiles(v);
+  CHECK(p.count == 100);
+  CHECK(p.p50 == 50);
+  CHECK(p.p90 == 90);
+  CHECK(p.p99 == 99);
+  CHECK(p.max == 100);
+  CHECK(p.mean == doctest::Approx(50.5));
+  const Percentiles three = percentiles({30, 10, 20});
+  CHECK(three.p50 == 20);
+  CHECK(three.p99 == 30);
+  CHECK(percentiles({}).count == 0);
+}
+
+TEST_CASE("WebSocket frames give ttft, per-token gaps, counts and the finish reason") {
+  const auto sent = Clock::now();
+  StreamTimer t(sent);
+  CHECK_FALSE(on_ws_frame(t, frame(R"({"type":"tokens","id":"a","text":"x","token_ids":[1,2,3],"drafted":4,"accepted":2})"),
+                          sent + milliseconds(40)));
+  CHECK_FALSE(on_ws_frame(t, frame(R"({"type":"tokens","id":"a","text":"y","token_ids":[4,5],"drafted":4,"accepted":1})"),
+                          sent + milliseconds(60)));
+  CHECK(on_ws_frame(t, frame(R"({"type":"done","id":"a","finish_reason":"length","usage":{"completion_tokens":5}})"),
+                    sent + milliseconds(70)));
+  const StreamRecord& r = t.record();
+  CHECK_FALSE(r.error.has_value());
+  CHECK(r.finish_reason == "length");
+  CHECK(r.ttft_ms == doctest::Approx(40));
+  REQUIRE(r.inter_token_ms.size() == 2);  // the second burst's two tokens share its 20 ms gap
+  CHECK(r.inter_token_ms[0] == doctest::Approx(10));
+  REQUIRE(r.inter_burst_ms.size() == 1);
+  CHECK(r.inter_burst_ms[0] == doctest::Approx(20));
+  CHECK(r.tokens == 5);
+  CHECK(r.bursts == 2);
+  CHECK(r.drafted == 8);
+  CHECK(r.accepted == 3);
+  CHECK(r.completion_tokens == 5);
+  CHECK(r.total_ms == doctest::Approx(70));
+}
+
+TEST_CASE("an error frame ends the stream with its code") {
+  const auto sent = Clock::now();
+  StreamTimer t(sent);
+  CHECK(on_ws_frame(t, frame(R"({"type":"error","id":"a","code":"overloaded","message":"full"})"), sent));
+  CHECK(t.record().error == std::optional<std::string>("overloaded"));
+  StreamTimer u(sent);
+  CHECK(on_ws_frame(u, frame(R"({"type":"surprise"})"), sent));
+  CHECK(u.record().error == std::optional<std::string>("bad_frame"));
+}
+
+TEST_CASE("SSE chunks count as bursts and the usage chunk sets the token total") {
+  const auto sent = Clock::now();
+  StreamTimer t(sent);
+  CHECK_FALSE(on_sse_data(t, R"({"object":"text_completion","choices":[{"index":0,"text":"ab","finish_reason":null}]})",
+                          sent + milliseconds(30)));
+  CHECK_FALSE(on_sse_data(t, R"({"choices":[{"index":0,"delta":{"content":"cd"},"finish_reason":null}]})",
+                          sent + milliseconds(50)));
+  CHECK_FALSE(on_sse_data(t, R"({"choices":[{"index":0,"text":"","finish_reason":"length"}]})", sent + milliseconds(51)));
+  CHECK_FALSE(on_sse_data(t, R"({"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":7}})", sent + milliseconds(52)));
+  CHECK(on_sse_data(t, "[DONE]", sent + milliseconds(53)));
+  const StreamRecord& r = t.record();
+  CHECK_FALSE(r.error.has_value());
+  CHECK(r.finish_reason == "length");
+  CHECK(r.ttft_ms == doctest::Approx(30));
+  CHECK(r.bursts == 2);
+  CHECK(r.tokens == 7);
+  CHECK(r.inter_burst_ms.size() == 1);
+  StreamTimer e(sent);
+  CHECK(on_sse_data(e, R"({"error":{"message":"no","type":"server_error","code":"overloaded"}})", sent));
+  CHECK(e.record().error == std::optional<std::string>("overloaded"));
+}
+
+TEST_CASE("a level sums tokens over its wall time and counts errors by code") {
+  std::vector<StreamRecord> records(4);
+  for (int i = 0; i < 3; ++i) {
+    records[i].tokens = 10;
+    records[i].drafted = 8;
+    records[i].accepted = 6;
+    records[i].finish_reason = "length";
+    records[i].ttft_ms = 10.0 * (i + 1);
+  }
+  records[3].error = "overloaded";
+  const LevelStats s = summarize(4, records, 3, 2.0);
+  CHECK(s.requests == 4);
+  CHECK(s.streams_ok == 3);
+  CHECK(s.error_count() == 1);
+  CHECK(s.errors.at("overloaded") == 1);
+  CHECK(s.tokens_per_second() == doctest::Approx(15));
+  CHECK(s.acceptance_rate() == doctest::Approx(0.75));
+  CHECK(s.ttft_ms.p50 == 20);
+  const auto json = s.to_json().as_object();
+  CHECK(json.at("errors_by_code").as_object().at("overloaded").as_int64() == 1);
+  CHECK(json.at("finish_reasons").as_object().at("length").as_int64() == 3);
+  CHECK(json.at("acceptance_rate").as_double() == 0.75);
+  CHECK(summarize(1, {StreamRecord{}}, 1, 1.0).to_json().as_object().at("acceptance_rate").is_null());
+}
+
+TEST_CASE("the sustained concurrency is the peak of the largest error-free level") {
+  LevelStats clean8, clean16, failed32;
+  clean8.requests = clean8.streams_ok = 16;
+  clean8.peak_in_flight = 8;
+  clean16.requests = clean16.streams_ok = 32;
+  clean16.peak_in_flight = 16;
+  failed32.requests = 64;
+  failed32.streams_ok = 60;
+  failed32.errors["overloaded"] = 4;
+  failed32.peak_in_flight = 32;
+  CHECK(max_concurrent_without_errors({clean8, clean16, failed32}) == 16);
+  CHECK(max_concurrent_without_errors({failed32}) == 0);
+}
+
+TEST_CASE("requests carry the sampling and speculation settings") {
+  LoadgenOptions o;
+  o.prompt = "Hi";
+  o.max_tokens = 7;
+  o.seed = 10;
+  o.k = "auto";
+  const auto ws = boost::json::parse(request_json(o, "r3", 2)).as_object();
+  CHECK(ws.at("type").as_string() == "generate");
+  CHECK(ws.at("id").as_string() == "r3");
+  CHECK(ws.at("prompt").as_string() == "Hi");
+  CHECK(ws.at("max_tokens").as_int64() == 7);
+  CHECK(ws.at("seed").to_number<uint64_t>() == 12);
+  CHECK(ws.at("speculative").as_object().at("k").as_string() == "auto");
+  o.transport = Transport::sse;
+  o.chat = true;
+  o.speculative = false;
+  const auto sse = boost::json::parse(request_json(o, "", 0)).as_object();
+  CHECK(sse.at("stream").as_bool());
+  CHECK_FALSE(sse.contains("type"));
+  CHECK(sse.at("messages").as_array().at(0).as_object().at("content").as_string() == "Hi");
+  CHECK_FALSE(sse.at("speculative").as_object().at("enabled").as_bool());
+  CHECK(sse_target(o) == "/v1/chat/completions");
+}
+
+TEST_CASE("the report prints doubles in their shortest form and escapes strings") {
+  const boost::json::value v = boost::json::object{
+      {"seconds", 0.561}, {"zero", 0.0}, {"n", 3}, {"s", "a\"b"}, {"list", boost::json::array{1.5, -2.25}}};
+  CHECK(to_readable_json(v) == R"({"seconds":0.561,"zero":0,"n":3,"s":"a\"b","list":[1.5,-2.25]})");
+}

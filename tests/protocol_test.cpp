@@ -1,0 +1,198 @@
+// The gateway's protocol parser (net/protocol): every bad input gets its exact error
+// code and the request id when the message named one; good messages parse into the
+// exact native values.
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include "net/protocol.hpp"
+
+using namespace specd;
+using namespace specd::net;
+
+namespace {
+
+ProtocolLimits limits() {
+  ProtocolLimits l;
+  l.max_tokens_limit = 512;
+  l.default_max_tokens = 32;
+  l.default_temperature = 0.0;
+  l.k_max = 8;
+  l.max_stop_strings = 2;
+  l.max_messages = 3;
+  l.max_id_bytes = 8;
+  return l;
+}
+
+ProtocolError refusal(std::string_view text) {
+  ClientMessage m = parse_client_message(text, limits());
+  REQUIRE(std::holds_alternative<ProtocolError>(m));
+  return std::get<ProtocolError>(m);
+}
+
+GenerateParams generate(std::string_view text) {
+  ClientMessage m = parse_client_message(text, limits());
+  if (auto* e = std::get_if<ProtocolError>(&m)) FAIL_CHECK(e->message);
+  REQUIRE(std::holds_alternative<GenerateParams>(m));
+  return std::get<GenerateParams>(m);
+}
+
+ErrorCode code_of(std::string_view text) { return refusal(text).code; }
+
+}  // namespace
+
+TEST_CASE("a full generate message parses into exact native values") {
+  GenerateParams p = generate(
+      R"({"type":"generate","id":"r1","prompt":"ROMEO:","max_tokens":64,"temperature":0.7,"top_p":0.9,)"
+      R"("top_k":40,"seed":7,"stop":["\n\n","END"],"repetition_penalty":1.1,"speculative":{"enabled":true,"k":5,"drafter":"lookup"}})");
+  CHECK(p.id == "r1");
+  REQUIRE(p.prompt);
+  CHECK(*p.prompt == "ROMEO:");
+  CHECK(p.messages.empty());
+  CHECK(p.max_tokens == 64);
+  CHECK(p.sampling.temperature == 0.7);
+  CHECK(p.sampling.top_p == 0.9);
+  CHECK(p.sampling.top_k == 40);
+  CHECK(p.sampling.seed == 7);
+  CHECK(p.sampling.repetition_penalty == 1.1);
+  CHECK(p.stop == std::vector<std::string>{"\n\n", "END"});
+  CHECK(p.spec.enabled);
+  CHECK(p.spec.k == 5);
+  CHECK(p.spec.drafter == DrafterKind::lookup);
+}
+
+TEST_CASE("defaults come from the limits; k auto is adaptive up to k_max") {
+  GenerateParams p = generate(R"({"type":"generate","id":"a","messages":[{"role":"user","content":"hi"}],"speculative":{"k":"auto"}})");
+  CHECK(p.max_tokens == 32);
+  CHECK(p.sampling.temperature == 0.0);
+  REQUIRE(p.messages.size() == 1);
+  CHECK(p.messages[0].role == "user");
+  CHECK(p.messages[0].content == "hi");
+  CHECK(p.spec.adaptive);
+  CHECK(p.spec.k_max == 8);
+}
+
+TEST_CASE("cancel parses its id") {
+  ClientMessage m = parse_client_message(R"({"type":"cancel","id":"r9"})", limits());
+  REQUIRE(std::holds_alternative<CancelMessage>(m));
+  CHECK(std::get<CancelMessage>(m).id == "r9");
+}
+
+TEST_CASE("malformed JSON, non-objects and invalid UTF-8") {
+  CHECK(code_of("{") == ErrorCode::malformed_json);
+  CHECK(code_of("") == ErrorCode::malformed_json);
+  CHECK(code_of(R"({"type":"generate",})") == ErrorCode::malformed_json);
+  CHECK(code_of(R"({"type":"generate","temperature":NaN})") == ErrorCode::malformed_json);
+  CHECK(code_of("[1,2]") == ErrorCode::bad_value);
+  CHECK(code_of("\"generate\"") == ErrorCode::bad_value);
+  CHECK(code_of("{\"type\":\"generate\",\"id\":\"r1\",\"prompt\":\"\xff\xfe\"}") == ErrorCode::invalid_utf8);
+  CHECK(refusal("{").id == std::nullopt);
+}
+
+TEST_CASE("unknown type and missing fields; the id is echoed when the message has one") {
+  ProtocolError e = refusal(R"({"type":"subscribe","id":"r2"})");
+  CHECK(e.code == ErrorCode::unknown_type);
+  CHECK(e.id == std::optional<std::string>("r2"));
+  CHECK(code_of(R"({"id":"r1","prompt":"x"})") == ErrorCode::missing_field);
+  CHECK(code_of(R"({"type":"generate","prompt":"x"})") == ErrorCode::missing_field);
+  CHECK(code_of(R"({"type":"cancel"})") == ErrorCode::missing_field);
+  ProtocolError no_input = refusal(R"({"type":"generate","id":"r3"})");
+  CHECK(no_input.code == ErrorCode::missing_field);
+  CHECK(no_input.id == std::optional<std::string>("r3"));
+  CHECK(code_of(R"({"type":"generate","id":"r1","prompt":"x","messages":[{"role":"user","content":"y"}]})") == ErrorCode::bad_value);
+}
+
+TEST_CASE("wrong types are bad_value") {
+  CHECK(code_of(R"({"type":7,"id":"r1","prompt":"x"})") == ErrorCode::bad_value);
+  CHECK(code_of(R"({"type":"generate","id":5,"prompt":"x"})") == ErrorCode::bad_value);
+  CHECK(code_of(R"({"type":"generate","id":"r1","prompt":["x"]})") == ErrorCode::bad_value);
+  CHECK(code_of(R"({"type":"generate","id":"r1","prompt":"x","max_tokens":"8"})") == ErrorCode::bad_value);
+  CHECK(code_of(R"({"type":"generate","id":"r1","prompt":"x","max_tokens":8.5})") == ErrorCode::bad_value);
+  CHECK(code_of(R"({"type":"generate","id":"r1","prompt":"x","temperature":"hot"})") == ErrorCode::bad_value);
+  CHECK(code_of(R"({"type":"generate","id":"r1","prompt":"x","stop":[1]})") == ErrorCode::bad_value);
+  CHECK(code_of(R"({"type":"generate","id":"r1","prompt":"x","speculative":true})") == ErrorCode::bad_value);
+  CHECK(code_of(R"({"type":"generate","id":"r1","prompt":"x","speculative":{"enabled":1}})") == ErrorCode::bad_value);
+  CHECK(code_of(R"({"type":"generate","id":"r1","messages":[{"role":"user","content":3}]})") == ErrorCode::bad_value);
+  CHECK(code_of(R"({"type":"generate","id":"r1","messages":"hi"})") == ErrorCode::bad_value);
+  CHECK(code_of(R"({"type":"generate","id":"r1","messages":[{"role":"narrator","content":"x"}]})") == ErrorCode::bad_value);
+  CHECK(code_of(R"({"type":"generate","id":"r1","messages":[{"content":"x"}]})") == ErrorCode::missing_field);
+}
+
+TEST_CASE("out-of-range values are bad_value") {
+  const char* bad[] = {
+      R"({"type":"generate","id":"r1","prompt":"x","max_tokens":0})",
+      R"({"type":"generate","id":"r1","prompt":"x","max_tokens":-5})",
+      R"({"type":"generate","id":"r1","prompt":"x","max_tokens":513})",
+      R"({"type":"generate","id":"r1","prompt":"x","max_tokens":18446744073709551615})",
+      R"({"type":"generate","id":"r1","prompt":"x","temperature":-0.1})",
+      R"({"type":"generate","id":"r1","prompt":"x","temperature":1e300})",
+      R"({"type":"generate","id":"r1","prompt":"x","top_p":0})",
+      R"({"type":"generate","id":"r1","prompt":"x","top_p":1.5})",
+      R"({"type":"generate","id":"r1","prompt":"x","top_k":-1})",
+      R"({"type":"generate","id":"r1","prompt":"x","seed":-1})",
+      R"({"type":"generate","id":"r1","prompt":"x","speculative":{"k":9}})",
+      R"({"type":"generate","id":"r1","prompt":"x","speculative":{"k":-1}})",
+      R"({"type":"generate","id":"r1","prompt":"x","speculative":{"k":"fast"}})",
+      R"({"type":"generate","id":"r1","prompt":"x","speculative":{"drafter":"magic"}})",
+      R"({"type":"generate","id":"r1","prompt":"x","stop":["a","b","c"]})",
+      R"({"type":"generate","id":"r1","prompt":"x","stop":[""]})",
+      R"({"type":"generate","id":"","prompt":"x"})",
+      R"({"type":"generate","id":"123456789","prompt":"x"})",
+      R"({"type":"generate","id":"r1","messages":[]})",
+      R"({"type":"generate","id":"r1","messages":[{"role":"user","content":"a"},{"role":"user","content":"b"},{"role":"user","content":"c"},{"role":"user","content":"d"}]})",
+  };
+  for (const char* text : bad) {
+    CAPTURE(text);
+    CHECK(code_of(text) == ErrorCode::bad_value);
+  }
+}
+
+TEST_CASE("an infinite temperature literal is refused (JSON has no infinity; 1e999 overflows)") {
+  const ErrorCode code = code_of(R"({"type":"generate","id":"r1","prompt":"x","temperature":1e999})");
+  CHECK((code == ErrorCode::malformed_json || code == ErrorCode::bad_value));
+}
+
+TEST_CASE("OpenAI chat body: messages with text parts, max_completion_tokens, stream options") {
+  auto r = parse_openai_body(
+      R"({"model":"m","messages":[{"role":"developer","content":"Be brief."},{"role":"user","content":[{"type":"text","text":"Hi "},{"type":"text","text":"there"}]}],)"
+      R"("max_completion_tokens":9,"stream":true,"stream_options":{"include_usage":true},"n":1,"temperature":0,"user":"ignored"})",
+      OpenAiRoute::chat_completions, limits());
+  REQUIRE(std::holds_alternative<GenerateParams>(r));
+  const GenerateParams& p = std::get<GenerateParams>(r);
+  REQUIRE(p.messages.size() == 2);
+  CHECK(p.messages[0].role == "system");
+  CHECK(p.messages[1].content == "Hi there");
+  CHECK(p.max_tokens == 9);
+  CHECK(p.stream);
+  CHECK(p.include_usage);
+  CHECK(p.model == "m");
+  CHECK(p.sampling.temperature == 0.0);
+}
+
+TEST_CASE("OpenAI completions body: a prompt or a one-string list; refusals") {
+  auto ok = parse_openai_body(R"({"prompt":["ROMEO:"],"max_tokens":4})", OpenAiRoute::completions, limits());
+  REQUIRE(std::holds_alternative<GenerateParams>(ok));
+  CHECK(*std::get<GenerateParams>(ok).prompt == "ROMEO:");
+  CHECK_FALSE(std::get<GenerateParams>(ok).stream);
+  auto code = [](std::string_view body, OpenAiRoute route) {
+    auto r = parse_openai_body(body, route, limits());
+    REQUIRE(std::holds_alternative<ProtocolError>(r));
+    return std::get<ProtocolError>(r).code;
+  };
+  CHECK(code(R"({"prompt":["a","b"]})", OpenAiRoute::completions) == ErrorCode::bad_value);
+  CHECK(code(R"({"max_tokens":4})", OpenAiRoute::completions) == ErrorCode::missing_field);
+  CHECK(code(R"({"prompt":"x"})", OpenAiRoute::chat_completions) == ErrorCode::missing_field);
+  CHECK(code(R"({"prompt":"x","n":2})", OpenAiRoute::completions) == ErrorCode::bad_value);
+  CHECK(code(R"({"prompt":"x","stream":"yes"})", OpenAiRoute::completions) == ErrorCode::bad_value);
+  CHECK(code(R"({"prompt":"x","max_tokens":100000})", OpenAiRoute::completions) == ErrorCode::bad_value);
+  CHECK(code("not json", OpenAiRoute::completions) == ErrorCode::malformed_json);
+  CHECK(code(R"({"messages":[{"role":"user","content":[{"type":"image_url"}]}]})", OpenAiRoute::chat_completions) ==
+        ErrorCode::bad_value);
+}
+
+TEST_CASE("error frames carry the code name, the message and the id or null") {
+  CHECK(error_frame({ErrorCode::duplicate_id, "request id 'r1' is already in flight", std::string("r1")}) ==
+        R"({"type":"error","id":"r1","code":"duplicate_id","message":"request id 'r1' is already in flight"})");
+  CHECK(error_frame({ErrorCode::malformed_json, "bad \"x\"\n", std::nullopt}) ==
+        R"({"type":"error","id":null,"code":"malformed_json","message":"bad \"x\"\n"})");
+}

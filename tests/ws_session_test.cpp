@@ -1,0 +1,236 @@
+// The WebSocket session (/v1/ws) with the Beast client over loopback on the default
+// pair: 64 simultaneous streams each get exactly their own target-only greedy tokens,
+// many requests share a connection, every bad input gets its error code and the
+// connection survives where the protocol allows, cancel and disconnect end requests,
+// a slow reader is cancelled without slowing anyone else, and idle peers time out.
+#include "tests/support/doctest_torch.hpp"
+
+#include <boost/beast/websocket/error.hpp>
+
+#include "tests/support/gateway_fixture.hpp"
+
+using namespace specd;
+using namespace specd::testing;
+namespace websocket = boost::beast::websocket;
+
+namespace {
+
+asio::awaitable<std::map<std::string, Stream>> one_stream(uint16_t port, std::string id, std::string prompt, int max_tokens,
+                                                          std::string extra) {
+  net::WsClient client(co_await asio::this_coro::executor);
+  auto ec = co_await client.connect("127.0.0.1", port);
+  REQUIRE_FALSE(ec);
+  std::string message = generate_json(id, prompt, max_tokens, extra);
+  co_await client.send_text(std::move(message));
+  auto streams = co_await collect(client, {id});
+  co_await client.close();
+  co_return streams;
+}
+
+// Sends `messages` and returns the frames of the replies, in order, until `replies` arrived.
+asio::awaitable<std::vector<ServerFrame>> exchange(net::WsClient& client, std::vector<std::string> messages, size_t replies) {
+  for (auto& m : messages) {
+    auto ec = co_await client.send_text(std::move(m));
+    REQUIRE_FALSE(ec);
+  }
+  std::vector<ServerFrame> out;
+  while (out.size() < replies) {
+    net::WsClient::Frame frame = co_await client.read();
+    if (frame.ec) break;
+    out.push_back(parse_frame(frame.text));
+  }
+  co_return out;
+}
+
+}  // namespace
+
+TEST_CASE("64 simultaneous WebSocket streams each receive exactly their own greedy tokens") {
+  GatewayFixture fixture(test_gateway_config());
+  const auto prompts = test_prompts(64);
+  const char* variants[] = {"", R"(,"speculative":{"k":2})", R"(,"speculative":{"k":"auto"})",
+                            R"(,"speculative":{"enabled":false})", R"(,"speculative":{"drafter":"lookup"})"};
+  std::vector<std::future<std::map<std::string, Stream>>> results;
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    results.push_back(asio::co_spawn(asio::make_strand(fixture.io()),
+                                     one_stream(fixture.port(), "s" + std::to_string(i), prompts[i], 24, variants[i % 5]),
+                                     asio::use_future));
+  }
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    auto streams = results[i].get();
+    const Stream& s = streams.at("s" + std::to_string(i));
+    CAPTURE(i);
+    CHECK(s.error_code == "");
+    CHECK(s.tokens == solo_greedy(prompts[i], 24));
+    CHECK(s.completion_tokens == static_cast<int64_t>(s.tokens.size()));
+    CHECK((s.finish_reason == "length" || s.finish_reason == "stop"));
+    CHECK(streams.size() == 1);  // nothing of anyone else's
+  }
+}
+
+TEST_CASE("many requests in flight on one connection are told apart by id") {
+  GatewayFixture fixture(test_gateway_config());
+  const auto prompts = test_prompts(12);
+  auto streams = fixture.run([&]() -> asio::awaitable<std::map<std::string, Stream>> {
+    net::WsClient client(co_await asio::this_coro::executor);
+    co_await client.connect("127.0.0.1", fixture.port());
+    std::vector<std::string> ids;
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      ids.push_back("m" + std::to_string(i));
+      co_await client.send_text(generate_json(ids.back(), prompts[i], 20));
+    }
+    co_return co_await collect(client, ids);
+  });
+  REQUIRE(streams.size() == prompts.size());
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    CAPTURE(i);
+    CHECK(streams.at("m" + std::to_string(i)).tokens == solo_greedy(prompts[i], 20));
+  }
+}
+
+TEST_CASE("bad input gets an error frame with its code and the connection keeps serving") {
+  net::GatewayConfig config = test_gateway_config();
+  config.max_frame_bytes = 4096;
+  config.max_requests_per_connection = 3;
+  GatewayFixture fixture(config);
+  fixture.run([&]() -> asio::awaitable<void> {
+    net::WsClient client(co_await asio::this_coro::executor);
+    REQUIRE_FALSE(co_await client.connect("127.0.0.1", fixture.port()));
+    struct Case {
+      std::string message, code, id;
+    };
+    const std::vector<Case> cases = {
+        {"{not json", "malformed_json", ""},
+        {R"({"type":"subscribe","id":"x1"})", "unknown_type", "x1"},
+        {R"({"type":"generate","id":"x2"})", "missing_field", "x2"},
+        {R"({"type":"generate","id":"x3","prompt":"a","max_tokens":-1})", "bad_value", "x3"},
+        {R"({"type":"generate","id":"x4","prompt":"a","max_tokens":100000000})", "bad_value", "x4"},
+        {R"({"type":"generate","id":"x5","prompt":"a","top_p":1.5})", "bad_value", "x5"},
+        {R"({"type":"generate","id":"x6","prompt":"a","temperature":"warm"})", "bad_value", "x6"},
+        {R"({"type":"generate","id":"x7","prompt":"a","speculative":{"k":99}})", "bad_value", "x7"},
+        {R"({"type":"cancel","id":"nobody"})", "unknown_id", "nobody"},
+        {R"({"type":"generate","id":"x8","prompt":""})", "bad_value", "x8"},
+        {std::string(R"({"type":"generate","id":"x9","prompt":")") + std::string(5000, 'a') + "\"}", "frame_too_large", ""},
+    };
+    // (No CAPTURE here: doctest's scoped context is thread-local, and this coroutine
+    // may resume on another io thread.)
+    for (const Case& c : cases) {
+      auto replies = co_await exchange(client, {c.message}, 1);
+      REQUIRE(replies.size() == 1);
+      CHECK_MESSAGE(replies[0].type == "error", c.message.substr(0, 80));
+      CHECK_MESSAGE(replies[0].code == c.code, c.message.substr(0, 80));
+      CHECK_MESSAGE(replies[0].id == c.id, c.message.substr(0, 80));
+    }
+    co_await client.send_binary("\x01\x02");
+    auto binary = co_await exchange(client, {}, 1);
+    REQUIRE(binary.size() == 1);
+    CHECK(binary[0].code == "binary_frame");
+    // Duplicate ids and the per-connection limit: three long requests in flight.
+    auto limited = co_await exchange(client, {generate_json("d", "ROMEO:", 200), generate_json("d", "ROMEO:", 200),
+                                              generate_json("e", "ROMEO:", 200), generate_json("f", "ROMEO:", 200),
+                                              generate_json("g", "ROMEO:", 200)}, 2);
+    std::map<std::string, std::string> errors;
+    for (const auto& f : limited) errors[f.id] = f.code;
+    CHECK(errors == std::map<std::string, std::string>{{"d", "duplicate_id"}, {"g", "too_many_requests"}});
+    for (std::string id : {"d", "e", "f"}) co_await client.send_text(R"({"type":"cancel","id":")" + id + "\"}");
+    auto ended = co_await collect(client, {"d", "e", "f"});
+    for (std::string id : {"d", "e", "f"}) CHECK(ended[id].finish_reason == "cancelled");
+    // Still serving: a good request after all that.
+    co_await client.send_text(generate_json("ok", "JULIET:\n", 12));
+    auto good = co_await collect(client, {"ok"});
+    CHECK(good["ok"].tokens == solo_greedy("JULIET:\n", 12));
+  });
+}
+
+TEST_CASE("invalid UTF-8 in a text frame fails the connection with 1007; others never notice") {
+  GatewayFixture fixture(test_gateway_config());
+  fixture.run([&]() -> asio::awaitable<void> {
+    net::WsClient bystander(co_await asio::this_coro::executor);
+    REQUIRE_FALSE(co_await bystander.connect("127.0.0.1", fixture.port()));
+    co_await bystander.send_text(generate_json("b", "HAMLET:\n", 40));
+    net::WsClient bad(co_await asio::this_coro::executor);
+    REQUIRE_FALSE(co_await bad.connect("127.0.0.1", fixture.port()));
+    co_await bad.send_text("{\"type\":\"generate\",\"id\":\"u\",\"prompt\":\"\xc3\x28\"}");
+    net::WsClient::Frame frame = co_await bad.read();
+    CHECK(frame.ec == websocket::error::closed);
+    CHECK(bad.close_reason().code == websocket::close_code::bad_payload);
+    auto streams = co_await collect(bystander, {"b"});
+    CHECK(streams["b"].tokens == solo_greedy("HAMLET:\n", 40));
+  });
+}
+
+TEST_CASE("a disconnect cancels the connection's requests and frees the engine") {
+  GatewayFixture fixture(test_gateway_config());
+  fixture.run([&]() -> asio::awaitable<void> {
+    {
+      net::WsClient client(co_await asio::this_coro::executor);
+      REQUIRE_FALSE(co_await client.connect("127.0.0.1", fixture.port()));
+      co_await client.send_text(generate_json("long1", "ROMEO:\n", 220, R"(,"ignore_eos":true)"));
+      co_await client.send_text(generate_json("long2", "JULIET:\n", 220, R"(,"ignore_eos":true)"));
+      net::WsClient::Frame first = co_await client.read();
+      CHECK(parse_frame(first.text).type == "tokens");
+      boost::system::error_code ignored;
+      boost::beast::get_lowest_layer(client.stream()).socket().close(ignored);
+    }
+    for (int i = 0; i < 200 && fixture.engine().live_requests() > 0; ++i) co_await sleep_for(std::chrono::milliseconds(10));
+    CHECK(fixture.engine().live_requests() == 0);
+    EngineSnapshot s = co_await fixture.engine().snapshot();
+    CHECK(s.requests_cancelled == 2);
+    CHECK(s.target_slots_in_use == 0);
+  });
+}
+
+TEST_CASE("a client too slow to read is cancelled with slow_consumer; another client's stream is untouched") {
+  net::GatewayConfig config = test_gateway_config();
+  config.outbound_queue_frames = 2;
+  config.send_buffer_bytes = 4096;
+  config.engine.max_seq_len = 1024;
+  GatewayFixture fixture(config);
+  fixture.run([&]() -> asio::awaitable<void> {
+    net::WsClient slow(co_await asio::this_coro::executor);
+    net::WsClient::Options small;
+    small.receive_buffer_bytes = 4096;
+    REQUIRE_FALSE(co_await slow.connect("127.0.0.1", fixture.port(), small));
+    co_await slow.send_text(generate_json("slow", "ROMEO:\n", 1000, R"(,"ignore_eos":true)"));
+    net::WsClient fast(co_await asio::this_coro::executor);
+    REQUIRE_FALSE(co_await fast.connect("127.0.0.1", fixture.port()));
+    co_await fast.send_text(generate_json("fast", "MENENIUS:\n", 60));
+    auto fast_streams = co_await collect(fast, {"fast"});
+    CHECK(fast_streams["fast"].tokens == solo_greedy("MENENIUS:\n", 60));
+    // The slow client still reads nothing until the gateway gave up on it.
+    for (int i = 0; i < 3000 && fixture.gateway().metrics().errors(ErrorCode::slow_consumer) == 0; ++i) {
+      co_await sleep_for(std::chrono::milliseconds(10));
+    }
+    auto slow_streams = co_await collect(slow, {"slow"});
+    CHECK(slow_streams["slow"].error_code == "slow_consumer");
+    CHECK(slow_streams["slow"].finish_reason == "");
+    CHECK(slow_streams["slow"].tokens.size() < 1000);
+    CHECK(fixture.gateway().metrics().errors(ErrorCode::slow_consumer) == 1);
+  });
+}
+
+TEST_CASE("keepalive pings hold a reading client; a peer that stops reading is closed after the idle timeout") {
+  net::GatewayConfig config = test_gateway_config();
+  config.ws_idle_seconds = 0.6;
+  GatewayFixture fixture(config);
+  fixture.run([&]() -> asio::awaitable<void> {
+    net::WsClient silent(co_await asio::this_coro::executor);
+    REQUIRE_FALSE(co_await silent.connect("127.0.0.1", fixture.port()));
+    net::WsClient alive(co_await asio::this_coro::executor);
+    REQUIRE_FALSE(co_await alive.connect("127.0.0.1", fixture.port()));
+    // The live client keeps a read pending (which answers pings) through three idle periods.
+    auto first = std::make_shared<std::optional<net::WsClient::Frame>>();
+    asio::co_spawn(co_await asio::this_coro::executor, alive.read(),
+                   [first](std::exception_ptr, net::WsClient::Frame f) { *first = std::move(f); });
+    co_await sleep_for(std::chrono::milliseconds(1800));
+    CHECK_FALSE(first->has_value());  // nothing arrived, and the connection is still up
+    co_await alive.send_text(generate_json("k", "LUCIO:\n", 4));
+    for (int i = 0; i < 500 && !first->has_value(); ++i) co_await sleep_for(std::chrono::milliseconds(10));
+    REQUIRE(first->has_value());
+    CHECK_FALSE((*first)->ec);
+    CHECK(parse_frame((*first)->text).id == "k");
+    // The silent client never read, never answered a ping: the server is gone.
+    net::WsClient::Frame late = co_await silent.read();
+    CHECK(late.ec);
+    CHECK(fixture.gateway().open_sessions() == 1);
+  });
+}

@@ -1,0 +1,115 @@
+#include "tools/loadgen/level_stats.hpp"
+
+#include <boost/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+namespace specd::loadgen {
+
+namespace {
+
+double nearest_rank(const std::vector<double>& sorted, double q) {
+  const auto n = static_cast<double>(sorted.size());
+  const auto rank = static_cast<size_t>(std::max(1.0, std::ceil(q * n)));
+  return sorted[std::min(rank, sorted.size()) - 1];
+}
+
+double rounded(double v) { return std::round(v * 1000.0) / 1000.0; }
+
+boost::json::object percentiles_json(const Percentiles& p) {
+  return {{"count", p.count}, {"p50", rounded(p.p50)}, {"p90", rounded(p.p90)},
+          {"p99", rounded(p.p99)}, {"max", rounded(p.max)}, {"mean", rounded(p.mean)}};
+}
+
+template <class Map>
+boost::json::object counts_json(const Map& counts) {
+  boost::json::object o;
+  for (const auto& [key, n] : counts) o[key] = n;
+  return o;
+}
+
+}  // namespace
+
+Percentiles percentiles(std::vector<double> samples) {
+  Percentiles p;
+  if (samples.empty()) return p;
+  std::sort(samples.begin(), samples.end());
+  p.count = static_cast<int64_t>(samples.size());
+  p.p50 = nearest_rank(samples, 0.50);
+  p.p90 = nearest_rank(samples, 0.90);
+  p.p99 = nearest_rank(samples, 0.99);
+  p.max = samples.back();
+  p.mean = std::accumulate(samples.begin(), samples.end(), 0.0) / static_cast<double>(samples.size());
+  return p;
+}
+
+int64_t LevelStats::error_count() const {
+  int64_t n = 0;
+  for (const auto& [code, count] : errors) n += count;
+  return n;
+}
+
+LevelStats summarize(int32_t clients, const std::vector<StreamRecord>& records, int64_t peak_in_flight,
+                     double seconds) {
+  LevelStats s;
+  s.clients = clients;
+  s.requests = static_cast<int64_t>(records.size());
+  s.peak_in_flight = peak_in_flight;
+  s.seconds = seconds;
+  std::vector<double> ttft, itl, ibl, total;
+  for (const auto& r : records) {
+    s.tokens += r.tokens;
+    s.drafted += r.drafted;
+    s.accepted += r.accepted;
+    if (r.error) {
+      s.errors[*r.error] += 1;
+      continue;
+    }
+    s.streams_ok += 1;
+    s.finish_reasons[r.finish_reason] += 1;
+    if (r.ttft_ms >= 0) ttft.push_back(r.ttft_ms);
+    itl.insert(itl.end(), r.inter_token_ms.begin(), r.inter_token_ms.end());
+    ibl.insert(ibl.end(), r.inter_burst_ms.begin(), r.inter_burst_ms.end());
+    total.push_back(r.total_ms);
+  }
+  s.ttft_ms = percentiles(std::move(ttft));
+  s.inter_token_ms = percentiles(std::move(itl));
+  s.inter_burst_ms = percentiles(std::move(ibl));
+  s.total_ms = percentiles(std::move(total));
+  return s;
+}
+
+boost::json::value LevelStats::to_json() const {
+  return boost::json::object{
+      {"clients", clients},
+      {"requests", requests},
+      {"streams", streams_ok},
+      {"errors", error_count()},
+      {"errors_by_code", counts_json(errors)},
+      {"finish_reasons", counts_json(finish_reasons)},
+      {"peak_in_flight", peak_in_flight},
+      {"seconds", rounded(seconds)},
+      {"tokens", tokens},
+      {"tokens_per_second", rounded(tokens_per_second())},
+      {"drafted", drafted},
+      {"accepted", accepted},
+      // null without drafts: target-only runs, and SSE streams (which carry no counters)
+      {"acceptance_rate", drafted > 0 ? boost::json::value(rounded(acceptance_rate())) : boost::json::value(nullptr)},
+      {"ttft_ms", percentiles_json(ttft_ms)},
+      {"inter_token_ms", percentiles_json(inter_token_ms)},
+      {"inter_burst_ms", percentiles_json(inter_burst_ms)},
+      {"request_ms", percentiles_json(total_ms)},
+  };
+}
+
+int64_t max_concurrent_without_errors(const std::vector<LevelStats>& levels) {
+  int64_t best = 0;
+  for (const auto& level : levels) {
+    if (level.error_count() == 0 && level.streams_ok == level.requests) best = std::max(best, level.peak_in_flight);
+  }
+  return best;
+}
+
+}  // namespace specd::loadgen

@@ -1,0 +1,48 @@
+#pragma once
+// Aggregate figures of one load level (N clients x R requests) and of a whole ramp, and
+// their JSON report. Built on one thread after the level's streams have ended.
+#include <boost/json/value.hpp>
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "tools/loadgen/stream_record.hpp"
+
+namespace specd::loadgen {
+
+struct Percentiles {
+  int64_t count = 0;
+  double p50 = 0, p90 = 0, p99 = 0, max = 0, mean = 0;
+};
+
+// Nearest-rank percentiles (the smallest sample with at least q of the samples at or
+// below it); all zero for no samples.
+Percentiles percentiles(std::vector<double> samples);
+
+struct LevelStats {
+  int32_t clients = 0;
+  int64_t requests = 0;         // sent
+  int64_t streams_ok = 0;       // ended with done (stop or length)
+  std::map<std::string, int64_t> errors;  // by error code
+  std::map<std::string, int64_t> finish_reasons;
+  int64_t tokens = 0, drafted = 0, accepted = 0;
+  int64_t peak_in_flight = 0;   // most streams open at once, as the clients saw it
+  double seconds = 0;           // level wall time, first send to last end
+  Percentiles ttft_ms, inter_token_ms, inter_burst_ms, total_ms;
+
+  int64_t error_count() const;
+  double tokens_per_second() const { return seconds > 0 ? tokens / seconds : 0; }
+  double acceptance_rate() const { return drafted > 0 ? static_cast<double>(accepted) / drafted : 0; }
+  boost::json::value to_json() const;
+};
+
+LevelStats summarize(int32_t clients, const std::vector<StreamRecord>& records, int64_t peak_in_flight,
+                     double seconds);
+
+// The largest peak of concurrent streams among levels that ended with no error (0 when
+// every level had errors).
+int64_t max_concurrent_without_errors(const std::vector<LevelStats>& levels);
+
+}  // namespace specd::loadgen

@@ -1,0 +1,44 @@
+#pragma once
+// loadgen's command line: where the server is, how many clients, what each one asks for.
+// Plain values, parsed once on the main thread.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace specd::loadgen {
+
+enum class Transport { ws, sse };
+
+struct LoadgenOptions {
+  std::string host = "127.0.0.1";
+  uint16_t port = 8080;
+  std::string token;                    // bearer token, when the server requires one
+  Transport transport = Transport::ws;
+  int32_t clients = 8;                  // concurrent connections (one level without --ramp)
+  std::vector<int32_t> ramp;            // client counts run one after another
+  bool keep_going = false;              // ramp on past a level with errors
+  int32_t requests = 4;                 // requests per client, one after another
+  std::string prompt = "ROMEO:";
+  bool chat = false;                    // send the prompt as a user message (chat template)
+  int32_t max_tokens = 64;
+  double temperature = 0.0;
+  double top_p = 1.0;
+  int32_t top_k = 0;
+  std::optional<uint64_t> seed;         // per request: seed + request number
+  bool speculative = true;
+  std::string k = "4";                  // 1..16 or "auto"
+  double timeout_s = 300;               // per level
+};
+
+// Parses argv; prints help or a usage error and exits as CLI11 does.
+LoadgenOptions parse_options(int argc, char** argv);
+
+// The JSON of one request: a WebSocket "generate" frame (with `id`) or, for the SSE
+// transport, the body of POST /v1/completions or /v1/chat/completions.
+std::string request_json(const LoadgenOptions& options, const std::string& id, int64_t request_number);
+
+// "/v1/completions" or "/v1/chat/completions" (SSE transport).
+std::string sse_target(const LoadgenOptions& options);
+
+}  // namespace specd::loadgen

@@ -1,0 +1,95 @@
+// `specd serve`: the engine behind the Beast gateway (net/). The config file holds
+// every limit and default (conf/specd.toml); flags override it. Prints the URL once
+// listening; SIGINT/SIGTERM stop it gracefully (streams finish until the deadline,
+// then are cancelled; WebSockets close with 1012).
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+
+#include <cstdio>
+#include <thread>
+#include <vector>
+
+#include "actors/engine.hpp"
+#include "actors/spawn.hpp"
+#include "net/gateway_config.hpp"
+#include "net/listener.hpp"
+#include "tools/specd/cli_common.hpp"
+
+namespace specd::cli {
+
+namespace {
+
+namespace asio = boost::asio;
+
+struct ServeArgs {
+  std::string config_file;
+  std::string host, token, web_root, model;
+  int port = -1;
+  double shutdown_deadline = -1;
+};
+
+net::GatewayConfig load_config(const ServeArgs& a) {
+  std::filesystem::path file = a.config_file;
+  if (file.empty() && std::filesystem::exists(std::filesystem::path(SPECD_SOURCE_DIR) / "conf" / "specd.toml")) {
+    file = std::filesystem::path(SPECD_SOURCE_DIR) / "conf" / "specd.toml";
+  }
+  net::GatewayConfig c = file.empty() ? net::default_gateway_config() : net::load_gateway_config(file);
+  if (!a.host.empty()) c.host = a.host;
+  if (a.port >= 0) c.port = a.port;
+  if (!a.token.empty()) c.auth_token = a.token;
+  if (!a.web_root.empty()) c.web_root = a.web_root;
+  if (!a.model.empty()) {
+    c.engine.target_dir = a.model;
+    c.engine.draft_dir.clear();
+  }
+  if (a.shutdown_deadline >= 0) c.shutdown_deadline_seconds = a.shutdown_deadline;
+  net::validate(c);
+  return c;
+}
+
+void run_serve(const ServeArgs& a) {
+  net::GatewayConfig config = load_config(a);
+  asio::io_context io(config.io_threads);
+  Engine engine(io.get_executor(), config.engine);
+  auto gateway = std::make_shared<net::Gateway>(io.get_executor(), engine, config);
+  const auto bound = gateway->start();
+  const std::string url = "http://" + bound.address().to_string() + ":" + std::to_string(bound.port());
+  std::printf("specd serve: listening on %s (WebSocket %s/v1/ws, chat page %s/)\n", url.c_str(),
+              ("ws" + url.substr(4)).c_str(), url.c_str());
+  std::fflush(stdout);
+
+  asio::signal_set signals(io, SIGINT, SIGTERM);
+  signals.async_wait([&](const boost::system::error_code& ec, int signal) {
+    if (ec) return;
+    std::fprintf(stderr, "specd serve: signal %d, stopping (deadline %.1f s)\n", signal, config.shutdown_deadline_seconds);
+    actors::spawn_logged(io.get_executor(), [&]() -> asio::awaitable<void> {
+      co_await gateway->stop();
+      co_await engine.stop(std::chrono::milliseconds(1000));
+      io.stop();
+    }, "shutdown");
+  });
+  std::vector<std::thread> threads;
+  for (int i = 1; i < config.io_threads; ++i) threads.emplace_back([&io] { io.run(); });
+  io.run();
+  for (auto& t : threads) t.join();
+  std::fprintf(stderr, "specd serve: stopped\n");
+}
+
+}  // namespace
+
+void add_serve_command(CLI::App& app) {
+  auto args = std::make_shared<ServeArgs>();
+  auto* cmd = app.add_subcommand("serve", "Serve the engine over WebSocket and OpenAI-style HTTP");
+  cmd->add_option("--config", args->config_file, "TOML config (default: conf/specd.toml of the source tree)")
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--host", args->host, "address to bind (config server.host, default 127.0.0.1)");
+  cmd->add_option("--port", args->port, "port to bind; 0 picks a free one (config server.port)")->check(CLI::Range(0, 65535));
+  cmd->add_option("--token", args->token, "bearer token every route requires (config server.auth_token)");
+  cmd->add_option("--web-root", args->web_root, "directory of static pages served at / (config server.web_root)");
+  cmd->add_option("--model", args->model, "target model directory, served target-only (config engine.target)");
+  cmd->add_option("--shutdown-deadline", args->shutdown_deadline, "seconds streams may finish after SIGINT/SIGTERM")
+      ->check(CLI::Range(0.0, 3600.0));
+  cmd->callback([args] { run_serve(*args); });
+}
+
+}  // namespace specd::cli
