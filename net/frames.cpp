@@ -46,6 +46,9 @@ std::string tokens_frame(std::string_view id, const Burst& b) {
   JsonWriter w;
   w.begin_object().member("type", "tokens").member("id", id).member("text", b.text).key("token_ids");
   write_ids(w, b.token_ids);
+  w.key("pieces").begin_array();
+  for (const std::string& piece : b.pieces) w.value(piece);
+  w.end_array();
   w.member("drafted", b.drafted).member("accepted", b.accepted).end_object();
   return w.take();
 }

@@ -11,7 +11,7 @@
 
 namespace specd::net {
 
-// {"type":"tokens","id":..,"text":..,"token_ids":[..],"drafted":n,"accepted":n}
+// {"type":"tokens","id":..,"text":..,"token_ids":[..],"pieces":[..],"drafted":n,"accepted":n}
 std::string tokens_frame(std::string_view id, const Burst& burst);
 // {"type":"done","id":..,"finish_reason":..,"usage":{..},"spec":{..},"timings":{..}}
 std::string done_frame(std::string_view id, const GenerateResult& result);

@@ -7,9 +7,10 @@
 using namespace specd;
 using namespace specd::net;
 
-TEST_CASE("a tokens frame carries the client's id, text, ids and the round's counts") {
-  Burst b{"ws1:r1", {5, 6, 7}, "a\"b\n", 4, 2};
-  CHECK(tokens_frame("r1", b) == R"({"type":"tokens","id":"r1","text":"a\"b\n","token_ids":[5,6,7],"drafted":4,"accepted":2})");
+TEST_CASE("a tokens frame carries the client's id, text, ids, per-token pieces and the round's counts") {
+  Burst b{"ws1:r1", {5, 6, 7}, "a\"b\n", 4, 2, {"a", "\"b", "\n"}};
+  CHECK(tokens_frame("r1", b) ==
+        R"({"type":"tokens","id":"r1","text":"a\"b\n","token_ids":[5,6,7],"pieces":["a","\"b","\n"],"drafted":4,"accepted":2})");
 }
 
 TEST_CASE("a done frame carries finish reason, usage, spec statistics and timings") {
