@@ -19,6 +19,7 @@
 #include "engine/llama_model.hpp"
 #include "engine/tokenizer.hpp"
 #include "tests/support/engine_runner.hpp"
+#include "tests/support/solo_greedy.hpp"
 
 using namespace specd;
 using namespace specd::testing;
@@ -46,17 +47,6 @@ std::vector<std::string> prompts(size_t n) {
   return out;
 }
 
-// Target-only greedy tokens: what every speculative configuration must reproduce.
-std::vector<int32_t> solo_greedy(const std::string& prompt, int32_t max_tokens) {
-  static auto tokenizer = load_tokenizer(kModels / "target");
-  static auto target = load_model(kModels / "target");
-  static KvCache cache(target->config(), 1, 256);
-  GenerationRequest r;
-  r.prompt = tokenizer->encode(prompt, true);
-  r.max_tokens = max_tokens;
-  r.eos_ids = tokenizer->eos_ids();
-  return generate_target_only(*target, cache, r).tokens;
-}
 
 // Collects a callback-form request's bursts and result.
 struct Collector {

@@ -26,6 +26,7 @@
 #include "net/gateway_config.hpp"
 #include "net/listener.hpp"
 #include "net/ws_client.hpp"
+#include "tests/support/solo_greedy.hpp"
 
 namespace specd::testing {
 
@@ -161,17 +162,6 @@ inline asio::awaitable<void> sleep_for(std::chrono::milliseconds d) {
   co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
 }
 
-// Target-only greedy tokens: what every stream must reproduce exactly.
-inline std::vector<int32_t> solo_greedy(const std::string& prompt, int32_t max_tokens) {
-  static auto tokenizer = load_tokenizer(kGatewayModels / "target");
-  static auto target = load_model(kGatewayModels / "target");
-  static KvCache cache(target->config(), 1, 1024);
-  GenerationRequest r;
-  r.prompt = tokenizer->encode(prompt, true);
-  r.max_tokens = max_tokens;
-  r.eos_ids = tokenizer->eos_ids();
-  return generate_target_only(*target, cache, r).tokens;
-}
 
 inline std::vector<std::string> test_prompts(size_t n) {
   const char* heads[] = {"ROMEO:\n", "JULIET:\n", "KING HENRY VI:\n", "First Citizen:\n", "MENENIUS:\n",
