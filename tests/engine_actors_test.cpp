@@ -19,7 +19,7 @@
 #include "engine/llama_model.hpp"
 #include "engine/tokenizer.hpp"
 #include "tests/support/engine_runner.hpp"
-#include "tests/support/solo_greedy.hpp"
+#include "tests/support/serving_reference.hpp"
 
 using namespace specd;
 using namespace specd::testing;
@@ -37,15 +37,6 @@ EngineConfig default_config() {
   return c;
 }
 
-std::vector<std::string> prompts(size_t n) {
-  const char* heads[] = {"ROMEO:\n", "JULIET:\n", "KING HENRY VI:\n", "First Citizen:\n", "MENENIUS:\n",
-                         "GLOUCESTER:\n", "HAMLET:\n", "LUCIO:\n"};
-  const char* bodies[] = {"But soft, what light", "O God", "We are accounted poor", "", "What work's, my countrymen",
-                          "Now is the winter", "To be, or not to be", "Good morrow"};
-  std::vector<std::string> out;
-  for (size_t i = 0; i < n; ++i) out.push_back(std::string(heads[i % 8]) + bodies[(i / 8 + i) % 8]);
-  return out;
-}
 
 
 // Collects a callback-form request's bursts and result.
@@ -65,6 +56,18 @@ struct Collector {
     return [this](GenerateResult r) { done.set_value(std::move(r)); };
   }
 };
+
+// Submits `count` identical greedy requests at once ("HAMLET:\n", 16 tokens).
+void submit_burst(Engine& engine, int count, std::vector<std::unique_ptr<Collector>>& collectors,
+                  std::vector<RequestHandle>& handles) {
+  for (int i = 0; i < count; ++i) {
+    collectors.push_back(std::make_unique<Collector>());
+    GenerateRequest r;
+    r.prompt = "HAMLET:\n";
+    r.max_tokens = 16;
+    handles.push_back(engine.submit(r, {}, collectors.back()->on_done()));
+  }
+}
 
 SpecSettings spec_variant(size_t i) {
   SpecSettings s;
@@ -94,7 +97,7 @@ int64_t rss_kib() {
 TEST_CASE("32 concurrent greedy requests with mixed speculation settings each return their solo tokens") {
   IoThreads io(2);
   Engine engine(io.io().get_executor(), default_config());
-  const auto texts = prompts(32);
+  const auto texts = test_prompts(32);
   std::vector<std::unique_ptr<Collector>> collectors;
   std::vector<RequestHandle> handles;
   for (size_t i = 0; i < texts.size(); ++i) {
@@ -208,13 +211,7 @@ TEST_CASE("submissions beyond the waiting bound fail with overloaded; the rest c
   Engine engine(io.io().get_executor(), c);
   std::vector<std::unique_ptr<Collector>> collectors;
   std::vector<RequestHandle> handles;
-  for (int i = 0; i < 8; ++i) {
-    collectors.push_back(std::make_unique<Collector>());
-    GenerateRequest r;
-    r.prompt = "HAMLET:\n";
-    r.max_tokens = 16;
-    handles.push_back(engine.submit(r, {}, collectors.back()->on_done()));
-  }
+  submit_burst(engine, 8, collectors, handles);
   int overloaded = 0, completed = 0;
   for (auto& c : collectors) {
     GenerateResult r = c->done.get_future().get();
@@ -241,13 +238,7 @@ TEST_CASE("a burst of as many requests as free slots plus waiting places is acce
   Engine engine(io.io().get_executor(), c);
   std::vector<std::unique_ptr<Collector>> collectors;
   std::vector<RequestHandle> handles;
-  for (int i = 0; i < 4; ++i) {  // two take the slots at once, two wait
-    collectors.push_back(std::make_unique<Collector>());
-    GenerateRequest r;
-    r.prompt = "HAMLET:\n";
-    r.max_tokens = 16;
-    handles.push_back(engine.submit(r, {}, collectors.back()->on_done()));
-  }
+  submit_burst(engine, 4, collectors, handles);  // two take the slots at once, two wait
   for (auto& collector : collectors) {
     GenerateResult r = collector->done.get_future().get();
     CHECK_FALSE(r.error.has_value());
@@ -337,7 +328,7 @@ TEST_CASE("newcomers' draft prefill overlaps the running batch's verify pass on 
   for (int i = 0; i < 6; ++i) {  // admitted at round boundaries while the long request runs
     collectors.push_back(std::make_unique<Collector>());
     GenerateRequest r;
-    r.prompt = prompts(8)[i] + std::string(200, ' ').substr(0, 40 * i);
+    r.prompt = test_prompts(8)[i] + std::string(200, ' ').substr(0, 40 * i);
     r.max_tokens = 8;
     handles.push_back(engine.submit(r, {}, collectors.back()->on_done()));
     std::this_thread::sleep_for(std::chrono::milliseconds(15));

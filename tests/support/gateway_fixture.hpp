@@ -26,7 +26,7 @@
 #include "net/gateway_config.hpp"
 #include "net/listener.hpp"
 #include "net/ws_client.hpp"
-#include "tests/support/solo_greedy.hpp"
+#include "tests/support/serving_reference.hpp"
 
 namespace specd::testing {
 
@@ -162,16 +162,6 @@ inline asio::awaitable<void> sleep_for(std::chrono::milliseconds d) {
   co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
 }
 
-
-inline std::vector<std::string> test_prompts(size_t n) {
-  const char* heads[] = {"ROMEO:\n", "JULIET:\n", "KING HENRY VI:\n", "First Citizen:\n", "MENENIUS:\n",
-                         "GLOUCESTER:\n", "HAMLET:\n", "LUCIO:\n"};
-  const char* bodies[] = {"But soft, what light", "O God", "We are accounted poor", "", "What work's, my countrymen",
-                          "Now is the winter", "To be, or not to be", "Good morrow"};
-  std::vector<std::string> out;
-  for (size_t i = 0; i < n; ++i) out.push_back(std::string(heads[i % 8]) + bodies[(i / 8 + i) % 8]);
-  return out;
-}
 
 // {"type":"generate",...} for a greedy prompt; `extra` is spliced in (",\"k\":..." style).
 inline std::string generate_json(const std::string& id, const std::string& prompt, int max_tokens, const std::string& extra = "") {

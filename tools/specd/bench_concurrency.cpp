@@ -125,14 +125,10 @@ boost::json::object level_json(const LevelResult& r) {
 }
 
 // Tokens/s of the same prompts one at a time through generate_speculative, without actors.
-double engine_level_tokens_per_second(const PairArgs& pair_args, const std::vector<std::string>& prompts,
+// `meter` carries the calibrated round costs across calls, as one engine's would.
+double engine_level_tokens_per_second(ModelPair& pair, CostMeter& meter, const std::vector<std::string>& prompts,
                                       int32_t max_tokens, bool spec) {
-  PairArgs a = pair_args;
-  a.k = "auto";
-  ModelPair pair = load_pair(a);
   SpecModels models = pair.models();
-  CostMeter meter;  // shared across the prompts, as one engine's would be
-  if (spec) meter.rounds = calibrate_round_costs(models, {1, pair.spec.k_max, 2.0});
   int64_t tokens = 0;
   const auto t0 = Clock::now();
   for (size_t i = 0; i < prompts.size(); ++i) {
@@ -206,10 +202,16 @@ void run_concurrency_bench(const PairArgs& pair, const ConcurrencyBenchArgs& arg
   }
   work.reset();
   io_thread.join();
+  PairArgs auto_k = pair;
+  auto_k.k = "auto";
+  ModelPair engine_pair = load_pair(auto_k);
+  SpecModels engine_models = engine_pair.models();
+  CostMeter off_meter, on_meter;
+  on_meter.rounds = calibrate_round_costs(engine_models, {1, engine_pair.spec.k_max, 2.0});
   std::vector<double> engine_ons, engine_offs;
   for (int32_t r = 0; r < args.repeat; ++r) {
-    engine_offs.push_back(engine_level_tokens_per_second(pair, prompts, max_tokens, false));
-    engine_ons.push_back(engine_level_tokens_per_second(pair, prompts, max_tokens, true));
+    engine_offs.push_back(engine_level_tokens_per_second(engine_pair, off_meter, prompts, max_tokens, false));
+    engine_ons.push_back(engine_level_tokens_per_second(engine_pair, on_meter, prompts, max_tokens, true));
   }
   const double engine_on = median(engine_ons);
   const double engine_off = median(engine_offs);
