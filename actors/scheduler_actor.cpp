@@ -206,7 +206,8 @@ awaitable<void> SchedulerActor::run_round() {
   }
   for (auto& e : fresh_) fresh.push_back(e->seq.get());
   if (running.empty()) batch_drafting_ = true;  // a new batch: nothing planned against drafting yet
-  if (cost_.rounds) plan_batch(running, *cost_.rounds, options_.max_seq_len, options_.has_draft);
+  std::optional<BatchPlan> plan;
+  if (cost_.rounds) plan = plan_batch(running, *cost_.rounds, options_.max_seq_len, options_.has_draft);
   RoundOutcome outcome;
   std::optional<RequestError> failure;
   const auto round_start = Clock::now();
@@ -229,6 +230,7 @@ awaitable<void> SchedulerActor::run_round() {
     batch_drafting_ = !cost_.rounds ||
                       std::any_of(outcome.round.rows.begin(), outcome.round.rows.end(), [](const RoundOutput& r) { return r.drafted > 0; });
   }
+  const int64_t generated_before = counters_.generated_tokens;
   std::vector<bool> done(running_.size());
   for (size_t i = 0; i < running_.size(); ++i) {
     const RoundOutput& row = outcome.round.rows[i];
@@ -241,6 +243,7 @@ awaitable<void> SchedulerActor::run_round() {
   for (size_t i = 0; i < newcomers.size(); ++i) {  // the first token of each newcomer
     if (!deliver(*newcomers[i], {outcome.first_tokens[i]}, 0, 0)) running_.push_back(std::move(newcomers[i]));
   }
+  if (trace_) trace_round(round_start, outcome, counters_.generated_tokens - generated_before, plan);
   co_await finish_where(newcomers, [](const Entry& e) { return e.reason.has_value(); }, FinishReason::length);
 }
 
@@ -281,6 +284,31 @@ awaitable<SchedulerActor::RoundOutcome> SchedulerActor::execute(const std::vecto
   co_return out;
 }
 
+// One "round" event on the scheduler's track: what the round fed and emitted, and what
+// the batch K planner expected of it, so a trace shows why K was what it was.
+void SchedulerActor::trace_round(Clock::time_point start, const RoundOutcome& outcome, int64_t delivered,
+                                 const std::optional<BatchPlan>& plan) {
+  double drafting_rows = 0, drafted = 0, accepted = 0;
+  for (const RoundOutput& row : outcome.round.rows) {
+    drafting_rows += row.drafted > 0;
+    drafted += row.drafted;
+    accepted += row.accepted;
+  }
+  TraceArgs args{{"rows", static_cast<double>(outcome.round.rows.size())},
+                 {"newcomers", static_cast<double>(outcome.first_tokens.size())},
+                 {"drafting_rows", drafting_rows},
+                 {"drafted", drafted},
+                 {"accepted", accepted},
+                 {"tokens", static_cast<double>(delivered)}};
+  if (plan && !outcome.round.rows.empty()) {
+    // Planned figures cover the running rows only (newcomers are prefilled, not planned).
+    args.emplace_back("planned_tokens", plan->expected_tokens);
+    args.emplace_back("planned_ms", plan->expected_seconds * 1e3);
+    args.emplace_back("undrafted_planned_ms", plan->undrafted_seconds * 1e3);
+  }
+  trace_->complete("round", "scheduler", start, Clock::now(), std::move(args));
+}
+
 bool SchedulerActor::deliver(Entry& e, const std::vector<int32_t>& tokens, int32_t drafted, int32_t accepted) {
   const auto& eos = e.request.eos_ids;
   size_t keep = tokens.size();
@@ -296,6 +324,7 @@ bool SchedulerActor::deliver(Entry& e, const std::vector<int32_t>& tokens, int32
     keep = room;
   }
   e.generated += static_cast<int32_t>(keep);
+  counters_.generated_tokens += static_cast<int64_t>(keep);
   // The cache is full when no room is left to feed the last sampled token.
   if (!e.reason && static_cast<int64_t>(e.seq->tokens.size()) > options_.max_seq_len) e.reason = FinishReason::length;
   RequestActor::Tokens burst{{tokens.begin(), tokens.begin() + static_cast<std::ptrdiff_t>(keep)}, drafted, accepted};

@@ -17,6 +17,7 @@
 #include "actors/cache_manager.hpp"
 #include "actors/engine.hpp"
 #include "actors/reply.hpp"
+#include "engine/batch_k_planner.hpp"
 #include "engine/spec_generation.hpp"
 
 namespace specd {
@@ -98,6 +99,8 @@ class SchedulerActor {
                                const RequestError* error = nullptr);
   awaitable<void> enforce_stop_deadline();
   void record_round_counters(const RoundResult& round);
+  void trace_round(Clock::time_point start, const RoundOutcome& outcome, int64_t delivered,
+                   const std::optional<BatchPlan>& plan);
   bool idle() const;
   void post(Message message);
 

@@ -59,6 +59,7 @@ BatchPlan plan_batch_k(std::span<const PlanRow> rows, const RoundCostModel& mode
   best.k = k;  // everyone plannable at K = 0
   best.expected_tokens = undrafted_tokens;
   best.expected_seconds = round_seconds(k, draft_model, model);
+  best.undrafted_seconds = best.expected_seconds;
   double best_rate = best.expected_tokens / best.expected_seconds;
   // Relative margin a plan with more drafting must win by: the curves are measured, not
   // exact, and a marginal gain is not worth the draft lane's work and its contention.

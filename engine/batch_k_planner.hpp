@@ -27,6 +27,7 @@ struct BatchPlan {
   std::vector<int32_t> k;  // one per row
   double expected_tokens = 0;
   double expected_seconds = 0;
+  double undrafted_seconds = 0;  // expected seconds had no plannable row drafted
 };
 
 // Expected tokens a row emits in a round with K drafts and per-token acceptance a:

@@ -28,32 +28,44 @@ std::vector<int32_t> row_counts(int32_t max_rows) {
   return out;
 }
 
-// Seconds of four passes of `rows` x `width` tokens on slots 0..rows-1, after one
-// untimed pass; the slots are emptied after each pass.
-std::vector<double> time_passes(LlamaModel& model, KvCache& cache, int32_t rows, int32_t width, LogitsFor which) {
+// Seconds of four passes of `rows` x `width` tokens on slots 0..rows-1 holding
+// `context` tokens each, after one untimed pass; the slots are emptied afterwards. On
+// empty slots a pass skips the attention over a context that every serving pass pays
+// (the gather of each row's keys and values grows with it), and the planner would then
+// take wide passes for cheaper than they are.
+std::vector<double> time_passes(LlamaModel& model, KvCache& cache, int32_t rows, int32_t width, int32_t context,
+                                LogitsFor which) {
   const int64_t vocab = model.config().vocab_size;
-  ForwardBatch batch{(at::arange(rows * width, at::kLong) * 7 + 1).remainder(vocab).view({rows, width}), {}, {}};
+  auto tokens = [&](int32_t w, int64_t seed) {
+    return (at::arange(rows * w, at::kLong) * 7 + seed).remainder(vocab).view({rows, w});
+  };
+  ForwardBatch prefix{context > 0 ? tokens(context, 3) : at::Tensor(), {}, {}};
+  ForwardBatch batch{tokens(width, 1), {}, {}};
   for (int32_t r = 0; r < rows; ++r) {
+    prefix.slots.push_back(r);
+    prefix.lengths.push_back(context);
     batch.slots.push_back(r);
     batch.lengths.push_back(width);
   }
+  if (context > 0) (void)model.forward(prefix, cache, LogitsFor::last_position);
   std::vector<double> seconds;
   for (int pass = 0; pass < 5; ++pass) {
     const auto start = Clock::now();
     at::Tensor logits = model.forward(batch, cache, which);
     (void)logits.argmax(-1).sum().item<int64_t>();  // greedy acceptance reads every position
     const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
-    for (int32_t r = 0; r < rows; ++r) cache.truncate_to(r, 0);
+    for (int32_t r = 0; r < rows; ++r) cache.truncate_to(r, context);
     if (pass > 0) seconds.push_back(elapsed);
   }
+  for (int32_t r = 0; r < rows; ++r) cache.truncate_to(r, 0);
   return seconds;
 }
 
 // From small to large; a shape whose passes would overrun the budget, judging by the
 // largest measured so far, is skipped (the curve extrapolates pessimistically above).
 template <class Observe>
-int32_t measure(LlamaModel& model, KvCache& cache, std::vector<std::pair<int32_t, int32_t>> shapes, double budget,
-                LogitsFor which, Observe observe) {
+int32_t measure(LlamaModel& model, KvCache& cache, std::vector<std::pair<int32_t, int32_t>> shapes,
+                CalibrationLimits limits, LogitsFor which, Observe observe) {
   torch::InferenceMode inference;
   auto tokens = [](const std::pair<int32_t, int32_t>& s) { return s.first * s.second; };
   std::sort(shapes.begin(), shapes.end(), [&](const auto& x, const auto& y) { return tokens(x) < tokens(y); });
@@ -63,8 +75,9 @@ int32_t measure(LlamaModel& model, KvCache& cache, std::vector<std::pair<int32_t
   for (const auto& shape : shapes) {
     const double spent = std::chrono::duration<double>(Clock::now() - start).count();
     const double expected = 5 * largest_seconds * tokens(shape) / largest_tokens;
-    if (measured > 0 && spent + expected > budget) break;
-    const std::vector<double> passes = time_passes(model, cache, shape.first, shape.second, which);
+    if (measured > 0 && spent + expected > limits.budget_seconds) break;
+    const auto context = static_cast<int32_t>(std::min<int64_t>(limits.context, cache.max_seq_len() - shape.second));
+    const std::vector<double> passes = time_passes(model, cache, shape.first, shape.second, std::max(context, 0), which);
     for (double seconds : passes) observe(shape.first, shape.second, seconds);
     const double fastest = *std::min_element(passes.begin(), passes.end());
     if (tokens(shape) >= largest_tokens) largest_tokens = tokens(shape), largest_seconds = fastest;
@@ -82,14 +95,14 @@ int32_t calibrate_verify(LlamaModel& target, KvCache& cache, RoundCostModel& out
       if (width <= limits.k_max + 1 && width <= cache.max_seq_len()) shapes.emplace_back(rows, width);
     }
   }
-  return measure(target, cache, std::move(shapes), limits.budget_seconds, LogitsFor::all_positions,
+  return measure(target, cache, std::move(shapes), limits, LogitsFor::all_positions,
                  [&](int32_t rows, int32_t width, double s) { out.observe_verify(rows * width, s); });
 }
 
 int32_t calibrate_draft_steps(LlamaModel& draft, KvCache& cache, RoundCostModel& out, CalibrationLimits limits) {
   std::vector<std::pair<int32_t, int32_t>> shapes;
   for (int32_t rows : row_counts(std::min(limits.max_rows, cache.slot_count()))) shapes.emplace_back(rows, 1);
-  return measure(draft, cache, std::move(shapes), limits.budget_seconds, LogitsFor::last_position,
+  return measure(draft, cache, std::move(shapes), limits, LogitsFor::last_position,
                  [&](int32_t rows, int32_t, double s) { out.observe_draft_step(rows, s); });
 }
 

@@ -239,9 +239,9 @@ RoundResult verify_phase(SpecModels& m, RoundDrafts& drafts) {
   return result;
 }
 
-void plan_batch(std::span<SpecSequence* const> batch, const RoundCostModel& costs, int64_t max_seq_len,
+std::optional<BatchPlan> plan_batch(std::span<SpecSequence* const> batch, const RoundCostModel& costs, int64_t max_seq_len,
                 bool has_draft_model) {
-  if (!costs.ready()) return;
+  if (!costs.ready()) return std::nullopt;
   std::vector<PlanRow> rows;
   int32_t k_max = 0;
   for (const SpecSequence* seq : batch) {
@@ -265,6 +265,7 @@ void plan_batch(std::span<SpecSequence* const> batch, const RoundCostModel& cost
   for (size_t i = 0; i < batch.size(); ++i) {
     if (rows[i].plannable) batch[i]->planned_k = plan.k[i];
   }
+  return plan;
 }
 
 void record_round_costs(RoundCostModel& costs, const RoundResult& round) {

@@ -7,10 +7,12 @@
 // drives it.
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <vector>
 
 #include "engine/adaptive_k.hpp"
+#include "engine/batch_k_planner.hpp"
 #include "engine/sampling.hpp"
 #include "engine/spec_settings.hpp"
 
@@ -115,7 +117,7 @@ class RoundCostModel;
 // in each sequence's planned_k: adaptive draft-model rows are planned together, other
 // rows keep their setting. Caps use max_seq_len and max_new_this_round as plan_k does.
 // Does nothing unless costs.ready().
-void plan_batch(std::span<SpecSequence* const> batch, const RoundCostModel& costs, int64_t max_seq_len,
+std::optional<BatchPlan> plan_batch(std::span<SpecSequence* const> batch, const RoundCostModel& costs, int64_t max_seq_len,
                 bool has_draft_model);
 // Feeds a finished round's measured verify pass and draft steps into the cost model.
 void record_round_costs(RoundCostModel& costs, const RoundResult& round);

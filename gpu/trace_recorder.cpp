@@ -25,9 +25,10 @@ void TraceRecorder::add(TraceEvent event) {
   events_.push_back(std::move(event));
 }
 
-void TraceRecorder::complete(std::string name, std::string track, Clock::time_point start, Clock::time_point end) {
+void TraceRecorder::complete(std::string name, std::string track, Clock::time_point start, Clock::time_point end,
+                             TraceArgs args) {
   if (!enabled_) return;
-  add({std::move(name), std::move(track), 'X', micros(start), micros(end) - micros(start), 0});
+  add({std::move(name), std::move(track), 'X', micros(start), micros(end) - micros(start), 0, std::move(args)});
 }
 
 void TraceRecorder::async_begin(std::string name, uint64_t id, Clock::time_point at) {
@@ -67,6 +68,11 @@ void TraceRecorder::write_chrome_json(const std::filesystem::path& path) const {
     if (e.phase == 'b' || e.phase == 'e') {
       ev["cat"] = "request";
       ev["id"] = e.id;
+    }
+    if (!e.args.empty()) {
+      boost::json::object args;
+      for (const auto& [key, value] : e.args) args[key] = value;
+      ev["args"] = std::move(args);
     }
     out.push_back(std::move(ev));
   }

@@ -8,9 +8,13 @@
 #include <filesystem>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace specd {
+
+// Numbers a viewer shows when an event is selected (the Chrome format's "args").
+using TraceArgs = std::vector<std::pair<std::string, double>>;
 
 struct TraceEvent {
   std::string name;
@@ -19,6 +23,7 @@ struct TraceEvent {
   double start_us = 0;    // since the recorder was created
   double duration_us = 0; // 'X' only
   uint64_t id = 0;        // async spans: the request's number
+  TraceArgs args;
 };
 
 class TraceRecorder {
@@ -28,7 +33,8 @@ class TraceRecorder {
   explicit TraceRecorder(bool enabled, size_t max_events = 1'000'000);
 
   bool enabled() const { return enabled_; }
-  void complete(std::string name, std::string track, Clock::time_point start, Clock::time_point end);
+  void complete(std::string name, std::string track, Clock::time_point start, Clock::time_point end,
+                TraceArgs args = {});
   void async_begin(std::string name, uint64_t id, Clock::time_point at);
   void async_end(std::string name, uint64_t id, Clock::time_point at);
 

@@ -12,6 +12,8 @@
 #include <mutex>
 #include <random>
 
+#include <boost/json.hpp>
+
 #include "actors/engine.hpp"
 #include "engine/checkpoint.hpp"
 #include "engine/generation.hpp"
@@ -333,7 +335,12 @@ TEST_CASE("newcomers' draft prefill overlaps the running batch's verify pass on 
     handles.push_back(engine.submit(r, {}, collectors.back()->on_done()));
     std::this_thread::sleep_for(std::chrono::milliseconds(15));
   }
-  for (auto& col : collectors) CHECK_FALSE(col->done.get_future().get().error.has_value());
+  int64_t completion_tokens = 0;
+  for (auto& col : collectors) {
+    const GenerateResult result = col->done.get_future().get();
+    CHECK_FALSE(result.error.has_value());
+    completion_tokens += result.usage.completion_tokens;
+  }
   io.run(engine.stop(std::chrono::seconds(5)));
   const auto intervals = engine.lane_intervals();
   int overlapping = 0;
@@ -351,4 +358,18 @@ TEST_CASE("newcomers' draft prefill overlaps the running batch's verify pass on 
   CHECK(json.find("\"traceEvents\"") != std::string::npos);
   CHECK(json.find("\"target lane\"") != std::string::npos);
   CHECK(json.find("\"draft prefill\"") != std::string::npos);
+  // The scheduler's round events account for every token the requests received.
+  double round_tokens = 0;
+  int rounds = 0;
+  const boost::json::value trace = boost::json::parse(json);
+  for (const auto& event : trace.at("traceEvents").as_array()) {
+    const auto& e = event.as_object();
+    if (e.at("name").as_string() != "round") continue;
+    ++rounds;
+    const auto& args = e.at("args").as_object();
+    round_tokens += args.at("tokens").to_number<double>();
+    CHECK(args.at("rows").to_number<double>() + args.at("newcomers").to_number<double>() >= 1);
+  }
+  CHECK(rounds >= 10);
+  CHECK(round_tokens == static_cast<double>(completion_tokens));
 }

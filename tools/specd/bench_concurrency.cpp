@@ -6,6 +6,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <fstream>
+#include <optional>
+#include <utility>
 #include <cstdio>
 #include <iostream>
 #include <mutex>
@@ -35,25 +38,77 @@ double percentile(std::vector<double> v, double p) {
 }
 
 struct LevelResult {
-  double seconds = 0;
-  int64_t tokens = 0;
+  double seconds = 0;  // the measured window
+  int64_t tokens = 0;  // emitted inside the window
   int64_t drafted = 0, accepted = 0;
   std::vector<double> ttft_ms, itl_ms;
   int errors = 0;
+  double steal = -1;  // share of the CPU the hypervisor took during the window; -1: unknown
 };
 
-// One client: requests back to back; records TTFT and per-token gaps from burst times.
-boost::asio::awaitable<void> client(Engine& engine, const std::vector<std::string>& prompts, size_t first,
-                                    int32_t count, int32_t max_tokens, bool spec, LevelResult& out, std::mutex& mutex) {
-  for (int32_t i = 0; i < count; ++i) {
+// What one run of a level does.
+struct RunShape {
+  int32_t clients = 1;
+  int32_t per_client = 0;    // fixed-count mode: requests per client (seconds == 0)
+  double seconds = 0;        // steady-state mode: the measured window
+  double warmup = 0;         // steady-state mode: seconds before the window opens
+  int32_t max_tokens = 48;
+  double length_spread = 0;  // request i of client c asks for max_tokens x (1 +- spread)
+  bool spec = false;
+};
+
+// Request lengths spread uniformly over max_tokens x [1 - spread, 1 + spread], from a
+// hash of (client, request), so every mode and repeat gets the same sequence of work.
+// Equal lengths keep a target-only batch in lockstep: its requests finish in the same
+// round and the newcomers are prefilled in one pass, a regularity chat traffic lacks.
+int32_t request_length(const RunShape& shape, int32_t client, int32_t index) {
+  uint64_t h = (static_cast<uint64_t>(client) << 32 | static_cast<uint32_t>(index)) * 0x9E3779B97F4A7C15ull;
+  h ^= h >> 29;
+  const double unit = static_cast<double>(h % 10007) / 10006.0;  // [0, 1]
+  const double scale = 1 + shape.length_spread * (2 * unit - 1);
+  return std::max(1, static_cast<int32_t>(shape.max_tokens * scale + 0.5));
+}
+
+// Jiffies the kernel accounted as stolen by the hypervisor, and all jiffies (Linux
+// /proc/stat); {-1, -1} elsewhere.
+std::pair<int64_t, int64_t> cpu_steal_and_total() {
+  std::ifstream in("/proc/stat");
+  std::string cpu;
+  int64_t v[8] = {};
+  if (!(in >> cpu) || cpu != "cpu") return {-1, -1};
+  int64_t total = 0;
+  for (int64_t& x : v) {
+    if (!(in >> x)) return {-1, -1};
+    total += x;
+  }
+  return {v[7], total};
+}
+
+struct Window {
+  Clock::time_point opens, closes;
+  bool holds(Clock::time_point t) const { return t >= opens && t <= closes; }
+};
+
+// One client: requests back to back. In steady-state mode it keeps sending until the
+// window closes and cancels its request in flight then, so every client is busy for the
+// whole window (no drain at the end in which a batch runs part-empty); only tokens that
+// arrive inside the window count. TTFT and per-token gaps come from burst times.
+boost::asio::awaitable<void> client(Engine& engine, const std::vector<std::string>& prompts, int32_t index,
+                                    const RunShape& shape, Window window, LevelResult& out, std::mutex& mutex) {
+  const size_t first = static_cast<size_t>(index) * 7;
+  const bool steady = shape.seconds > 0;
+  for (int32_t i = 0; steady ? Clock::now() < window.closes : i < shape.per_client; ++i) {
     GenerateRequest r;
+    r.id = "bench-" + std::to_string(index) + "-" + std::to_string(i);
     r.prompt = prompts[(first + static_cast<size_t>(i)) % prompts.size()];
-    r.max_tokens = max_tokens;
-    r.ignore_eos = true;  // equal lengths: modes compare on the same work
-    r.spec.enabled = spec;
+    r.max_tokens = request_length(shape, index, i);
+    r.ignore_eos = true;  // lengths independent of the mode: modes compare on the same work
+    r.spec.enabled = shape.spec;
     r.spec.adaptive = true;
     const auto submitted = Clock::now();
     auto last = submitted;
+    int64_t tokens = 0;
+    bool cancelled = false;
     std::vector<double> gaps;
     std::optional<double> ttft;
     GenerateResult res;
@@ -61,6 +116,11 @@ boost::asio::awaitable<void> client(Engine& engine, const std::vector<std::strin
       res = co_await engine.generate(r, [&](const Burst& b) {
         const auto now = Clock::now();
         if (b.token_ids.empty()) return;
+        if (now > window.closes) {
+          if (steady && !cancelled) engine.cancel(r.id);
+          cancelled = true;
+          return;
+        }
         if (!ttft) {
           ttft = ms_since(submitted, now);
         } else {
@@ -69,6 +129,7 @@ boost::asio::awaitable<void> client(Engine& engine, const std::vector<std::strin
           gaps.insert(gaps.end(), b.token_ids.size(), per_token);
         }
         last = now;
+        if (window.holds(now)) tokens += static_cast<int64_t>(b.token_ids.size());
       });
     } catch (const std::exception& e) {
       std::lock_guard lock(mutex);
@@ -77,27 +138,45 @@ boost::asio::awaitable<void> client(Engine& engine, const std::vector<std::strin
       continue;
     }
     std::lock_guard lock(mutex);
-    out.tokens += static_cast<int64_t>(res.token_ids.size());
+    out.tokens += tokens;
     out.drafted += res.spec.drafted;
     out.accepted += res.spec.accepted;
-    if (ttft) out.ttft_ms.push_back(*ttft);
-    out.itl_ms.insert(out.itl_ms.end(), gaps.begin(), gaps.end());
+    if (ttft && window.holds(submitted)) out.ttft_ms.push_back(*ttft);
+    if (window.holds(submitted)) out.itl_ms.insert(out.itl_ms.end(), gaps.begin(), gaps.end());
   }
 }
 
 LevelResult run_level(Engine& engine, boost::asio::io_context& io, const std::vector<std::string>& prompts,
-                      int32_t clients, int32_t per_client, int32_t max_tokens, bool spec) {
+                      const RunShape& shape) {
   LevelResult out;
   std::mutex mutex;
   std::vector<std::future<void>> done;
   const auto t0 = Clock::now();
-  for (int32_t c = 0; c < clients; ++c) {
-    done.push_back(boost::asio::co_spawn(
-        io, client(engine, prompts, static_cast<size_t>(c) * 7, per_client, max_tokens, spec, out, mutex),
-        boost::asio::use_future));
+  Window window{t0, Clock::time_point::max()};
+  if (shape.seconds > 0) {
+    window.opens = t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(shape.warmup));
+    window.closes = window.opens + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(shape.seconds));
   }
-  for (auto& f : done) f.get();
-  out.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  for (int32_t c = 0; c < shape.clients; ++c) {
+    done.push_back(boost::asio::co_spawn(io, client(engine, prompts, c, shape, window, out, mutex), boost::asio::use_future));
+  }
+  const bool steady = shape.seconds > 0;
+  auto wait_all = [&] {
+    for (auto& f : done) f.get();
+  };
+  if (steady) std::this_thread::sleep_until(window.opens);
+  const auto before = cpu_steal_and_total();
+  if (steady) {
+    std::this_thread::sleep_until(window.closes);
+  } else {
+    wait_all();
+  }
+  const auto after = cpu_steal_and_total();
+  out.seconds = steady ? shape.seconds : std::chrono::duration<double>(Clock::now() - t0).count();
+  if (steady) wait_all();
+  if (before.first >= 0 && after.second > before.second) {
+    out.steal = static_cast<double>(after.first - before.first) / static_cast<double>(after.second - before.second);
+  }
   return out;
 }
 
@@ -117,7 +196,7 @@ const LevelResult& median_run(const std::vector<LevelResult>& runs) {
 }
 
 boost::json::object level_json(const LevelResult& r) {
-  return {{"tokens_per_second", r.tokens / r.seconds}, {"tokens", r.tokens}, {"seconds", r.seconds},
+  return {{"tokens_per_second", r.tokens / r.seconds}, {"tokens", r.tokens}, {"seconds", r.seconds}, {"cpu_steal", r.steal},
           {"ttft_ms_p50", percentile(r.ttft_ms, 0.5)}, {"ttft_ms_p99", percentile(r.ttft_ms, 0.99)},
           {"itl_ms_p50", percentile(r.itl_ms, 0.5)},   {"itl_ms_p99", percentile(r.itl_ms, 0.99)},
           {"acceptance_rate", r.drafted ? static_cast<double>(r.accepted) / r.drafted : 0.0},
@@ -146,7 +225,14 @@ double engine_level_tokens_per_second(ModelPair& pair, CostMeter& meter, const s
 
 void add_concurrency_bench_options(CLI::App& cmd, ConcurrencyBenchArgs& args) {
   cmd.add_option("--concurrency", args.levels, "through the actors at these client counts, e.g. 1,2,4,8,16,32");
-  cmd.add_option("--requests-per-client", args.requests_per_client, "requests each client sends (0: automatic)")
+  cmd.add_option("--seconds", args.seconds, "steady state: each run counts the tokens of this many seconds")
+      ->capture_default_str()->check(CLI::Range(0.5, 3600.0));
+  cmd.add_option("--warmup", args.warmup, "steady state: seconds of each run before counting starts")
+      ->capture_default_str()->check(CLI::Range(0.0, 600.0));
+  cmd.add_option("--length-spread", args.length_spread, "request lengths spread over max-tokens x (1 +- this)")
+      ->capture_default_str()->check(CLI::Range(0.0, 0.95));
+  cmd.add_option("--requests-per-client", args.requests_per_client,
+                 "instead of steady state: each client sends this many requests and the run lasts until all finish")
       ->check(CLI::Range(0, 100000));
   cmd.add_option("--trace", args.trace_path, "write a Chrome trace of the speculation-on runs to this file");
   cmd.add_option("--repeat", args.repeat, "interleaved runs of each mode per level; medians are reported")
@@ -174,24 +260,59 @@ void run_concurrency_bench(const PairArgs& pair, const ConcurrencyBenchArgs& arg
     serial_config.trace = false;
     Engine serial(io.get_executor(), serial_config);
     for (int32_t clients : levels) {
-      const int32_t per_client = args.requests_per_client > 0 ? args.requests_per_client : std::max(2, 8 / clients);
+      RunShape shape;
+      shape.clients = clients;
+      shape.max_tokens = max_tokens;
+      shape.length_spread = args.length_spread;
+      if (args.requests_per_client > 0) {
+        shape.per_client = args.requests_per_client;
+      } else {
+        shape.seconds = args.seconds;
+        shape.warmup = args.warmup;
+      }
+      auto run = [&](Engine& engine, bool spec) {
+        RunShape s = shape;
+        s.spec = spec;
+        return run_level(engine, io, prompts, s);
+      };
       // Modes interleaved, so drift in the machine's speed (other tenants, steal time)
       // hits all of them alike; each mode reports its median run.
       std::vector<LevelResult> offs, ons, serials;
       std::vector<double> paired;
       for (int32_t r = 0; r < args.repeat; ++r) {
-        offs.push_back(run_level(overlapped, io, prompts, clients, per_client, max_tokens, false));
-        ons.push_back(run_level(overlapped, io, prompts, clients, per_client, max_tokens, true));
-        serials.push_back(run_level(serial, io, prompts, clients, per_client, max_tokens, true));
+        // The order alternates, so a mode does not always run on the machine state the
+        // other leaves behind (warm caches, a neighbour's burst that is just ending).
+        if (r % 2 == 0) {
+          offs.push_back(run(overlapped, false));
+          ons.push_back(run(overlapped, true));
+        } else {
+          ons.push_back(run(overlapped, true));
+          offs.push_back(run(overlapped, false));
+        }
+        serials.push_back(run(serial, true));
         paired.push_back(throughput(ons.back()) / throughput(offs.back()));
       }
+      auto per_repeat = [](const std::vector<LevelResult>& runs) {
+        boost::json::array out;
+        for (const auto& run : runs) out.push_back(throughput(run));
+        return out;
+      };
       const LevelResult& off = median_run(offs);
       const LevelResult& on = median_run(ons);
       const double ratio = throughput(on) / throughput(off);
-      rows.push_back({{"concurrency", clients}, {"requests", clients * per_client}, {"spec_off", level_json(off)},
+      auto steal_per_repeat = [](const std::vector<LevelResult>& runs) {
+        boost::json::array out;
+        for (const auto& run : runs) out.push_back(run.steal);
+        return out;
+      };
+      rows.push_back({{"concurrency", clients}, {"spec_off", level_json(off)},
                       {"spec_on", level_json(on)}, {"spec_on_no_overlap", level_json(median_run(serials))},
                       {"spec_on_over_off", ratio},
                       {"spec_on_over_off_per_repeat", boost::json::value_from(paired)},
+                      {"tokens_per_second_per_repeat",
+                       {{"spec_off", per_repeat(offs)}, {"spec_on", per_repeat(ons)}, {"spec_on_no_overlap", per_repeat(serials)}}},
+                      {"cpu_steal_per_repeat",
+                       {{"spec_off", steal_per_repeat(offs)}, {"spec_on", steal_per_repeat(ons)}}},
                       {"spec_on_over_off_paired_median", median(paired)}});
       std::cerr << "bench: concurrency " << clients << " spec on/off throughput " << ratio << "\n";
     }

@@ -1,8 +1,9 @@
 #pragma once
 // `specd bench --concurrency 1,2,4,8,16,32 --json`: the serving figures through the
 // actor runtime. At each concurrency, that many clients each send requests back to
-// back; measured per mode in the same run: speculation off, speculation on (adaptive
-// K), and speculation on without lane overlap. Reports aggregate tokens/s, time to
+// back for a fixed window (steady state: every client busy for all of it); measured per
+// mode in the same run: speculation off, speculation on (adaptive K), and speculation on
+// without lane overlap. Reports aggregate tokens/s, time to
 // first token and inter-token latency p50/p99, and the engine-level speedup of the
 // same prompts without actors, for the concurrency-1 comparison.
 #include <CLI/CLI.hpp>
@@ -16,7 +17,10 @@ namespace specd::cli {
 
 struct ConcurrencyBenchArgs {
   std::string levels;  // "1,2,4"; empty: not requested
-  int32_t requests_per_client = 0;  // 0: enough that each level runs at least 8 requests
+  double seconds = 8;                 // steady state: the measured window of each run
+  double warmup = 1;                  // steady state: seconds before the window opens
+  double length_spread = 0.5;         // request lengths: max_tokens x (1 +- spread)
+  int32_t requests_per_client = 0;    // > 0: fixed count per client instead of steady state
   std::string trace_path;           // Chrome trace of the speculation-on runs
   int32_t repeat = 3;               // interleaved runs per mode and level; the median is reported
 };
