@@ -187,7 +187,7 @@ awaitable<void> SchedulerActor::admit() {
     e.slots = grant;
     e.admitted_at = Clock::now();
     e.seq = std::make_unique<SpecSequence>(e.request.prompt, grant->target_slot, grant->draft_slot, e.request.sampling,
-                                           e.request.spec, cost_.cost_ratio());
+                                           e.request.spec, cost_.cost_ratio(), recent_acceptance_.estimate());
     if (trace_) {
       trace_->async_end("queued", e.actor->number(), e.admitted_at);
       trace_->async_begin("generating", e.actor->number(), e.admitted_at);
@@ -357,6 +357,7 @@ void SchedulerActor::record_round_counters(const RoundResult& round) {
   counters_.rounds += 1;
   for (const RoundOutput& row : round.rows) {
     if (row.drafted == 0) continue;
+    recent_acceptance_.observe(row.drafted, row.accepted);
     counters_.drafts += 1;
     counters_.draft_tokens += row.drafted;
     counters_.accepted_tokens += row.accepted;

@@ -17,6 +17,7 @@
 #include "actors/cache_manager.hpp"
 #include "actors/engine.hpp"
 #include "actors/reply.hpp"
+#include "engine/adaptive_k.hpp"
 #include "engine/batch_k_planner.hpp"
 #include "engine/spec_generation.hpp"
 
@@ -119,6 +120,11 @@ class SchedulerActor {
   CostMeter cost_;
   bool batch_drafting_ = true;  // the last round drafted for some row (or K is not planned)
   EngineSnapshot counters_;  // the monotonic counters part
+  // Acceptance over the recent drafting rows of all requests: a newcomer's estimate starts
+  // here instead of at a fixed guess, so the planner does not count on acceptance the
+  // pair does not have during a request's first rounds. Decay 0.99 per row: about the
+  // last hundred drafting rows.
+  AcceptanceEstimator recent_acceptance_{0.7, 4.0, 0.99};
   bool stopping_ = false;
   Clock::time_point stop_deadline_;
   std::vector<Reply<std::monostate>> stop_replies_;

@@ -79,8 +79,8 @@ double AcceptanceEstimator::estimate() const {
   return successes_ / (successes_ + failures_);
 }
 
-AdaptiveK::AdaptiveK(double c, int32_t k_max, int32_t probe_every)
-    : cost_ratio_(c), k_max_(k_max), probe_every_(probe_every) {
+AdaptiveK::AdaptiveK(double c, int32_t k_max, int32_t probe_every, double acceptance_prior)
+    : estimator_(acceptance_prior), cost_ratio_(c), k_max_(k_max), probe_every_(probe_every) {
   check_cost_ratio(c);
   if (k_max < 0) fail("k_max must be >= 0");
   if (probe_every < 1) fail("probe_every must be >= 1");

@@ -46,8 +46,10 @@ class AcceptanceEstimator {
 // request whose acceptance recovers is switched back on.
 class AdaptiveK {
  public:
-  // Throws SpecdError(invalid_argument) for c < 0 (or not finite), k_max < 0, probe_every < 1.
-  AdaptiveK(double c, int32_t k_max, int32_t probe_every = 16);
+  // Throws SpecdError(invalid_argument) for c < 0 (or not finite), k_max < 0, probe_every < 1,
+  // or a prior outside [0, 1]. `acceptance_prior`: where the estimate starts, e.g. the
+  // acceptance the engine measured over recent requests.
+  AdaptiveK(double c, int32_t k_max, int32_t probe_every = 16, double acceptance_prior = 0.7);
 
   // K for the next round; call once per round. The engine may still cap it (sequence end).
   int32_t next_k();

@@ -17,14 +17,14 @@
 namespace specd {
 
 SpecSequence::SpecSequence(std::vector<int32_t> context, int32_t target_slot_, int32_t draft_slot_,
-                           SamplingParams sampling_, SpecSettings spec_, double cost_ratio)
+                           SamplingParams sampling_, SpecSettings spec_, double cost_ratio, double acceptance_prior)
     : tokens(std::move(context)),
       target_slot(target_slot_),
       draft_slot(draft_slot_),
       sampling(sampling_),
       rng(sampling_.seed),
       spec(spec_),
-      adaptive(cost_ratio, spec_.k_max) {}
+      adaptive(cost_ratio, spec_.k_max, 16, acceptance_prior) {}
 
 namespace {
 

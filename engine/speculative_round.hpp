@@ -34,7 +34,7 @@ struct SpecModels {
 // holds every token but g; the draft cache holds a prefix of `tokens` (possibly empty).
 struct SpecSequence {
   SpecSequence(std::vector<int32_t> context, int32_t target_slot, int32_t draft_slot, SamplingParams sampling,
-               SpecSettings spec, double cost_ratio);
+               SpecSettings spec, double cost_ratio, double acceptance_prior = 0.7);
 
   std::vector<int32_t> tokens;
   int32_t target_slot;

@@ -216,6 +216,19 @@ TEST_CASE("AdaptiveK with all drafts rejected shrinks K, turns off, probes every
   CHECK(adaptive.acceptance() < 0.2);
 }
 
+TEST_CASE("AdaptiveK starts from the acceptance prior it is given") {
+  // c = 0.2: best_k(0.7) = 3 with the default prior, best_k(0.3) = 1 (0.3 > c), and at
+  // 0.15 < c speculation does not pay from the first round.
+  CHECK(AdaptiveK(0.2, 8).acceptance() == doctest::Approx(0.7));
+  CHECK(AdaptiveK(0.2, 8).next_k() == 3);
+  AdaptiveK low(0.2, 8, 16, 0.3);
+  CHECK(low.acceptance() == doctest::Approx(0.3));
+  CHECK(low.next_k() == best_k(0.3, 0.2, 8));
+  CHECK(best_k(0.3, 0.2, 8) == 1);
+  CHECK(AdaptiveK(0.2, 8, 16, 0.15).next_k() == 0);
+  CHECK_THROWS_AS(AdaptiveK(0.2, 8, 16, 1.5), SpecdError);
+}
+
 TEST_CASE("AdaptiveK turns off at a = 0.05, c = 0.2 and then only probes with K = 1") {
   SimulatedRounds sim(2024);
   AdaptiveK adaptive(0.2, 8);

@@ -231,6 +231,8 @@ void add_concurrency_bench_options(CLI::App& cmd, ConcurrencyBenchArgs& args) {
       ->capture_default_str()->check(CLI::Range(0.0, 600.0));
   cmd.add_option("--length-spread", args.length_spread, "request lengths spread over max-tokens x (1 +- this)")
       ->capture_default_str()->check(CLI::Range(0.0, 0.95));
+  cmd.add_option("--max-steal", args.max_steal, "rerun a run that lost more than this share of the CPU to steal (up to 3 tries)")
+      ->capture_default_str()->check(CLI::Range(0.0, 1.0));
   cmd.add_option("--requests-per-client", args.requests_per_client,
                  "instead of steady state: each client sends this many requests and the run lasts until all finish")
       ->check(CLI::Range(0, 100000));
@@ -270,10 +272,18 @@ void run_concurrency_bench(const PairArgs& pair, const ConcurrencyBenchArgs& arg
         shape.seconds = args.seconds;
         shape.warmup = args.warmup;
       }
+      // A run the hypervisor took more than --max-steal of the CPU from measures the
+      // neighbours, not specd: it is run again (up to 3 times in all) and the least
+      // disturbed attempt kept. Each run's steal share is in the JSON.
       auto run = [&](Engine& engine, bool spec) {
         RunShape s = shape;
         s.spec = spec;
-        return run_level(engine, io, prompts, s);
+        LevelResult kept = run_level(engine, io, prompts, s);
+        for (int attempt = 1; attempt < 3 && kept.steal > args.max_steal; ++attempt) {
+          LevelResult again = run_level(engine, io, prompts, s);
+          if (again.steal < kept.steal) kept = std::move(again);
+        }
+        return kept;
       };
       // Modes interleaved, so drift in the machine's speed (other tenants, steal time)
       // hits all of them alike; each mode reports its median run.
