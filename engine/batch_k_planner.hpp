@@ -36,7 +36,7 @@ double expected_round_tokens(double acceptance, int32_t k);
 
 // Considers, for every common K in [0, k_max], drafting in the m plannable rows with the
 // highest acceptance (m in [0, rows]); each drafting row uses min(K, its cap). Cost:
-// O(k_max * rows * (k_max + rows)). Ties go to less drafting. Needs model.ready().
+// O(k_max^2 * rows) cost-curve lookups. Ties go to less drafting. Needs model.ready().
 BatchPlan plan_batch_k(std::span<const PlanRow> rows, const RoundCostModel& model, int32_t k_max);
 
 }  // namespace specd
