@@ -113,7 +113,6 @@ struct EngineSnapshot {
   int64_t live_requests = 0;  // request actors alive (finished ones included until freed)
   int64_t requests_finished = 0, requests_cancelled = 0, requests_failed = 0;
   int64_t rounds = 0;
-  int64_t generated_tokens = 0;  // delivered to requests, first tokens included
   int64_t drafts = 0, draft_tokens = 0, accepted_tokens = 0;  // vLLM's speculative counters
   std::vector<int64_t> accepted_per_position;
   double cost_ratio = 0;  // measured draft step / verify pass

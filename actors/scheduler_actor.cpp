@@ -230,7 +230,7 @@ awaitable<void> SchedulerActor::run_round() {
     batch_drafting_ = !cost_.rounds ||
                       std::any_of(outcome.round.rows.begin(), outcome.round.rows.end(), [](const RoundOutput& r) { return r.drafted > 0; });
   }
-  const int64_t generated_before = counters_.generated_tokens;
+  const int64_t generated_before = delivered_tokens_;
   std::vector<bool> done(running_.size());
   for (size_t i = 0; i < running_.size(); ++i) {
     const RoundOutput& row = outcome.round.rows[i];
@@ -243,7 +243,7 @@ awaitable<void> SchedulerActor::run_round() {
   for (size_t i = 0; i < newcomers.size(); ++i) {  // the first token of each newcomer
     if (!deliver(*newcomers[i], {outcome.first_tokens[i]}, 0, 0)) running_.push_back(std::move(newcomers[i]));
   }
-  if (trace_) trace_round(round_start, outcome, counters_.generated_tokens - generated_before, plan);
+  if (trace_) trace_round(round_start, outcome, delivered_tokens_ - generated_before, plan);
   co_await finish_where(newcomers, [](const Entry& e) { return e.reason.has_value(); }, FinishReason::length);
 }
 
@@ -324,7 +324,7 @@ bool SchedulerActor::deliver(Entry& e, const std::vector<int32_t>& tokens, int32
     keep = room;
   }
   e.generated += static_cast<int32_t>(keep);
-  counters_.generated_tokens += static_cast<int64_t>(keep);
+  delivered_tokens_ += static_cast<int64_t>(keep);
   // The cache is full when no room is left to feed the last sampled token.
   if (!e.reason && static_cast<int64_t>(e.seq->tokens.size()) > options_.max_seq_len) e.reason = FinishReason::length;
   RequestActor::Tokens burst{{tokens.begin(), tokens.begin() + static_cast<std::ptrdiff_t>(keep)}, drafted, accepted};

@@ -24,11 +24,16 @@ int32_t best_k(double a, double c, int32_t k_max);
 // and, when n < K, one failure. Counts decay by `decay` per round so the estimate follows
 // drift; they start at a Beta-like prior of prior*prior_weight successes and
 // (1-prior)*prior_weight failures, which decays with them.
+// Where an acceptance estimate starts when nothing better is known, and how often a
+// request with speculation off probes with K = 1.
+inline constexpr double kDefaultAcceptancePrior = 0.7;
+inline constexpr int32_t kDefaultProbeEvery = 16;
+
 class AcceptanceEstimator {
  public:
   // Throws SpecdError(invalid_argument) unless 0 <= prior <= 1, prior_weight > 0
   // and 0 < decay <= 1.
-  explicit AcceptanceEstimator(double prior = 0.7, double prior_weight = 4.0, double decay = 0.9);
+  explicit AcceptanceEstimator(double prior = kDefaultAcceptancePrior, double prior_weight = 4.0, double decay = 0.9);
 
   // One round. A round with drafted == 0 carries no information and changes nothing.
   // Throws SpecdError(invalid_argument) unless 0 <= accepted <= drafted.
@@ -49,7 +54,8 @@ class AdaptiveK {
   // Throws SpecdError(invalid_argument) for c < 0 (or not finite), k_max < 0, probe_every < 1,
   // or a prior outside [0, 1]. `acceptance_prior`: where the estimate starts, e.g. the
   // acceptance the engine measured over recent requests.
-  AdaptiveK(double c, int32_t k_max, int32_t probe_every = 16, double acceptance_prior = 0.7);
+  AdaptiveK(double c, int32_t k_max, int32_t probe_every = kDefaultProbeEvery,
+            double acceptance_prior = kDefaultAcceptancePrior);
 
   // K for the next round; call once per round. The engine may still cap it (sequence end).
   int32_t next_k();

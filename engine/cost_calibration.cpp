@@ -28,26 +28,55 @@ std::vector<int32_t> row_counts(int32_t max_rows) {
   return out;
 }
 
-// Seconds of four passes of `rows` x `width` tokens on slots 0..rows-1 holding
-// `context` tokens each, after one untimed pass; the slots are emptied afterwards. On
-// empty slots a pass skips the attention over a context that every serving pass pays
-// (the gather of each row's keys and values grows with it), and the planner would then
-// take wide passes for cheaper than they are.
+// Slots 0..filled-1 hold `context` tokens each, so the timed passes attend over a
+// context as serving passes do: on empty slots a pass skips the attention and the gather
+// of each row's keys and values, and the planner would take wide passes for cheaper than
+// they are. Shapes share the slots, so each slot's context is prefilled once, not once
+// per shape; the slots are emptied when the calibration ends.
+class ContextSlots {
+ public:
+  ContextSlots(LlamaModel& model, KvCache& cache, int32_t context) : model_(model), cache_(cache), context_(context) {}
+  ContextSlots(const ContextSlots&) = delete;
+  ContextSlots& operator=(const ContextSlots&) = delete;
+  ~ContextSlots() {
+    for (int32_t r = 0; r < filled_; ++r) cache_.truncate_to(r, 0);
+  }
+
+  int32_t context() const { return context_; }
+
+  // Prefills the context into the slots below `rows` that do not hold it yet.
+  void hold(int32_t rows) {
+    if (rows <= filled_) return;
+    if (context_ > 0) {
+      const int32_t n = rows - filled_;
+      const int64_t vocab = model_.config().vocab_size;
+      ForwardBatch prefix{(at::arange(n * context_, at::kLong) * 7 + 3).remainder(vocab).view({n, context_}), {}, {}};
+      for (int32_t r = filled_; r < rows; ++r) {
+        prefix.slots.push_back(r);
+        prefix.lengths.push_back(context_);
+      }
+      (void)model_.forward(prefix, cache_, LogitsFor::last_position);
+    }
+    filled_ = rows;
+  }
+
+ private:
+  LlamaModel& model_;
+  KvCache& cache_;
+  const int32_t context_;
+  int32_t filled_ = 0;
+};
+
+// Seconds of four passes of `rows` x `width` tokens on slots 0..rows-1 (which hold the
+// context), after one untimed pass; each pass is cut back to the context.
 std::vector<double> time_passes(LlamaModel& model, KvCache& cache, int32_t rows, int32_t width, int32_t context,
                                 LogitsFor which) {
   const int64_t vocab = model.config().vocab_size;
-  auto tokens = [&](int32_t w, int64_t seed) {
-    return (at::arange(rows * w, at::kLong) * 7 + seed).remainder(vocab).view({rows, w});
-  };
-  ForwardBatch prefix{context > 0 ? tokens(context, 3) : at::Tensor(), {}, {}};
-  ForwardBatch batch{tokens(width, 1), {}, {}};
+  ForwardBatch batch{(at::arange(rows * width, at::kLong) * 7 + 1).remainder(vocab).view({rows, width}), {}, {}};
   for (int32_t r = 0; r < rows; ++r) {
-    prefix.slots.push_back(r);
-    prefix.lengths.push_back(context);
     batch.slots.push_back(r);
     batch.lengths.push_back(width);
   }
-  if (context > 0) (void)model.forward(prefix, cache, LogitsFor::last_position);
   std::vector<double> seconds;
   for (int pass = 0; pass < 5; ++pass) {
     const auto start = Clock::now();
@@ -57,7 +86,6 @@ std::vector<double> time_passes(LlamaModel& model, KvCache& cache, int32_t rows,
     for (int32_t r = 0; r < rows; ++r) cache.truncate_to(r, context);
     if (pass > 0) seconds.push_back(elapsed);
   }
-  for (int32_t r = 0; r < rows; ++r) cache.truncate_to(r, 0);
   return seconds;
 }
 
@@ -69,6 +97,10 @@ int32_t measure(LlamaModel& model, KvCache& cache, std::vector<std::pair<int32_t
   torch::InferenceMode inference;
   auto tokens = [](const std::pair<int32_t, int32_t>& s) { return s.first * s.second; };
   std::sort(shapes.begin(), shapes.end(), [&](const auto& x, const auto& y) { return tokens(x) < tokens(y); });
+  int32_t widest = 0;
+  for (const auto& shape : shapes) widest = std::max(widest, shape.second);
+  ContextSlots slots(model, cache,
+                     static_cast<int32_t>(std::max<int64_t>(0, std::min<int64_t>(limits.context, cache.max_seq_len() - widest))));
   const auto start = Clock::now();
   double largest_seconds = 0;
   int32_t largest_tokens = 1, measured = 0;
@@ -76,8 +108,8 @@ int32_t measure(LlamaModel& model, KvCache& cache, std::vector<std::pair<int32_t
     const double spent = std::chrono::duration<double>(Clock::now() - start).count();
     const double expected = 5 * largest_seconds * tokens(shape) / largest_tokens;
     if (measured > 0 && spent + expected > limits.budget_seconds) break;
-    const auto context = static_cast<int32_t>(std::min<int64_t>(limits.context, cache.max_seq_len() - shape.second));
-    const std::vector<double> passes = time_passes(model, cache, shape.first, shape.second, std::max(context, 0), which);
+    slots.hold(shape.first);
+    const std::vector<double> passes = time_passes(model, cache, shape.first, shape.second, slots.context(), which);
     for (double seconds : passes) observe(shape.first, shape.second, seconds);
     const double fastest = *std::min_element(passes.begin(), passes.end());
     if (tokens(shape) >= largest_tokens) largest_tokens = tokens(shape), largest_seconds = fastest;

@@ -1,9 +1,9 @@
 #pragma once
 // Start-up calibration of the batch K planner's cost model: times verify-shaped target
-// passes (rows x (K+1) tokens) and batched one-token draft steps on free KV slots,
-// each slot first holding `context` tokens so the passes attend over a context as
-// serving passes do, smallest first, until a time budget runs out, so the planner knows the cost curve
-// beyond the shapes the first rounds happen to use. The slots must be free and are left
+// passes (rows x (K+1) tokens) and batched one-token draft steps on free KV slots that
+// first get `context` tokens each (serving passes attend over a context), smallest
+// first, until a time budget runs out, so the planner knows the cost curve beyond the
+// shapes the first rounds happen to use. The slots must be free and are left
 // empty. Each function runs on the lane that owns its model (its intra-op budget is
 // part of what is measured).
 #include <cstdint>

@@ -24,7 +24,7 @@ SpecSequence::SpecSequence(std::vector<int32_t> context, int32_t target_slot_, i
       sampling(sampling_),
       rng(sampling_.seed),
       spec(spec_),
-      adaptive(cost_ratio, spec_.k_max, 16, acceptance_prior) {}
+      adaptive(cost_ratio, spec_.k_max, kDefaultProbeEvery, acceptance_prior) {}
 
 namespace {
 
@@ -239,8 +239,8 @@ RoundResult verify_phase(SpecModels& m, RoundDrafts& drafts) {
   return result;
 }
 
-std::optional<BatchPlan> plan_batch(std::span<SpecSequence* const> batch, const RoundCostModel& costs, int64_t max_seq_len,
-                bool has_draft_model) {
+std::optional<BatchPlan> plan_batch(std::span<SpecSequence* const> batch, const RoundCostModel& costs,
+                                    int64_t max_seq_len, bool has_draft_model) {
   if (!costs.ready()) return std::nullopt;
   std::vector<PlanRow> rows;
   int32_t k_max = 0;

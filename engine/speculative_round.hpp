@@ -34,7 +34,7 @@ struct SpecModels {
 // holds every token but g; the draft cache holds a prefix of `tokens` (possibly empty).
 struct SpecSequence {
   SpecSequence(std::vector<int32_t> context, int32_t target_slot, int32_t draft_slot, SamplingParams sampling,
-               SpecSettings spec, double cost_ratio, double acceptance_prior = 0.7);
+               SpecSettings spec, double cost_ratio, double acceptance_prior = kDefaultAcceptancePrior);
 
   std::vector<int32_t> tokens;
   int32_t target_slot;
@@ -116,9 +116,10 @@ class RoundCostModel;
 // Chooses K for the whole batch with plan_batch_k (batch_k_planner.hpp) and stores it
 // in each sequence's planned_k: adaptive draft-model rows are planned together, other
 // rows keep their setting. Caps use max_seq_len and max_new_this_round as plan_k does.
-// Does nothing unless costs.ready().
-std::optional<BatchPlan> plan_batch(std::span<SpecSequence* const> batch, const RoundCostModel& costs, int64_t max_seq_len,
-                bool has_draft_model);
+// Returns the plan (what it expects of the round), or nothing and plans nothing unless
+// costs.ready().
+std::optional<BatchPlan> plan_batch(std::span<SpecSequence* const> batch, const RoundCostModel& costs,
+                                    int64_t max_seq_len, bool has_draft_model);
 // Feeds a finished round's measured verify pass and draft steps into the cost model.
 void record_round_costs(RoundCostModel& costs, const RoundResult& round);
 

@@ -6,13 +6,13 @@
 
 #include <algorithm>
 #include <chrono>
-#include <fstream>
-#include <optional>
-#include <utility>
 #include <cstdio>
+#include <fstream>
 #include <iostream>
 #include <mutex>
+#include <optional>
 #include <thread>
+#include <utility>
 
 #include "actors/engine.hpp"
 #include "engine/cost_calibration.hpp"
@@ -116,8 +116,8 @@ boost::asio::awaitable<void> client(Engine& engine, const std::vector<std::strin
       res = co_await engine.generate(r, [&](const Burst& b) {
         const auto now = Clock::now();
         if (b.token_ids.empty()) return;
-        if (now > window.closes) {
-          if (steady && !cancelled) engine.cancel(r.id);
+        if (now > window.closes) {  // steady state only: a fixed-count window never closes
+          if (!cancelled) engine.cancel(r.id);
           cancelled = true;
           return;
         }
@@ -302,27 +302,24 @@ void run_concurrency_bench(const PairArgs& pair, const ConcurrencyBenchArgs& arg
         serials.push_back(run(serial, true));
         paired.push_back(throughput(ons.back()) / throughput(offs.back()));
       }
-      auto per_repeat = [](const std::vector<LevelResult>& runs) {
+      auto per_repeat = [](const std::vector<LevelResult>& runs, auto field) {
         boost::json::array out;
-        for (const auto& run : runs) out.push_back(throughput(run));
+        for (const auto& run : runs) out.push_back(field(run));
         return out;
       };
+      auto steal = [](const LevelResult& run) { return run.steal; };
       const LevelResult& off = median_run(offs);
       const LevelResult& on = median_run(ons);
       const double ratio = throughput(on) / throughput(off);
-      auto steal_per_repeat = [](const std::vector<LevelResult>& runs) {
-        boost::json::array out;
-        for (const auto& run : runs) out.push_back(run.steal);
-        return out;
-      };
       rows.push_back({{"concurrency", clients}, {"spec_off", level_json(off)},
                       {"spec_on", level_json(on)}, {"spec_on_no_overlap", level_json(median_run(serials))},
                       {"spec_on_over_off", ratio},
                       {"spec_on_over_off_per_repeat", boost::json::value_from(paired)},
                       {"tokens_per_second_per_repeat",
-                       {{"spec_off", per_repeat(offs)}, {"spec_on", per_repeat(ons)}, {"spec_on_no_overlap", per_repeat(serials)}}},
-                      {"cpu_steal_per_repeat",
-                       {{"spec_off", steal_per_repeat(offs)}, {"spec_on", steal_per_repeat(ons)}}},
+                       {{"spec_off", per_repeat(offs, throughput)},
+                        {"spec_on", per_repeat(ons, throughput)},
+                        {"spec_on_no_overlap", per_repeat(serials, throughput)}}},
+                      {"cpu_steal_per_repeat", {{"spec_off", per_repeat(offs, steal)}, {"spec_on", per_repeat(ons, steal)}}},
                       {"spec_on_over_off_paired_median", median(paired)}});
       std::cerr << "bench: concurrency " << clients << " spec on/off throughput " << ratio << "\n";
     }
