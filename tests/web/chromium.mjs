@@ -127,7 +127,8 @@ export class Chromium {
     ];
     // Chromium refuses to run its sandbox as root (CI containers).
     if (process.getuid && process.getuid() === 0) args.unshift('--no-sandbox');
-    const proc = spawn(executable, args, { stdio: ['ignore', 'ignore', 'pipe'] });
+    // Its own process group, so close() can stop the helper processes too.
+    const proc = spawn(executable, args, { stdio: ['ignore', 'ignore', 'pipe'], detached: true });
     const browser = new Chromium(proc, profile);
     let log = '';
     const endpoint = await withTimeout(new Promise((resolve, reject) => {
@@ -162,11 +163,21 @@ export class Chromium {
 
   async close() {
     if (this.page) this.page.socket.close();
+    const signalGroup = (signal) => {
+      try {
+        process.kill(-this.proc.pid, signal);
+      } catch {
+        // ESRCH: the group is gone already
+      }
+    };
     if (this.proc.exitCode === null) {
       const exited = new Promise((resolve) => this.proc.once('exit', resolve));
-      this.proc.kill('SIGTERM');
-      await withTimeout(exited, 5000, 'chromium exit').catch(() => this.proc.kill('SIGKILL'));
+      signalGroup('SIGTERM');
+      await withTimeout(exited, 5000, 'chromium exit').catch(() => {});
     }
-    rmSync(this.profile, { recursive: true, force: true });
+    // Helper processes (crashpad, utility) outlive the browser and keep writing into the
+    // profile, which made removing it fail with ENOTEMPTY now and then.
+    signalGroup('SIGKILL');
+    rmSync(this.profile, { recursive: true, force: true, maxRetries: 10, retryDelay: 100 });
   }
 }
