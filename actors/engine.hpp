@@ -106,6 +106,14 @@ struct GenerateResult {
   Timings timings;
 };
 
+// Decode rounds (rounds that prefilled no newcomer) of one batch size: how many, their
+// wall seconds and the tokens they delivered.
+struct RoundTally {
+  int64_t rounds = 0;
+  double seconds = 0;
+  int64_t tokens = 0;
+};
+
 // Counters and gauges for metrics and tests.
 struct EngineSnapshot {
   int32_t waiting = 0, running = 0;
@@ -116,6 +124,10 @@ struct EngineSnapshot {
   int64_t drafts = 0, draft_tokens = 0, accepted_tokens = 0;  // vLLM's speculative counters
   std::vector<int64_t> accepted_per_position;
   double cost_ratio = 0;  // measured draft step / verify pass
+  // Indexed by rows - 1: rounds in which no row drafted, and rounds in which some did.
+  // Their tokens per second at equal rows, measured side by side, say whether
+  // speculation paid in the rounds that used it, free of the drift between runs.
+  std::vector<RoundTally> plain_rounds, drafting_rounds;
 };
 
 using BurstHandler = std::function<void(const Burst&)>;

@@ -222,9 +222,9 @@ awaitable<void> SchedulerActor::run_round() {
     co_await finish_where(fresh_, [](const Entry&) { return true; }, FinishReason::error, &*failure);
     co_return;
   }
+  // A round that also prefilled newcomers says nothing about the per-round overhead.
+  const double seconds = fresh.empty() ? std::chrono::duration<double>(Clock::now() - round_start).count() : 0;
   if (!running.empty()) {
-    // A round that also prefilled newcomers says nothing about the per-round overhead.
-    const double seconds = fresh.empty() ? std::chrono::duration<double>(Clock::now() - round_start).count() : 0;
     cost_.observe(outcome.round, seconds);
     record_round_counters(outcome.round);
     batch_drafting_ = !cost_.rounds ||
@@ -236,6 +236,7 @@ awaitable<void> SchedulerActor::run_round() {
     const RoundOutput& row = outcome.round.rows[i];
     done[i] = deliver(*running_[i], row.tokens, row.drafted, row.accepted);
   }
+  if (seconds > 0 && !running.empty()) tally_round(outcome.round, seconds, delivered_tokens_ - generated_before);
   size_t index = 0;
   co_await finish_where(running_, [&](const Entry&) { return done[index++]; }, FinishReason::length);
   std::vector<std::unique_ptr<Entry>> newcomers = std::move(fresh_);
@@ -365,6 +366,17 @@ void SchedulerActor::record_round_counters(const RoundResult& round) {
     if (static_cast<int32_t>(per_position.size()) < row.drafted) per_position.resize(row.drafted, 0);
     for (int32_t i = 0; i < row.accepted; ++i) per_position[i] += 1;
   }
+}
+
+void SchedulerActor::tally_round(const RoundResult& round, double seconds, int64_t delivered) {
+  const bool drafting = std::any_of(round.rows.begin(), round.rows.end(), [](const RoundOutput& r) { return r.drafted > 0; });
+  auto& tallies = drafting ? counters_.drafting_rounds : counters_.plain_rounds;
+  const size_t rows = round.rows.size();
+  if (tallies.size() < rows) tallies.resize(rows);
+  RoundTally& t = tallies[rows - 1];
+  t.rounds += 1;
+  t.seconds += seconds;
+  t.tokens += delivered;
 }
 
 }  // namespace specd::actors

@@ -60,7 +60,7 @@ BatchPlan plan_batch_k(std::span<const PlanRow> rows, const RoundCostModel& mode
       undrafted.add(0, true);
     } else {
       k[i] = rows[i].fixed_k;
-      undrafted.add(rows[i].fixed_k, rows[i].fixed_uses_draft_model);
+      undrafted.add(rows[i].fixed_k, rows[i].draft_model);
       fixed_tokens += expected_round_tokens(rows[i].acceptance, rows[i].fixed_k);
     }
   }
@@ -83,7 +83,7 @@ BatchPlan plan_batch_k(std::span<const PlanRow> rows, const RoundCostModel& mode
       const PlanRow& row = rows[plannable[m]];
       const int32_t row_k = std::min(common, row.k_cap);
       shape.tokens -= 1;  // the row was counted at K = 0
-      shape.add(row_k, true);
+      shape.add(row_k, row.draft_model);
       tokens += expected_round_tokens(row.acceptance, row_k) - 1;
       const double seconds = shape.seconds(model);
       if (tokens / seconds > best_rate * (1 + kMargin)) {

@@ -16,9 +16,9 @@
 namespace specd {
 
 struct PlanRow {
-  bool plannable = false;    // adaptive K with the draft model: the planner chooses
+  bool plannable = false;    // adaptive K: the planner chooses
   int32_t fixed_k = 0;       // otherwise this K is used (0: no speculation)
-  bool fixed_uses_draft_model = false;  // a fixed row that runs draft-model steps
+  bool draft_model = true;   // its drafts cost draft-model steps (false: prompt lookup, free)
   double acceptance = 0;     // the request's per-token acceptance estimate
   int32_t k_cap = 0;         // plannable rows: room left (cache, max_tokens), at most k_max
 };
@@ -36,7 +36,8 @@ double expected_round_tokens(double acceptance, int32_t k);
 
 // Considers, for every common K in [0, k_max], drafting in the m plannable rows with the
 // highest acceptance (m in [0, rows]); each drafting row uses min(K, its cap). Cost:
-// O(k_max^2 * rows) cost-curve lookups. Ties go to less drafting. Needs model.ready().
+// O(k_max^2 * rows) cost-curve lookups. Ties go to less drafting. Needs a verify curve,
+// and a draft-step curve when a row with draft_model may draft.
 BatchPlan plan_batch_k(std::span<const PlanRow> rows, const RoundCostModel& model, int32_t k_max);
 
 }  // namespace specd

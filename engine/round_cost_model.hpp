@@ -52,7 +52,10 @@ class RoundCostModel {
   void observe_overhead(double seconds);
 
   // True once both curves hold a measurement: until then callers plan K per request.
-  bool ready() const { return !verify_.empty() && !draft_step_.empty(); }
+  // Prompt-lookup rows draft without the draft model and need the verify curve only.
+  bool ready() const { return verify_ready() && draft_ready(); }
+  bool verify_ready() const { return !verify_.empty(); }
+  bool draft_ready() const { return !draft_step_.empty(); }
   double verify_seconds(int32_t tokens) const { return verify_.at(tokens); }
   double draft_step_seconds(int32_t rows) const { return draft_step_.at(rows); }
   double overhead_seconds() const { return overhead_; }

@@ -241,26 +241,32 @@ RoundResult verify_phase(SpecModels& m, RoundDrafts& drafts) {
 
 std::optional<BatchPlan> plan_batch(std::span<SpecSequence* const> batch, const RoundCostModel& costs,
                                     int64_t max_seq_len, bool has_draft_model) {
-  if (!costs.ready()) return std::nullopt;
+  if (!costs.verify_ready()) return std::nullopt;
   std::vector<PlanRow> rows;
   int32_t k_max = 0;
+  bool needs_draft_curve = false;
   for (const SpecSequence* seq : batch) {
     PlanRow row;
     const bool model_drafter = seq->spec.drafter == DrafterKind::model;
     const bool can_draft = seq->spec.enabled && (!model_drafter || (has_draft_model && seq->draft_slot >= 0));
     row.acceptance = seq->adaptive.acceptance();
-    if (can_draft && seq->spec.adaptive && model_drafter) {
+    row.draft_model = model_drafter;
+    if (can_draft && seq->spec.adaptive) {
+      // Lookup rows too: their drafts cost no draft steps, but each widens the verify
+      // pass, which on a busy batch costs more than the drafts are expected to return.
       const auto n = static_cast<int64_t>(seq->tokens.size());
       const int64_t room = std::min<int64_t>({seq->spec.k_max, max_seq_len - n, seq->max_new_this_round - 1});
       row.plannable = true;
       row.k_cap = static_cast<int32_t>(std::max<int64_t>(room, 0));
       k_max = std::max(k_max, row.k_cap);
+      needs_draft_curve |= model_drafter && row.k_cap > 0;
     } else if (can_draft) {
-      row.fixed_k = seq->spec.adaptive ? seq->spec.k_max : seq->spec.k;  // an estimate for lookup rows
-      row.fixed_uses_draft_model = model_drafter;
+      row.fixed_k = seq->spec.k;  // an upper bound for lookup rows, which may find fewer
+      needs_draft_curve |= model_drafter && row.fixed_k > 0;
     }
     rows.push_back(row);
   }
+  if (needs_draft_curve && !costs.draft_ready()) return std::nullopt;
   const BatchPlan plan = plan_batch_k(rows, costs, k_max);
   for (size_t i = 0; i < batch.size(); ++i) {
     if (rows[i].plannable) batch[i]->planned_k = plan.k[i];

@@ -114,10 +114,10 @@ inline bool drafts_nothing(const SpecSequence& seq) { return !seq.spec.enabled |
 
 class RoundCostModel;
 // Chooses K for the whole batch with plan_batch_k (batch_k_planner.hpp) and stores it
-// in each sequence's planned_k: adaptive draft-model rows are planned together, other
-// rows keep their setting. Caps use max_seq_len and max_new_this_round as plan_k does.
-// Returns the plan (what it expects of the round), or nothing and plans nothing unless
-// costs.ready().
+// in each sequence's planned_k: adaptive rows (either drafter) are planned together,
+// other rows keep their setting. Caps use max_seq_len and max_new_this_round as plan_k
+// does. Returns the plan (what it expects of the round), or nothing and plans nothing
+// while the curves it needs are unmeasured (the draft-step curve only for draft-model rows).
 std::optional<BatchPlan> plan_batch(std::span<SpecSequence* const> batch, const RoundCostModel& costs,
                                     int64_t max_seq_len, bool has_draft_model);
 // Feeds a finished round's measured verify pass and draft steps into the cost model.

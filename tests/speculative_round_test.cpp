@@ -9,7 +9,9 @@
 #include "engine/generation.hpp"
 #include "engine/kv_cache.hpp"
 #include "engine/prefill.hpp"
+#include "engine/round_cost_model.hpp"
 #include "engine/spec_generation.hpp"
+#include "engine/speculative_round.hpp"
 #include "tests/support/joint_distribution.hpp"
 #include "tests/support/spec_pairs.hpp"
 
@@ -261,4 +263,42 @@ TEST_CASE("bad requests are refused before any slot is taken") {
   r = ok;
   r.spec.k = -1;
   expect_invalid(r);
+}
+
+TEST_CASE("plan_batch plans adaptive lookup rows from the verify curve alone") {
+  // verify(T) = base + per_token * T; no draft-step curve is ever measured.
+  auto verify_only = [](double base, double per_token) {
+    RoundCostModel costs(4, 8);
+    for (int32_t t = 1; t <= 36; ++t) costs.observe_verify(t, base + per_token * t);
+    return costs;
+  };
+  SpecSettings lookup;
+  lookup.adaptive = true;
+  lookup.drafter = DrafterKind::lookup;
+  SpecSequence a({1, 5, 6, 5, 6}, 0, -1, SamplingParams{}, lookup, 0.0, 0.8);
+  SpecSequence b({1, 7, 8, 7, 8}, 1, -1, SamplingParams{}, lookup, 0.0, 0.8);
+  std::vector<SpecSequence*> batch{&a, &b};
+
+  // A flat verify pass: lookup drafts are free, so both rows take the whole K.
+  const RoundCostModel flat = verify_only(1e-3, 0.0);
+  REQUIRE(plan_batch(batch, flat, 128, false).has_value());
+  CHECK(a.planned_k == 8);
+  CHECK(b.planned_k == 8);
+
+  // A verify pass proportional to the tokens fed: every draft costs a full token's
+  // time and returns less than one, so speculation is off for both.
+  const RoundCostModel proportional = verify_only(0.0, 1e-3);
+  REQUIRE(plan_batch(batch, proportional, 128, false).has_value());
+  CHECK(a.planned_k == 0);
+  CHECK(b.planned_k == 0);
+  CHECK(drafts_nothing(a));
+
+  // An adaptive draft-model row needs the draft-step curve: no plan without it.
+  SpecSettings model;
+  model.adaptive = true;
+  SpecSequence c({1, 5, 6}, 2, 2, SamplingParams{}, model, 0.1, 0.8);
+  c.planned_k = -1;
+  std::vector<SpecSequence*> mixed{&a, &c};
+  CHECK_FALSE(plan_batch(mixed, flat, 128, true).has_value());
+  CHECK(c.planned_k == -1);
 }

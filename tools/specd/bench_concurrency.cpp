@@ -11,6 +11,7 @@
 #include <iostream>
 #include <mutex>
 #include <optional>
+#include <random>
 #include <thread>
 #include <utility>
 
@@ -44,6 +45,7 @@ struct LevelResult {
   std::vector<double> ttft_ms, itl_ms;
   int errors = 0;
   double steal = -1;  // share of the CPU the hypervisor took during the window; -1: unknown
+  std::vector<RoundTally> plain, drafting;  // the engine's decode rounds inside the window, by rows
 };
 
 // What one run of a level does.
@@ -146,6 +148,16 @@ boost::asio::awaitable<void> client(Engine& engine, const std::vector<std::strin
   }
 }
 
+std::vector<RoundTally> tally_delta(const std::vector<RoundTally>& after, const std::vector<RoundTally>& before) {
+  std::vector<RoundTally> out = after;
+  for (size_t i = 0; i < before.size() && i < out.size(); ++i) {
+    out[i].rounds -= before[i].rounds;
+    out[i].seconds -= before[i].seconds;
+    out[i].tokens -= before[i].tokens;
+  }
+  return out;
+}
+
 LevelResult run_level(Engine& engine, boost::asio::io_context& io, const std::vector<std::string>& prompts,
                       const RunShape& shape) {
   LevelResult out;
@@ -164,14 +176,19 @@ LevelResult run_level(Engine& engine, boost::asio::io_context& io, const std::ve
   auto wait_all = [&] {
     for (auto& f : done) f.get();
   };
+  auto snapshot = [&] { return boost::asio::co_spawn(io, engine.snapshot(), boost::asio::use_future).get(); };
   if (steady) std::this_thread::sleep_until(window.opens);
   const auto before = cpu_steal_and_total();
+  const EngineSnapshot rounds_before = snapshot();
   if (steady) {
     std::this_thread::sleep_until(window.closes);
   } else {
     wait_all();
   }
   const auto after = cpu_steal_and_total();
+  const EngineSnapshot rounds_after = snapshot();
+  out.plain = tally_delta(rounds_after.plain_rounds, rounds_before.plain_rounds);
+  out.drafting = tally_delta(rounds_after.drafting_rounds, rounds_before.drafting_rounds);
   out.seconds = steady ? shape.seconds : std::chrono::duration<double>(Clock::now() - t0).count();
   if (steady) wait_all();
   if (before.first >= 0 && after.second > before.second) {
@@ -185,6 +202,52 @@ double throughput(const LevelResult& r) { return r.tokens / r.seconds; }
 double median(std::vector<double> values) {
   std::sort(values.begin(), values.end());
   return values[values.size() / 2];
+}
+
+// Whether speculation paid in the rounds that used it, measured free of the drift
+// between runs: the speculation-on run's drafting rounds' tokens per second, over what
+// plain rounds of the same batch sizes delivered in the time those drafting rounds took.
+// The plain rate of a batch size comes from the on-run's own plain rounds (interleaved
+// with its drafting rounds) when it has kMinPlainRounds of them, else from the
+// neighbouring off-run's. -1: no drafting round to judge.
+struct DraftingGain {
+  double gain = -1;
+  double share = 0;  // of the on-run's decode-round seconds, the drafting rounds'
+};
+
+DraftingGain drafting_gain(const LevelResult& on, const LevelResult& off) {
+  constexpr int64_t kMinPlainRounds = 10;
+  double drafting_tokens = 0, drafting_seconds = 0, plain_equivalent = 0, plain_seconds = 0;
+  for (size_t i = 0; i < on.drafting.size(); ++i) {
+    const RoundTally& d = on.drafting[i];
+    if (d.rounds == 0) continue;
+    const RoundTally* p = i < on.plain.size() && on.plain[i].rounds >= kMinPlainRounds ? &on.plain[i]
+                          : i < off.plain.size() && off.plain[i].rounds > 0           ? &off.plain[i]
+                                                                                        : nullptr;
+    if (!p) continue;  // a batch size only the on-run saw
+    drafting_tokens += static_cast<double>(d.tokens);
+    drafting_seconds += d.seconds;
+    plain_equivalent += d.seconds * static_cast<double>(p->tokens) / p->seconds;
+  }
+  for (const RoundTally& p : on.plain) plain_seconds += p.seconds;
+  DraftingGain out;
+  if (plain_equivalent > 0) out.gain = drafting_tokens / plain_equivalent;
+  if (drafting_seconds + plain_seconds > 0) out.share = drafting_seconds / (drafting_seconds + plain_seconds);
+  return out;
+}
+
+// 90% percentile-bootstrap interval of the median of paired ratios (fixed seed: the
+// same runs give the same interval).
+std::pair<double, double> bootstrap_median_ci90(const std::vector<double>& values) {
+  if (values.size() < 2) return {values.empty() ? 0 : values[0], values.empty() ? 0 : values[0]};
+  std::mt19937_64 rng(20261122);
+  std::uniform_int_distribution<size_t> pick(0, values.size() - 1);
+  std::vector<double> medians, sample(values.size());
+  for (int b = 0; b < 4000; ++b) {
+    for (double& v : sample) v = values[pick(rng)];
+    medians.push_back(median(sample));
+  }
+  return {percentile(medians, 0.05), percentile(medians, 0.95)};
 }
 
 // The run with the median throughput (the upper middle one for an even count).
@@ -239,6 +302,7 @@ void add_concurrency_bench_options(CLI::App& cmd, ConcurrencyBenchArgs& args) {
   cmd.add_option("--trace", args.trace_path, "write a Chrome trace of the speculation-on runs to this file");
   cmd.add_option("--repeat", args.repeat, "interleaved runs of each mode per level; medians are reported")
       ->check(CLI::Range(1, 100));
+  cmd.add_flag("!--skip-no-overlap", args.no_overlap_runs, "do not run speculation on without lane overlap (a third less time)");
 }
 
 void run_concurrency_bench(const PairArgs& pair, const ConcurrencyBenchArgs& args, const std::vector<std::string>& prompts,
@@ -288,7 +352,7 @@ void run_concurrency_bench(const PairArgs& pair, const ConcurrencyBenchArgs& arg
       // Modes interleaved, so drift in the machine's speed (other tenants, steal time)
       // hits all of them alike; each mode reports its median run.
       std::vector<LevelResult> offs, ons, serials;
-      std::vector<double> paired;
+      std::vector<double> paired, gains, shares;
       for (int32_t r = 0; r < args.repeat; ++r) {
         // The order alternates, so a mode does not always run on the machine state the
         // other leaves behind (warm caches, a neighbour's burst that is just ending).
@@ -299,8 +363,11 @@ void run_concurrency_bench(const PairArgs& pair, const ConcurrencyBenchArgs& arg
           ons.push_back(run(overlapped, true));
           offs.push_back(run(overlapped, false));
         }
-        serials.push_back(run(serial, true));
+        if (args.no_overlap_runs) serials.push_back(run(serial, true));
         paired.push_back(throughput(ons.back()) / throughput(offs.back()));
+        const DraftingGain g = drafting_gain(ons.back(), offs.back());
+        if (g.gain > 0) gains.push_back(g.gain);
+        shares.push_back(g.share);
       }
       auto per_repeat = [](const std::vector<LevelResult>& runs, auto field) {
         boost::json::array out;
@@ -311,17 +378,26 @@ void run_concurrency_bench(const PairArgs& pair, const ConcurrencyBenchArgs& arg
       const LevelResult& off = median_run(offs);
       const LevelResult& on = median_run(ons);
       const double ratio = throughput(on) / throughput(off);
-      rows.push_back({{"concurrency", clients}, {"spec_off", level_json(off)},
-                      {"spec_on", level_json(on)}, {"spec_on_no_overlap", level_json(median_run(serials))},
-                      {"spec_on_over_off", ratio},
-                      {"spec_on_over_off_per_repeat", boost::json::value_from(paired)},
-                      {"tokens_per_second_per_repeat",
-                       {{"spec_off", per_repeat(offs, throughput)},
-                        {"spec_on", per_repeat(ons, throughput)},
-                        {"spec_on_no_overlap", per_repeat(serials, throughput)}}},
-                      {"cpu_steal_per_repeat", {{"spec_off", per_repeat(offs, steal)}, {"spec_on", per_repeat(ons, steal)}}},
-                      {"spec_on_over_off_paired_median", median(paired)}});
-      std::cerr << "bench: concurrency " << clients << " spec on/off throughput " << ratio << "\n";
+      const auto [ci_low, ci_high] = bootstrap_median_ci90(paired);
+      boost::json::object row{{"concurrency", clients}, {"spec_off", level_json(off)}, {"spec_on", level_json(on)},
+                              {"spec_on_over_off", ratio},
+                              {"spec_on_over_off_per_repeat", boost::json::value_from(paired)},
+                              {"spec_on_over_off_paired_median", median(paired)},
+                              {"spec_on_over_off_paired_ci90", {ci_low, ci_high}},
+                              {"drafting_round_gain_per_repeat", boost::json::value_from(gains)},
+                              {"drafting_round_gain", gains.empty() ? -1.0 : median(gains)},
+                              {"drafting_round_share_per_repeat", boost::json::value_from(shares)}};
+      boost::json::object per_mode{{"spec_off", per_repeat(offs, throughput)}, {"spec_on", per_repeat(ons, throughput)}};
+      if (!serials.empty()) {
+        row["spec_on_no_overlap"] = level_json(median_run(serials));
+        per_mode["spec_on_no_overlap"] = per_repeat(serials, throughput);
+      }
+      row["tokens_per_second_per_repeat"] = std::move(per_mode);
+      row["cpu_steal_per_repeat"] = {{"spec_off", per_repeat(offs, steal)}, {"spec_on", per_repeat(ons, steal)}};
+      rows.push_back(std::move(row));
+      std::cerr << "bench: concurrency " << clients << " spec on/off throughput " << ratio << " (paired median "
+                << median(paired) << ", 90% CI " << ci_low << "-" << ci_high << "), drafting rounds' gain "
+                << (gains.empty() ? -1.0 : median(gains)) << "\n";
     }
     if (config.trace) overlapped.write_trace(args.trace_path);
     auto stop = [](Engine& e) -> boost::asio::awaitable<void> { co_await e.stop(std::chrono::seconds(10)); };
@@ -357,15 +433,17 @@ void run_concurrency_bench(const PairArgs& pair, const ConcurrencyBenchArgs& arg
     print_json(out);
     return;
   }
-  std::printf("%5s %12s %12s %8s %10s %10s %10s %10s\n", "conc", "off tok/s", "on tok/s", "on/off", "ttft p50", "ttft p99",
-              "itl p50", "itl p99");
+  std::printf("%5s %12s %12s %8s %13s %8s %10s %10s %10s %10s\n", "conc", "off tok/s", "on tok/s", "on/off", "paired 90% CI",
+              "gain", "ttft p50", "ttft p99", "itl p50", "itl p99");
   for (const auto& r : rows) {
     const auto& o = r.as_object();
     const auto& on = o.at("spec_on").as_object();
-    std::printf("%5lld %12.1f %12.1f %8.2f %10.1f %10.1f %10.2f %10.2f\n",
+    const auto& ci = o.at("spec_on_over_off_paired_ci90").as_array();
+    std::printf("%5lld %12.1f %12.1f %8.2f %6.2f-%-6.2f %8.2f %10.1f %10.1f %10.2f %10.2f\n",
                 static_cast<long long>(o.at("concurrency").as_int64()),
                 o.at("spec_off").as_object().at("tokens_per_second").as_double(), on.at("tokens_per_second").as_double(),
-                o.at("spec_on_over_off").as_double(), on.at("ttft_ms_p50").as_double(), on.at("ttft_ms_p99").as_double(),
+                o.at("spec_on_over_off").as_double(), ci[0].as_double(), ci[1].as_double(),
+                o.at("drafting_round_gain").as_double(), on.at("ttft_ms_p50").as_double(), on.at("ttft_ms_p99").as_double(),
                 on.at("itl_ms_p50").as_double(), on.at("itl_ms_p99").as_double());
   }
 }

@@ -24,6 +24,7 @@ struct ConcurrencyBenchArgs {
   int32_t requests_per_client = 0;    // > 0: fixed count per client instead of steady state
   std::string trace_path;           // Chrome trace of the speculation-on runs
   int32_t repeat = 3;               // interleaved runs per mode and level; the median is reported
+  bool no_overlap_runs = true;      // also run speculation on without lane overlap
 };
 
 void add_concurrency_bench_options(CLI::App& cmd, ConcurrencyBenchArgs& args);
