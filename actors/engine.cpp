@@ -108,12 +108,14 @@ struct Engine::Impl {
 // other: run at once they disturbed each other's timings (a one-row draft step measured
 // 300 ms instead of 0.6 ms while the target calibrated).
 std::optional<RoundCostModel> Engine::Impl::calibrate() {
-  if (config.calibration_seconds <= 0 || !draft) return std::nullopt;
+  if (config.calibration_seconds <= 0) return std::nullopt;
   RoundCostModel costs(config.max_batch, config.k_max);
   const CalibrationLimits limits{config.max_batch, config.k_max, config.calibration_seconds};
   auto time_verify = [&] { return calibrate_verify(*target, *target_cache, costs, limits); };
-  auto time_draft = [&] { return calibrate_draft_steps(*draft, *draft_cache, costs, limits); };
   target_lane.run_blocking("calibrate", time_verify);
+  // Without a draft model only prompt-lookup rows draft, and they need the verify curve alone.
+  if (!draft) return costs;
+  auto time_draft = [&] { return calibrate_draft_steps(*draft, *draft_cache, costs, limits); };
   draft_lane.run_blocking("calibrate", time_draft);
   return costs;
 }

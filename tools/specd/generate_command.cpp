@@ -72,7 +72,7 @@ void run_generate(const GenerateArgs& a, bool has_system) {
   request.spec = pair.spec;
   SpecModels models = pair.models();
   CostMeter meter;
-  if (request.spec.enabled && request.spec.adaptive && models.draft) {
+  if (request.spec.enabled && request.spec.adaptive) {  // lookup rows are planned from the verify curve alone
     meter.rounds = calibrate_round_costs(models, {1, request.spec.k_max, 1.0});
   }
   SpecResult r = generate_speculative(models, {request}, pair.tokenizer.get(), &meter).front();
