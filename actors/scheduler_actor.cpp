@@ -306,6 +306,7 @@ void SchedulerActor::trace_round(Clock::time_point start, const RoundOutcome& ou
     args.emplace_back("planned_tokens", plan->expected_tokens);
     args.emplace_back("planned_ms", plan->expected_seconds * 1e3);
     args.emplace_back("undrafted_planned_ms", plan->undrafted_seconds * 1e3);
+    if (plan->refresh) args.emplace_back("refresh", 1.0);
   }
   trace_->complete("round", "scheduler", start, Clock::now(), std::move(args));
 }

@@ -43,7 +43,8 @@ struct RoundShape {
 
 }  // namespace
 
-BatchPlan plan_batch_k(std::span<const PlanRow> rows, const RoundCostModel& model, int32_t k_max) {
+BatchPlan plan_batch_k(std::span<const PlanRow> rows, const RoundCostModel& model, int32_t k_max,
+                       PlanOptions options) {
   const size_t n = rows.size();
   std::vector<size_t> plannable;
   for (size_t i = 0; i < n; ++i) {
@@ -94,6 +95,12 @@ BatchPlan plan_batch_k(std::span<const PlanRow> rows, const RoundCostModel& mode
         best_common = common;
       }
     }
+  }
+  if (best_rows > 0 && options.refresh_after > 0 && model.verify_staleness(undrafted.tokens) > options.refresh_after) {
+    best.expected_tokens = undrafted_tokens;
+    best.expected_seconds = best.undrafted_seconds;
+    best.refresh = true;
+    return best;  // best.k still holds the undrafted plan
   }
   for (size_t m = 0; m < best_rows; ++m) {
     best.k[plannable[m]] = std::min(best_common, rows[plannable[m]].k_cap);

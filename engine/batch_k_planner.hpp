@@ -28,6 +28,18 @@ struct BatchPlan {
   double expected_tokens = 0;
   double expected_seconds = 0;
   double undrafted_seconds = 0;  // expected seconds had no plannable row drafted
+  bool refresh = false;          // undrafted although drafting looked better: see PlanOptions
+};
+
+// While the plan drafts, the verify pass of the undrafted round is not run, so its price
+// is not re-measured: it keeps whatever the machine's speed was when it last ran (on a
+// shared host, +-20% between minutes), and a stale high price keeps the planner drafting
+// where it no longer pays. Once that price has gone `refresh_after` verify passes
+// without a measurement, one round runs undrafted to measure it. 0: never.
+inline constexpr int64_t kRefreshUndraftedAfter = 128;
+
+struct PlanOptions {
+  int64_t refresh_after = 0;
 };
 
 // Expected tokens a row emits in a round with K drafts and per-token acceptance a:
@@ -38,6 +50,7 @@ double expected_round_tokens(double acceptance, int32_t k);
 // highest acceptance (m in [0, rows]); each drafting row uses min(K, its cap). Cost:
 // O(k_max^2 * rows) cost-curve lookups. Ties go to less drafting. Needs a verify curve,
 // and a draft-step curve when a row with draft_model may draft.
-BatchPlan plan_batch_k(std::span<const PlanRow> rows, const RoundCostModel& model, int32_t k_max);
+BatchPlan plan_batch_k(std::span<const PlanRow> rows, const RoundCostModel& model, int32_t k_max,
+                       PlanOptions options = {});
 
 }  // namespace specd

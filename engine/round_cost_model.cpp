@@ -28,14 +28,21 @@ CostCurve::CostCurve(int32_t max_size) {
   buckets_.push_back({std::max(max_size, 1)});
 }
 
+size_t CostCurve::nearest(int32_t size) const {
+  const double x = std::log(static_cast<double>(std::max(size, 1)));
+  auto distance = [&](const Bucket& b) { return std::abs(x - std::log(static_cast<double>(b.size))); };
+  const auto it = std::min_element(buckets_.begin(), buckets_.end(),
+                                   [&](const Bucket& p, const Bucket& q) { return distance(p) < distance(q); });
+  return static_cast<size_t>(it - buckets_.begin());
+}
+
 void CostCurve::observe(int32_t size, double seconds) {
   if (!(seconds >= 0) || !std::isfinite(seconds)) return;
   const double x = std::max(size, 1);
-  // The nearest bucket on a log scale; it keeps the sizes it saw, so a size between
-  // buckets is a point at its own size, not bent to the bucket's.
-  auto distance = [&](const Bucket& b) { return std::abs(std::log(x) - std::log(static_cast<double>(b.size))); };
-  Bucket& b = *std::min_element(buckets_.begin(), buckets_.end(),
-                                [&](const Bucket& p, const Bucket& q) { return distance(p) < distance(q); });
+  // The bucket keeps the sizes it saw, so a size between buckets is a point at its own
+  // size, not bent to the bucket's.
+  Bucket& b = buckets_[nearest(size)];
+  b.last_seen = observations_++;
   b.sizes[b.next] = x;
   b.seconds[b.next] = seconds;
   b.next = (b.next + 1) % kWindow;
@@ -68,6 +75,11 @@ double CostCurve::at(int32_t size) const {
   // Above every measurement: proportional to size, the compute-bound worst case, so the
   // planner never counts on cheap passes it has not seen.
   return last->y * size / last->x;
+}
+
+int64_t CostCurve::staleness(int32_t size) const {
+  const Bucket& b = buckets_[nearest(size)];
+  return b.last_seen < 0 ? observations_ + 1 : observations_ - 1 - b.last_seen;
 }
 
 RoundCostModel::RoundCostModel(int32_t max_batch, int32_t k_max)

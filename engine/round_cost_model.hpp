@@ -6,6 +6,7 @@
 // (cost_calibration.hpp) and refitted online from every round. Plain values, no
 // locking: owned by one scheduler.
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -28,6 +29,9 @@ class CostCurve {
   // Interpolated between measured buckets; below the first, the first's value; above
   // the last, proportional to size (pessimistic). -1 when empty.
   double at(int32_t size) const;
+  // Observations (of any size) since the bucket `size` falls in was last fed; the
+  // total count plus one when it never was.
+  int64_t staleness(int32_t size) const;
 
  private:
   static constexpr int kWindow = 9;  // observations a bucket remembers
@@ -39,8 +43,12 @@ class CostCurve {
     int next = 0;   // ring position of the next observation
     double x = 0;   // median size held
     double y = 0;   // median seconds held
+    int64_t last_seen = -1;  // observations_ when it was last fed
   };
+  // The bucket nearest a size on a log scale.
+  std::size_t nearest(int32_t size) const;
   std::vector<Bucket> buckets_;
+  int64_t observations_ = 0;
 };
 
 class RoundCostModel {
@@ -59,6 +67,7 @@ class RoundCostModel {
   double verify_seconds(int32_t tokens) const { return verify_.at(tokens); }
   double draft_step_seconds(int32_t rows) const { return draft_step_.at(rows); }
   double overhead_seconds() const { return overhead_; }
+  int64_t verify_staleness(int32_t tokens) const { return verify_.staleness(tokens); }
 
  private:
   CostCurve verify_;

@@ -67,16 +67,23 @@ int32_t run_draft(SpecModels& m, std::vector<DraftedRow*>& rows, std::vector<Dra
   auto step_start = Clock::now();
   std::vector<std::vector<int32_t>> feed;
   std::vector<int32_t> slots;
+  size_t widest = 0;
   for (DraftedRow* r : rows) {
     const int64_t seen = m.draft_cache->length(r->seq->draft_slot);
     feed.emplace_back(r->seq->tokens.begin() + seen, r->seq->tokens.end());
+    widest = std::max(widest, feed.back().size());
     slots.push_back(r->seq->draft_slot);
   }
   std::vector<int64_t> lengths;
   at::Tensor logits = m.draft->forward({to_batch(feed, lengths), slots, lengths}, *m.draft_cache,
                                        LogitsFor::last_position);
   for (size_t b = 0; b < rows.size(); ++b) take_draft_token(*rows[b], logits[b]);
-  times.push_back({static_cast<int32_t>(rows.size()), seconds_since(step_start)});
+  // After a drafting round a row's draft cache lacks at most the last draft and the
+  // target's token. A wider first step catches up a cache that fell behind (plain
+  // rounds, a reused slot): its time prices that catch-up, not a draft step, and in the
+  // cost curve it made the planner think drafting dear for many rounds after.
+  constexpr size_t kDraftStepFeed = 2;
+  if (widest <= kDraftStepFeed) times.push_back({static_cast<int32_t>(rows.size()), seconds_since(step_start)});
   int32_t steps = 1;
   for (int32_t j = 1;; ++j, ++steps) {
     std::vector<DraftedRow*> active;
@@ -267,7 +274,7 @@ std::optional<BatchPlan> plan_batch(std::span<SpecSequence* const> batch, const 
     rows.push_back(row);
   }
   if (needs_draft_curve && !costs.draft_ready()) return std::nullopt;
-  const BatchPlan plan = plan_batch_k(rows, costs, k_max);
+  const BatchPlan plan = plan_batch_k(rows, costs, k_max, {kRefreshUndraftedAfter});
   for (size_t i = 0; i < batch.size(); ++i) {
     if (rows[i].plannable) batch[i]->planned_k = plan.k[i];
   }

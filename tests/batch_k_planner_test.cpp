@@ -113,3 +113,28 @@ TEST_CASE("no plannable rows: the plan is the fixed settings, priced") {
   CHECK(plan.expected_tokens == doctest::Approx(1.75 + 1.0));
   CHECK(plan.expected_seconds == doctest::Approx(1.0 + 0.5 * 4 + 2 * 0.1));
 }
+
+TEST_CASE("a drafting plan runs undrafted once the undrafted pass's price has gone stale") {
+  // 4 rows at acceptance 0.9 over a weight-bound verify pass: drafting pays.
+  RoundCostModel costs = linear_costs(4, 8, 1.0, 0.001, 0.05, 0.001);
+  const std::vector<PlanRow> rows(4, plannable(0.9));
+  const BatchPlan fresh_prices = plan_batch_k(rows, costs, 8);
+  REQUIRE(fresh_prices.k[0] > 0);
+  CHECK_FALSE(fresh_prices.refresh);
+
+  // linear_costs fed widths 1..36 in order: the 4-token price is 32 passes old.
+  const BatchPlan stale = plan_batch_k(rows, costs, 8, {10});
+  CHECK(stale.refresh);
+  CHECK(stale.k == std::vector<int32_t>(4, 0));
+  CHECK(stale.expected_tokens == doctest::Approx(4.0));
+  CHECK(stale.expected_seconds == doctest::Approx(stale.undrafted_seconds));
+
+  costs.observe_verify(4, 1.004);  // the undrafted round ran: its price is current
+  CHECK(costs.verify_staleness(4) == 0);
+  CHECK(plan_batch_k(rows, costs, 8, {10}).k == fresh_prices.k);
+
+  for (int i = 0; i < 10; ++i) costs.observe_verify(24, 1.024);  // drafting rounds only
+  CHECK(plan_batch_k(rows, costs, 8, {10}).k == fresh_prices.k);
+  costs.observe_verify(24, 1.024);
+  CHECK(plan_batch_k(rows, costs, 8, {10}).refresh);
+}

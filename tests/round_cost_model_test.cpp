@@ -95,3 +95,18 @@ TEST_CASE("non-finite or negative times are ignored, and the overhead is an expo
   model.observe_overhead(0.002);
   CHECK(model.overhead_seconds() == doctest::Approx(0.0012));
 }
+
+TEST_CASE("staleness counts the observations since a size's bucket was last fed") {
+  CostCurve curve(64);
+  CHECK(curve.staleness(8) == 1);  // never fed: more than every observation so far
+  curve.observe(8, 1.0);
+  CHECK(curve.staleness(8) == 0);
+  curve.observe(32, 2.0);
+  curve.observe(33, 2.0);  // the same bucket as 32
+  CHECK(curve.staleness(8) == 2);
+  CHECK(curve.staleness(32) == 0);
+  CHECK(curve.staleness(2) == 4);  // never fed, after 3 observations
+  curve.observe(8, 1.0);
+  CHECK(curve.staleness(8) == 0);
+  CHECK(curve.staleness(32) == 1);
+}
