@@ -155,6 +155,23 @@ std::string Metrics::render(const EngineSnapshot& s) const {
     sample(out, "specd_spec_decode_num_accepted_tokens_per_pos_total", "position=\"" + std::to_string(i) + "\"",
            static_cast<double>(s.accepted_per_position[i]));
   }
+  // Decode rounds summed over batch sizes: tokens per second of drafting rounds against
+  // plain ones shows whether speculation pays under the current load.
+  RoundTally sums[2];
+  for (int drafting = 0; drafting < 2; ++drafting) {
+    for (const RoundTally& t : drafting ? s.drafting_rounds : s.plain_rounds) {
+      sums[drafting].rounds += t.rounds;
+      sums[drafting].seconds += t.seconds;
+      sums[drafting].tokens += t.tokens;
+    }
+  }
+  const char* kinds[2] = {"kind=\"plain\"", "kind=\"drafting\""};
+  help(out, "specd_decode_rounds_total", "counter", "Rounds that prefilled no newcomer, by whether any row drafted.");
+  for (int i = 0; i < 2; ++i) sample(out, "specd_decode_rounds_total", kinds[i], static_cast<double>(sums[i].rounds));
+  help(out, "specd_decode_round_seconds_total", "counter", "Wall seconds of those rounds.");
+  for (int i = 0; i < 2; ++i) sample(out, "specd_decode_round_seconds_total", kinds[i], sums[i].seconds);
+  help(out, "specd_decode_round_tokens_total", "counter", "Tokens those rounds delivered.");
+  for (int i = 0; i < 2; ++i) sample(out, "specd_decode_round_tokens_total", kinds[i], static_cast<double>(sums[i].tokens));
   return out;
 }
 

@@ -36,6 +36,8 @@ TEST_CASE("the exposition has request counters, errors, connection gauges and th
   s.draft_tokens = 40;
   s.accepted_tokens = 25;
   s.accepted_per_position = {9, 8, 5, 3};
+  s.plain_rounds = {{4, 0.5, 4}, {}, {2, 0.25, 6}};
+  s.drafting_rounds = {{3, 0.75, 9}};
   const std::string out = m.render(s);
   for (const char* line : {"specd_requests_total{route=\"websocket\",finish_reason=\"length\"} 2\n",
                            "specd_requests_total{route=\"chat_completions\",finish_reason=\"cancelled\"} 1\n",
@@ -46,6 +48,10 @@ TEST_CASE("the exposition has request counters, errors, connection gauges and th
                            "specd_spec_decode_num_drafts_total 10\n", "specd_spec_decode_num_draft_tokens_total 40\n",
                            "specd_spec_decode_num_accepted_tokens_total 25\n",
                            "specd_spec_decode_num_accepted_tokens_per_pos_total{position=\"3\"} 3\n",
+                           "specd_decode_rounds_total{kind=\"plain\"} 6\n", "specd_decode_rounds_total{kind=\"drafting\"} 3\n",
+                           "specd_decode_round_seconds_total{kind=\"plain\"} 0.75\n",
+                           "specd_decode_round_tokens_total{kind=\"plain\"} 10\n",
+                           "specd_decode_round_tokens_total{kind=\"drafting\"} 9\n",
                            "# TYPE specd_e2e_request_latency_seconds histogram\n"}) {
     CAPTURE(line);
     CHECK(out.find(line) != std::string::npos);
