@@ -1,13 +1,16 @@
 // `specd bench --spec`: target-only against speculative decoding on the same prompts in
 // the same run, at temperature 0 and 1, for K = 1..8 and auto, with both drafters.
-// Prints JSON: measured tokens/s, acceptance a, cost ratio c, speedup, and the speedup
-// predicted from a and c by (1 - a^(K+1)) / ((1 - a)(Kc + 1)).
+// Prints JSON: measured tokens/s, acceptance a, cost ratio c, speedup (each configuration
+// against the target-only runs either side of it), and the speedup predicted from a and
+// c by (1 - a^(K+1)) / ((1 - a)(Kc + 1)).
 #include <ATen/Parallel.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <fstream>
 #include <iostream>
+#include <optional>
 
 #include "engine/adaptive_k.hpp"
 #include "engine/cost_calibration.hpp"
@@ -32,6 +35,7 @@ struct BenchArgs {
   int32_t max_tokens = 64;
   int32_t prompt_count = 24;
   int32_t k_max = 8;
+  int32_t spec_repeat = 1;  // --spec: runs of the whole interleaved sequence (--repeat)
   ModelBenchArgs model_bench;  // without --spec: the real-size single-model benchmark
   ConcurrencyBenchArgs concurrency;  // --concurrency: serving figures through the actors
 };
@@ -41,7 +45,32 @@ struct Measured {
   int64_t tokens = 0;
   SpecStats stats;
   double tokens_per_second() const { return seconds > 0 ? tokens / seconds : 0; }
+  void add(const Measured& other) {
+    seconds += other.seconds;
+    tokens += other.tokens;
+    stats.rounds += other.stats.rounds;
+    stats.drafted += other.stats.drafted;
+    stats.accepted += other.stats.accepted;
+    stats.emitted += other.stats.emitted;
+    stats.rejections += other.stats.rejections;
+  }
 };
+
+// One configuration's runs, each with the target-only runs on either side of it pooled.
+struct ConfigRuns {
+  DrafterKind drafter = DrafterKind::model;
+  std::string k;
+  double temperature = 0;
+  SpecSettings spec;
+  std::vector<double> speedups;  // per repeat: the run over its bracketing target-only runs
+  Measured pooled, pooled_base;  // over the repeats
+};
+
+double median_of(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n == 0 ? 0 : n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
 
 std::vector<std::string> read_prompts(const BenchArgs& a) {
   std::ifstream in(a.prompts_file);
@@ -79,30 +108,29 @@ Measured run_all(ModelPair& pair, const std::vector<std::vector<int32_t>>& promp
     r.spec = spec;
     const auto t0 = std::chrono::steady_clock::now();
     SpecResult res = generate_speculative(models, {r}, nullptr, &meter).front();
-    m.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    m.tokens += static_cast<int64_t>(res.tokens.size());
-    m.stats.rounds += res.stats.rounds;
-    m.stats.drafted += res.stats.drafted;
-    m.stats.accepted += res.stats.accepted;
-    m.stats.emitted += res.stats.emitted;
-    m.stats.rejections += res.stats.rejections;
+    Measured one;
+    one.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    one.tokens = static_cast<int64_t>(res.tokens.size());
+    one.stats = res.stats;
+    m.add(one);
   }
   return m;
 }
 
-boost::json::object row_json(const std::string& drafter, const std::string& k, double temperature, const Measured& m,
-                             const Measured& base, double c, double mean_k) {
+boost::json::object row_json(const ConfigRuns& r, double c) {
+  const Measured& m = r.pooled;
   const double a = m.stats.alpha();
-  const double speedup = m.tokens_per_second() / base.tokens_per_second();
+  const double mean_k = m.stats.rounds ? static_cast<double>(m.stats.drafted) / m.stats.rounds : 0;
+  const double speedup = median_of(r.speedups);
   const int32_t k_for_formula = static_cast<int32_t>(std::lround(mean_k));
   const double predicted = k_for_formula > 0 ? expected_speedup(std::min(a, 1.0), k_for_formula, c) : 1.0;
-  return {{"drafter", drafter},         {"k", k},
-          {"temperature", temperature}, {"tokens_per_second", m.tokens_per_second()},
-          {"target_only_tokens_per_second", base.tokens_per_second()},
-          {"speedup", speedup},         {"alpha", a},
-          {"acceptance_rate", m.stats.acceptance_rate()},
-          {"mean_k", mean_k},           {"tokens_per_round", m.stats.tokens_per_round()},
-          {"c", c},                     {"predicted_speedup", predicted},
+  return {{"drafter", drafter_name(r.drafter)}, {"k", r.k},
+          {"temperature", r.temperature},        {"tokens_per_second", m.tokens_per_second()},
+          {"target_only_tokens_per_second", r.pooled_base.tokens_per_second()},
+          {"speedup", speedup},                  {"speedup_per_repeat", boost::json::value_from(r.speedups)},
+          {"alpha", a},                          {"acceptance_rate", m.stats.acceptance_rate()},
+          {"mean_k", mean_k},                    {"tokens_per_round", m.stats.tokens_per_round()},
+          {"c", c},                              {"predicted_speedup", predicted},
           {"measured_over_predicted", speedup / predicted}};
 }
 
@@ -121,27 +149,49 @@ void run_bench(const BenchArgs& a) {
   const double target_step = measure_decode_step_seconds(*pair.target, 128);
   const double draft_step = measure_decode_step_seconds(*pair.draft, 128);
   const double c = draft_step / target_step;
-  boost::json::array rows;
+  std::vector<ConfigRuns> configs;
   for (double temperature : {0.0, 1.0}) {
-    SpecSettings off;
-    off.enabled = false;
-    const Measured base = run_all(pair, prompts, off, temperature, a.max_tokens);
     for (DrafterKind drafter : {DrafterKind::model, DrafterKind::lookup}) {
-      const double drafter_c = drafter == DrafterKind::model ? c : 0.0;  // lookup proposals cost microseconds
       for (int32_t k = 1; k <= a.k_max + 1; ++k) {
-        SpecSettings s;
-        s.drafter = drafter;
-        s.adaptive = k > a.k_max;
-        s.k = s.adaptive ? 1 : k;
-        s.k_max = a.k_max;
-        const Measured m = run_all(pair, prompts, s, temperature, a.max_tokens);
-        const double mean_k = m.stats.rounds ? static_cast<double>(m.stats.drafted) / m.stats.rounds : 0;
-        rows.push_back(row_json(drafter_name(drafter), s.adaptive ? "auto" : std::to_string(k), temperature, m, base,
-                                drafter_c, mean_k));
-        std::cerr << "bench: T=" << temperature << " " << drafter_name(drafter) << " k=" << (s.adaptive ? "auto" : std::to_string(k))
-                  << " speedup " << rows.back().as_object().at("speedup").as_double() << "\n";
+        ConfigRuns r;
+        r.drafter = drafter;
+        r.temperature = temperature;
+        r.spec.drafter = drafter;
+        r.spec.adaptive = k > a.k_max;
+        r.spec.k = r.spec.adaptive ? 1 : k;
+        r.spec.k_max = a.k_max;
+        r.k = r.spec.adaptive ? "auto" : std::to_string(k);
+        configs.push_back(std::move(r));
       }
     }
+  }
+  // Every configuration runs between two target-only runs and is compared with their
+  // pooled rate: this host's speed drifts by up to 20% over minutes, and drift that is
+  // linear over the three runs cancels. --repeat runs the whole sequence again.
+  SpecSettings off;
+  off.enabled = false;
+  for (int32_t repeat = 0; repeat < a.spec_repeat; ++repeat) {
+    std::optional<Measured> before;
+    double before_temperature = -1;
+    for (ConfigRuns& r : configs) {
+      if (r.temperature != before_temperature) before = run_all(pair, prompts, off, r.temperature, a.max_tokens);
+      before_temperature = r.temperature;
+      const Measured m = run_all(pair, prompts, r.spec, r.temperature, a.max_tokens);
+      const Measured after = run_all(pair, prompts, off, r.temperature, a.max_tokens);
+      Measured base = *before;
+      base.add(after);
+      r.speedups.push_back(m.tokens_per_second() / base.tokens_per_second());
+      r.pooled.add(m);
+      r.pooled_base.add(base);
+      before = after;
+      std::cerr << "bench: T=" << r.temperature << " " << drafter_name(r.drafter) << " k=" << r.k << " speedup "
+                << r.speedups.back() << "\n";
+    }
+  }
+  boost::json::array rows;
+  for (const ConfigRuns& r : configs) {
+    const double drafter_c = r.drafter == DrafterKind::model ? c : 0.0;  // lookup proposals cost microseconds
+    rows.push_back(row_json(r, drafter_c));
   }
   boost::json::object out{{"prompts", prompts.size()},
                           {"max_tokens", a.max_tokens},
@@ -179,7 +229,12 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--k-max", args->k_max, "largest fixed K, and the bound of auto")->capture_default_str()->check(CLI::Range(1, 16));
   add_model_bench_options(*cmd, args->model_bench);
   add_concurrency_bench_options(*cmd, args->concurrency);
-  cmd->callback([args] { run_bench(*args); });
+  // --repeat is shared: 3 by default for --concurrency, 1 for --spec (a run takes 8 min).
+  CLI::Option* repeat = cmd->get_option("--repeat");
+  cmd->callback([args, repeat] {
+    args->spec_repeat = repeat->count() > 0 ? args->concurrency.repeat : 1;
+    run_bench(*args);
+  });
 }
 
 }  // namespace specd::cli

@@ -300,7 +300,9 @@ void add_concurrency_bench_options(CLI::App& cmd, ConcurrencyBenchArgs& args) {
                  "instead of steady state: each client sends this many requests and the run lasts until all finish")
       ->check(CLI::Range(0, 100000));
   cmd.add_option("--trace", args.trace_path, "write a Chrome trace of the speculation-on runs to this file");
-  cmd.add_option("--repeat", args.repeat, "interleaved runs of each mode per level; medians are reported")
+  cmd.add_option("--repeat", args.repeat,
+                 "--concurrency: interleaved runs of each mode per level (default 3); --spec: runs of the whole "
+                 "sequence (default 1); medians are reported")
       ->check(CLI::Range(1, 100));
   cmd.add_flag("!--skip-no-overlap", args.no_overlap_runs, "do not run speculation on without lane overlap (a third less time)");
 }
