@@ -187,7 +187,7 @@ awaitable<void> SchedulerActor::admit() {
     e.slots = grant;
     e.admitted_at = Clock::now();
     e.seq = std::make_unique<SpecSequence>(e.request.prompt, grant->target_slot, grant->draft_slot, e.request.sampling,
-                                           e.request.spec, cost_.cost_ratio(), recent_acceptance_.estimate());
+                                           e.request.spec, cost_.cost_ratio(), cost_.acceptance.estimate(e.request.spec.drafter));
     if (trace_) {
       trace_->async_end("queued", e.actor->number(), e.admitted_at);
       trace_->async_begin("generating", e.actor->number(), e.admitted_at);
@@ -225,7 +225,7 @@ awaitable<void> SchedulerActor::run_round() {
   // A round that also prefilled newcomers says nothing about the per-round overhead.
   const double seconds = fresh.empty() ? std::chrono::duration<double>(Clock::now() - round_start).count() : 0;
   if (!running.empty()) {
-    cost_.observe(outcome.round, seconds);
+    cost_.observe(outcome.round, seconds, running);
     record_round_counters(outcome.round);
     batch_drafting_ = !cost_.rounds ||
                       std::any_of(outcome.round.rows.begin(), outcome.round.rows.end(), [](const RoundOutput& r) { return r.drafted > 0; });
@@ -359,7 +359,6 @@ void SchedulerActor::record_round_counters(const RoundResult& round) {
   counters_.rounds += 1;
   for (const RoundOutput& row : round.rows) {
     if (row.drafted == 0) continue;
-    recent_acceptance_.observe(row.drafted, row.accepted);
     counters_.drafts += 1;
     counters_.draft_tokens += row.drafted;
     counters_.accepted_tokens += row.accepted;

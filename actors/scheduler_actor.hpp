@@ -123,11 +123,6 @@ class SchedulerActor {
   bool batch_drafting_ = true;  // the last round drafted for some row (or K is not planned)
   EngineSnapshot counters_;  // the monotonic counters part
   int64_t delivered_tokens_ = 0;  // to requests so far, first tokens included (trace)
-  // Acceptance over the recent drafting rows of all requests: a newcomer's estimate starts
-  // here instead of at a fixed guess, so the planner does not count on acceptance the
-  // pair does not have during a request's first rounds. Decay 0.99 per row: about the
-  // last hundred drafting rows.
-  AcceptanceEstimator recent_acceptance_{kDefaultAcceptancePrior, 4.0, 0.99};
   bool stopping_ = false;
   Clock::time_point stop_deadline_;
   std::vector<Reply<std::monostate>> stop_replies_;

@@ -3,7 +3,11 @@
 // estimate of the request's per-token acceptance rate and the draft/target cost ratio,
 // using the walltime model of Leviathan et al. 2023 (Theorem 3.8, section 3.5).
 // Plain values; an AdaptiveK belongs to one request and is touched by one strand only.
+#include <array>
+#include <cstddef>
 #include <cstdint>
+
+#include "engine/spec_settings.hpp"
 
 namespace specd {
 
@@ -44,6 +48,24 @@ class AcceptanceEstimator {
   double successes_;
   double failures_;
   double decay_;
+};
+
+// Acceptance over the recent drafting rows of all requests, one estimate per drafter (a
+// lookup row and a draft-model row of the same text accept very differently). A new
+// request's estimate starts here instead of at a fixed guess, so the planner does not
+// count on acceptance the pair does not have during the request's first rounds. Decay
+// 0.99 per row: about the last hundred drafting rows.
+class RecentAcceptance {
+ public:
+  void observe(DrafterKind drafter, int32_t drafted, int32_t accepted) {
+    by_drafter_[index(drafter)].observe(drafted, accepted);
+  }
+  double estimate(DrafterKind drafter) const { return by_drafter_[index(drafter)].estimate(); }
+
+ private:
+  static size_t index(DrafterKind drafter) { return drafter == DrafterKind::model ? 0 : 1; }
+  std::array<AcceptanceEstimator, 2> by_drafter_{AcceptanceEstimator{kDefaultAcceptancePrior, 4.0, 0.99},
+                                                 AcceptanceEstimator{kDefaultAcceptancePrior, 4.0, 0.99}};
 };
 
 // Chooses K for each round of one request: best_k on the current acceptance estimate.

@@ -18,7 +18,10 @@
 
 namespace specd {
 
-void CostMeter::observe(const RoundResult& round, double round_seconds) {
+void CostMeter::observe(const RoundResult& round, double round_seconds, std::span<SpecSequence* const> batch) {
+  for (size_t i = 0; i < batch.size() && i < round.rows.size(); ++i) {
+    if (round.rows[i].drafted > 0) acceptance.observe(batch[i]->spec.drafter, round.rows[i].drafted, round.rows[i].accepted);
+  }
   if (rounds) {
     record_round_costs(*rounds, round);
     if (round_seconds > 0) rounds->observe_overhead(std::max(0.0, round_seconds - round.draft_seconds - round.verify_phase_seconds));
@@ -98,7 +101,7 @@ void validate_request(const SpecRequest& r, int32_t vocab_size, int64_t max_seq_
 
 namespace {
 
-std::unique_ptr<SpecSequence> admit(SpecModels& m, const SpecRequest& r, double c) {
+std::unique_ptr<SpecSequence> admit(SpecModels& m, const SpecRequest& r, const CostMeter& cost) {
   auto target_slot = m.target_cache.allocate();
   if (!target_slot) throw SpecdError(ErrorCode::out_of_capacity, "no free target KV slot");
   int32_t draft_slot = -1;
@@ -110,7 +113,8 @@ std::unique_ptr<SpecSequence> admit(SpecModels& m, const SpecRequest& r, double 
     }
     draft_slot = *slot;
   }
-  return std::make_unique<SpecSequence>(r.prompt, *target_slot, draft_slot, r.sampling, r.spec, c);
+  return std::make_unique<SpecSequence>(r.prompt, *target_slot, draft_slot, r.sampling, r.spec, cost.cost_ratio(),
+                                        cost.acceptance.estimate(r.spec.drafter));
 }
 
 void release(SpecModels& m, Active& a) {
@@ -147,7 +151,7 @@ std::vector<SpecResult> generate_speculative(SpecModels& m, const std::vector<Sp
   auto cleanup = [&] { for (auto& a : active) release(m, a); };
   try {
     for (size_t i = 0; i < requests.size(); ++i) {
-      active.push_back({i, admit(m, requests[i], cost.cost_ratio()), std::nullopt, std::nullopt, {}, false, {}});
+      active.push_back({i, admit(m, requests[i], cost), std::nullopt, std::nullopt, {}, false, {}});
       if (!requests[i].stop.empty() && tokenizer) {
         active.back().stop.emplace(requests[i].stop);
         active.back().detokenizer.emplace(*tokenizer);
@@ -181,7 +185,7 @@ std::vector<SpecResult> generate_speculative(SpecModels& m, const std::vector<Sp
       const auto round_start = Clock::now();
       if (cost.rounds) plan_batch(seqs, *cost.rounds, m.target_cache.max_seq_len(), m.draft != nullptr);
       RoundResult round = speculative_round(m, seqs);
-      cost.observe(round, std::chrono::duration<double>(Clock::now() - round_start).count());
+      cost.observe(round, std::chrono::duration<double>(Clock::now() - round_start).count(), seqs);
       running.clear();
       for (size_t b = 0; b < active.size(); ++b) {
         Active& a = active[b];

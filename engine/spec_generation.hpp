@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <string>
 #include <optional>
+#include <span>
 #include <vector>
 
 #include "engine/generation.hpp"
@@ -44,6 +45,7 @@ void validate_request(const SpecRequest& request, int32_t vocab_size, int64_t ma
 // `rounds` is set (calibrated: cost_calibration.hpp), for the batch K planner.
 struct CostMeter {
   std::optional<RoundCostModel> rounds;
+  RecentAcceptance acceptance;     // where new requests' acceptance estimates start
   double draft_step_seconds = 0;   // mean batched draft step
   double verify_seconds = 0;       // mean batched target pass
   static constexpr double kUnmeasuredCostRatio = 0.1;  // until the first rounds are measured
@@ -51,8 +53,9 @@ struct CostMeter {
     return draft_step_seconds > 0 && verify_seconds > 0 ? draft_step_seconds / verify_seconds : fallback;
   }
   // Also refits `rounds`; `round_seconds` is the whole round's wall time (0: unknown),
-  // from which the per-round overhead outside the two passes is learnt.
-  void observe(const RoundResult& round, double round_seconds = 0);
+  // from which the per-round overhead outside the two passes is learnt. `batch` is the
+  // round's rows in order, for the per-drafter acceptance (empty: not recorded).
+  void observe(const RoundResult& round, double round_seconds = 0, std::span<SpecSequence* const> batch = {});
 };
 
 // Runs all requests together (continuous batching inside one call: a finished request

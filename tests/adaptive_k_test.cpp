@@ -290,3 +290,15 @@ TEST_CASE("AdaptiveK follows a changed cost ratio and probes even with probe_eve
   AdaptiveK never(0.1, 0);
   for (int i = 0; i < 40; ++i) CHECK(never.next_k() == 0);
 }
+
+TEST_CASE("RecentAcceptance keeps one estimate per drafter") {
+  RecentAcceptance recent;
+  CHECK(recent.estimate(DrafterKind::model) == doctest::Approx(kDefaultAcceptancePrior));
+  CHECK(recent.estimate(DrafterKind::lookup) == doctest::Approx(kDefaultAcceptancePrior));
+  for (int i = 0; i < 200; ++i) recent.observe(DrafterKind::lookup, 4, 0);  // every first draft rejected
+  CHECK(recent.estimate(DrafterKind::lookup) < 0.05);
+  CHECK(recent.estimate(DrafterKind::model) == doctest::Approx(kDefaultAcceptancePrior));
+  for (int i = 0; i < 200; ++i) recent.observe(DrafterKind::model, 4, 4);
+  CHECK(recent.estimate(DrafterKind::model) > 0.95);
+  CHECK(recent.estimate(DrafterKind::lookup) < 0.05);
+}
