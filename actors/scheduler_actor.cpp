@@ -224,11 +224,12 @@ awaitable<void> SchedulerActor::run_round() {
   }
   // A round that also prefilled newcomers says nothing about the per-round overhead.
   const double seconds = fresh.empty() ? std::chrono::duration<double>(Clock::now() - round_start).count() : 0;
+  const bool drafted = std::any_of(outcome.round.rows.begin(), outcome.round.rows.end(),
+                                   [](const RoundOutput& r) { return r.drafted > 0; });
   if (!running.empty()) {
     cost_.observe(outcome.round, seconds, running);
     record_round_counters(outcome.round);
-    batch_drafting_ = !cost_.rounds ||
-                      std::any_of(outcome.round.rows.begin(), outcome.round.rows.end(), [](const RoundOutput& r) { return r.drafted > 0; });
+    batch_drafting_ = !cost_.rounds || drafted;
   }
   const int64_t generated_before = delivered_tokens_;
   std::vector<bool> done(running_.size());
@@ -236,7 +237,7 @@ awaitable<void> SchedulerActor::run_round() {
     const RoundOutput& row = outcome.round.rows[i];
     done[i] = deliver(*running_[i], row.tokens, row.drafted, row.accepted);
   }
-  if (seconds > 0 && !running.empty()) tally_round(outcome.round, seconds, delivered_tokens_ - generated_before);
+  if (seconds > 0 && !running.empty()) tally_round(outcome.round.rows.size(), drafted, seconds, delivered_tokens_ - generated_before);
   size_t index = 0;
   co_await finish_where(running_, [&](const Entry&) { return done[index++]; }, FinishReason::length);
   std::vector<std::unique_ptr<Entry>> newcomers = std::move(fresh_);
@@ -368,10 +369,8 @@ void SchedulerActor::record_round_counters(const RoundResult& round) {
   }
 }
 
-void SchedulerActor::tally_round(const RoundResult& round, double seconds, int64_t delivered) {
-  const bool drafting = std::any_of(round.rows.begin(), round.rows.end(), [](const RoundOutput& r) { return r.drafted > 0; });
-  auto& tallies = drafting ? counters_.drafting_rounds : counters_.plain_rounds;
-  const size_t rows = round.rows.size();
+void SchedulerActor::tally_round(size_t rows, bool drafted, double seconds, int64_t delivered) {
+  auto& tallies = drafted ? counters_.drafting_rounds : counters_.plain_rounds;
   if (tallies.size() < rows) tallies.resize(rows);
   RoundTally& t = tallies[rows - 1];
   t.rounds += 1;

@@ -100,8 +100,8 @@ class SchedulerActor {
                                const RequestError* error = nullptr);
   awaitable<void> enforce_stop_deadline();
   void record_round_counters(const RoundResult& round);
-  // Adds a decode round to the snapshot's plain or drafting tallies.
-  void tally_round(const RoundResult& round, double seconds, int64_t delivered);
+  // Adds a decode round of `rows` rows to the snapshot's plain or drafting tallies.
+  void tally_round(size_t rows, bool drafted, double seconds, int64_t delivered);
   void trace_round(Clock::time_point start, const RoundOutcome& outcome, int64_t delivered,
                    const std::optional<BatchPlan>& plan);
   bool idle() const;

@@ -23,16 +23,16 @@ double expected_speedup(double a, int32_t k, double c);
 // non-increasing in c. Cost: 2 * k_max evaluations.
 int32_t best_k(double a, double c, int32_t k_max);
 
-// Per-request running estimate of the per-token acceptance a from the rounds seen so far.
-// A round with K drafted and n accepted is a truncated geometric observation: n successes
-// and, when n < K, one failure. Counts decay by `decay` per round so the estimate follows
-// drift; they start at a Beta-like prior of prior*prior_weight successes and
-// (1-prior)*prior_weight failures, which decays with them.
 // Where an acceptance estimate starts when nothing better is known, and how often a
 // request with speculation off probes with K = 1.
 inline constexpr double kDefaultAcceptancePrior = 0.7;
 inline constexpr int32_t kDefaultProbeEvery = 16;
 
+// Per-request running estimate of the per-token acceptance a from the rounds seen so far.
+// A round with K drafted and n accepted is a truncated geometric observation: n successes
+// and, when n < K, one failure. Counts decay by `decay` per round so the estimate follows
+// drift; they start at a Beta-like prior of prior*prior_weight successes and
+// (1-prior)*prior_weight failures, which decays with them.
 class AcceptanceEstimator {
  public:
   // Throws SpecdError(invalid_argument) unless 0 <= prior <= 1, prior_weight > 0

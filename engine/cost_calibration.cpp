@@ -28,6 +28,13 @@ std::vector<int32_t> row_counts(int32_t max_rows) {
   return out;
 }
 
+// A deterministic rows x width block of token ids spread over the vocabulary, for the
+// timed passes and the contexts they attend over.
+at::Tensor synthetic_tokens(const LlamaModel& model, int32_t rows, int32_t width, int64_t seed) {
+  const int64_t vocab = model.config().vocab_size;
+  return (at::arange(static_cast<int64_t>(rows) * width, at::kLong) * 7 + seed).remainder(vocab).view({rows, width});
+}
+
 // Slots 0..filled-1 hold `context` tokens each, so the timed passes attend over a
 // context as serving passes do: on empty slots a pass skips the attention and the gather
 // of each row's keys and values, and the planner would take wide passes for cheaper than
@@ -48,9 +55,7 @@ class ContextSlots {
   void hold(int32_t rows) {
     if (rows <= filled_) return;
     if (context_ > 0) {
-      const int32_t n = rows - filled_;
-      const int64_t vocab = model_.config().vocab_size;
-      ForwardBatch prefix{(at::arange(n * context_, at::kLong) * 7 + 3).remainder(vocab).view({n, context_}), {}, {}};
+      ForwardBatch prefix{synthetic_tokens(model_, rows - filled_, context_, 3), {}, {}};
       for (int32_t r = filled_; r < rows; ++r) {
         prefix.slots.push_back(r);
         prefix.lengths.push_back(context_);
@@ -71,8 +76,7 @@ class ContextSlots {
 // context), after one untimed pass; each pass is cut back to the context.
 std::vector<double> time_passes(LlamaModel& model, KvCache& cache, int32_t rows, int32_t width, int32_t context,
                                 LogitsFor which) {
-  const int64_t vocab = model.config().vocab_size;
-  ForwardBatch batch{(at::arange(rows * width, at::kLong) * 7 + 1).remainder(vocab).view({rows, width}), {}, {}};
+  ForwardBatch batch{synthetic_tokens(model, rows, width, 1), {}, {}};
   for (int32_t r = 0; r < rows; ++r) {
     batch.slots.push_back(r);
     batch.lengths.push_back(width);

@@ -38,6 +38,8 @@ struct SpecStats {
   }
   double tokens_per_round() const { return rounds ? static_cast<double>(emitted) / rounds : 0.0; }
   void record(int32_t drafted_now, int32_t accepted_now);
+  // Sums another request's statistics into these (aggregates over requests).
+  void add(const SpecStats& other);
 };
 
 }  // namespace specd

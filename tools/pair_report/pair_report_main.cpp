@@ -87,12 +87,7 @@ int main(int argc, char** argv) {
     SpecModels models{*target, target_cache, draft.get(), &draft_cache};
     SpecStats acc;
     for (const auto& r : requests) {
-      const SpecStats s = generate_speculative(models, {r}, nullptr).front().stats;
-      acc.rounds += s.rounds;
-      acc.drafted += s.drafted;
-      acc.accepted += s.accepted;
-      acc.emitted += s.emitted;
-      acc.rejections += s.rejections;
+      acc.add(generate_speculative(models, {r}, nullptr).front().stats);
     }
     std::printf(
         "{\"target_parameters\": %lld, \"draft_parameters\": %lld, \"threads\": %d, \"target_decode_ms\": %.3f, "

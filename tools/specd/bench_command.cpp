@@ -48,11 +48,7 @@ struct Measured {
   void add(const Measured& other) {
     seconds += other.seconds;
     tokens += other.tokens;
-    stats.rounds += other.stats.rounds;
-    stats.drafted += other.stats.drafted;
-    stats.accepted += other.stats.accepted;
-    stats.emitted += other.stats.emitted;
-    stats.rejections += other.stats.rejections;
+    stats.add(other.stats);
   }
 };
 

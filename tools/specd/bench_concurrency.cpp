@@ -326,7 +326,8 @@ void run_concurrency_bench(const PairArgs& pair, const ConcurrencyBenchArgs& arg
     EngineConfig serial_config = config;
     serial_config.overlap = false;
     serial_config.trace = false;
-    Engine serial(io.get_executor(), serial_config);
+    std::optional<Engine> serial;  // loaded and calibrated only when its runs are asked for
+    if (args.no_overlap_runs) serial.emplace(io.get_executor(), serial_config);
     for (int32_t clients : levels) {
       RunShape shape;
       shape.clients = clients;
@@ -365,7 +366,7 @@ void run_concurrency_bench(const PairArgs& pair, const ConcurrencyBenchArgs& arg
           ons.push_back(run(overlapped, true));
           offs.push_back(run(overlapped, false));
         }
-        if (args.no_overlap_runs) serials.push_back(run(serial, true));
+        if (serial) serials.push_back(run(*serial, true));
         paired.push_back(throughput(ons.back()) / throughput(offs.back()));
         const DraftingGain g = drafting_gain(ons.back(), offs.back());
         if (g.gain > 0) gains.push_back(g.gain);
@@ -404,7 +405,7 @@ void run_concurrency_bench(const PairArgs& pair, const ConcurrencyBenchArgs& arg
     if (config.trace) overlapped.write_trace(args.trace_path);
     auto stop = [](Engine& e) -> boost::asio::awaitable<void> { co_await e.stop(std::chrono::seconds(10)); };
     boost::asio::co_spawn(io, stop(overlapped), boost::asio::use_future).get();
-    boost::asio::co_spawn(io, stop(serial), boost::asio::use_future).get();
+    if (serial) boost::asio::co_spawn(io, stop(*serial), boost::asio::use_future).get();
   }
   work.reset();
   io_thread.join();
