@@ -11,7 +11,7 @@ packages=(
   libsimdjson-dev libsentencepiece-dev sentencepiece
   doctest-dev libcli11-dev libpcre2-dev
   libtomlplusplus-dev   # specd serve's configuration (conf/specd.toml)
-  libfuzzer-16-dev      # -fsanitize=fuzzer for the protocol parser's fuzz target
+  libfuzzer-16-dev libclang-rt-16-dev  # -fsanitize=fuzzer,address,undefined (the protocol parser fuzz target): libclang_rt.fuzzer and asan archives
   python3 python3-websockets  # the gateway's Python WebSocket client test
   chromium              # the chat page test drives it headless (tests/web/)
 )
