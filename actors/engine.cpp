@@ -1,7 +1,5 @@
 #include "actors/engine.hpp"
 
-#include <dlfcn.h>
-
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -22,6 +20,7 @@
 #include "engine/llama_model.hpp"
 #include "engine/tokenizer.hpp"
 #include "gpu/compute_lane.hpp"
+#include "gpu/compute_permits.hpp"
 #include "gpu/trace_recorder.hpp"
 
 namespace specd {
@@ -29,14 +28,6 @@ namespace specd {
 using namespace specd::actors;
 
 namespace {
-
-// The lanes are the parallelism: OpenBLAS's own thread pool would run inside both
-// lanes at once and contend for the same cores (a 5-row target pass took 38.5 ms
-// with 2 OpenBLAS threads against 10.5 ms with 1 on this machine).
-void limit_blas_threads() {
-  using SetThreads = void (*)(int);
-  if (auto set = reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"))) set(1);
-}
 
 void check_config(const EngineConfig& c) {
   auto positive = [](int64_t v, const char* name) {
@@ -46,25 +37,42 @@ void check_config(const EngineConfig& c) {
   positive(c.max_seq_len, "max_seq_len");
   positive(c.max_waiting, "max_waiting");
   positive(c.burst_queue, "burst_queue");
-  positive(c.target_threads, "target_threads");
-  positive(c.draft_threads, "draft_threads");
+  auto non_negative = [](int64_t v, const char* name) {
+    if (v < 0) throw SpecdError(ErrorCode::invalid_argument, std::string("engine config: ") + name + " must be >= 0");
+  };
+  non_negative(c.threads, "threads");
+  non_negative(c.target_threads, "target_threads");
+  non_negative(c.draft_threads, "draft_threads");
   if (c.k_max < 0) throw SpecdError(ErrorCode::invalid_argument, "engine config: k_max must be >= 0");
+}
+
+// The lanes are the parallelism: OpenBLAS's own pool would run inside both lanes at
+// once and contend for the same cores (a 5-row target pass took 38.5 ms with 2 OpenBLAS
+// threads against 10.5 ms with 1 on this machine). Called before calibration, which
+// must time what rounds will run.
+ThreadPolicy engine_thread_policy(const EngineConfig& c) {
+  const bool configured = c.threads > 0 || c.target_threads > 0 || c.draft_threads > 0;
+  ThreadPolicy policy = choose_thread_policy({c.threads, c.target_threads, c.draft_threads, !c.draft_dir.empty(),
+                                              configured ? "configured" : "auto"});
+  limit_library_thread_pools(policy);
+  return policy;
 }
 
 }  // namespace
 
 struct Engine::Impl {
   explicit Impl(asio::any_io_executor executor, EngineConfig c)
-      // BLAS threads are limited first: calibration below must time what rounds will run.
-      : config((check_config(c), limit_blas_threads(), std::move(c))),
+      : config((check_config(c), std::move(c))),
+        threads(engine_thread_policy(config)),
+        permits(threads.budget),
         tokenizer(load_tokenizer(config.target_dir)),
         target(load_model(config.target_dir)),
         draft(config.draft_dir.empty() ? nullptr : load_model(config.draft_dir)),
         target_cache(std::make_unique<KvCache>(target->config(), config.max_batch, config.max_seq_len)),
         draft_cache(draft ? std::make_unique<KvCache>(draft->config(), config.max_batch, config.max_seq_len) : nullptr),
         trace(config.trace),
-        draft_lane({"draft lane", config.draft_threads, -1}, &trace),
-        target_lane({"target lane", config.target_threads, -1}, &trace),
+        draft_lane({"draft lane", std::max(1, threads.draft_threads), -1, &permits}, &trace),
+        target_lane({"target lane", threads.target_threads, -1, &permits}, &trace),
         live_requests(std::make_shared<std::atomic<int64_t>>(0)),
         executor(executor),
         api_strand(asio::make_strand(executor)),
@@ -86,6 +94,8 @@ struct Engine::Impl {
   SpecRequest prepare(const GenerateRequest& r) const;
 
   EngineConfig config;
+  ThreadPolicy threads;
+  ComputePermits permits;
   std::unique_ptr<Tokenizer> tokenizer;
   std::shared_ptr<LlamaModel> target, draft;
   std::unique_ptr<KvCache> target_cache, draft_cache;
@@ -213,6 +223,8 @@ boost::asio::awaitable<EngineSnapshot> Engine::snapshot() {
 int64_t Engine::live_requests() const { return impl_->live_requests->load(); }
 const Tokenizer* Engine::tokenizer() const { return impl_->tokenizer.get(); }
 const EngineConfig& Engine::config() const { return impl_->config; }
+const ThreadPolicy& Engine::thread_policy() const { return impl_->threads; }
+
 
 void Engine::write_trace(const std::filesystem::path& path) const { impl_->trace.write_chrome_json(path); }
 

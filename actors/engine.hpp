@@ -29,6 +29,7 @@
 #include "engine/finish_reason.hpp"
 #include "engine/sampling_params.hpp"
 #include "engine/spec_settings.hpp"
+#include "gpu/thread_policy.hpp"
 
 namespace specd {
 
@@ -44,8 +45,11 @@ struct EngineConfig {
   int64_t max_seq_len = 1024;       // per slot: prompt plus generated tokens
   int32_t max_waiting = 256;        // admitted-but-waiting bound; beyond it submit fails `overloaded`
   int32_t burst_queue = 256;        // bursts a request's sink may lag before `slow_consumer`
-  int32_t target_threads = 1;       // intra-op threads of the target lane
-  int32_t draft_threads = 1;        // intra-op threads of the draft lane
+  // Compute threads across both lanes; 0: what the process may use (its CPU affinity
+  // and cgroup quota, gpu/thread_policy.hpp). The lane counts, when > 0, override the split.
+  int32_t threads = 0;
+  int32_t target_threads = 0;       // intra-op threads of the target lane (0: the policy's)
+  int32_t draft_threads = 0;        // intra-op threads of the draft lane (0: the policy's)
   bool overlap = true;              // draft lane works on newcomers while the target verifies
   bool trace = false;               // record lane and request spans (trace_events, write_trace)
   int32_t k_max = 8;                // bound on K for every request
@@ -179,6 +183,8 @@ class Engine {
   int64_t live_requests() const;
   const Tokenizer* tokenizer() const;
   const EngineConfig& config() const;
+  // The compute threads chosen at construction (lanes' intra-op threads and budget).
+  const ThreadPolicy& thread_policy() const;
   // Recorded trace (config.trace): lane busy intervals and request spans.
   void write_trace(const std::filesystem::path& path) const;
   struct LaneInterval {

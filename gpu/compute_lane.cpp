@@ -3,6 +3,7 @@
 #include <ATen/Parallel.h>
 #include <pthread.h>
 
+#include "gpu/compute_permits.hpp"
 #include "gpu/trace_recorder.hpp"
 
 #ifdef SPECD_CUDA
@@ -63,13 +64,15 @@ void ComputeLane::leave_device() {
 #endif
 }
 
-ComputeLane::BusyScope::BusyScope(ComputeLane& lane, const char* label)
-    : lane_(lane), label_(label), start_(std::chrono::steady_clock::now()) {
+ComputeLane::BusyScope::BusyScope(ComputeLane& lane, const char* label) : lane_(lane), label_(label) {
+  if (lane_.options_.permits) permits_ = lane_.options_.permits->acquire(lane_.options_.intra_op_threads);
+  start_ = std::chrono::steady_clock::now();
   lane_.enter_device();
 }
 
 ComputeLane::BusyScope::~BusyScope() {
   lane_.leave_device();
+  if (permits_ > 0) lane_.options_.permits->release(permits_);
   const auto end = std::chrono::steady_clock::now();
   lane_.busy_nanos_ += std::chrono::duration_cast<std::chrono::nanoseconds>(end - start_).count();
   lane_.jobs_ += 1;

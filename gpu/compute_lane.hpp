@@ -23,12 +23,16 @@
 
 namespace specd {
 
+class ComputePermits;
 class TraceRecorder;
 
 struct LaneOptions {
   std::string name;          // trace track and thread name, e.g. "target lane"
   int intra_op_threads = 1;  // libtorch intra-op threads used by this lane's calls
   int cuda_device = -1;      // SPECD_CUDA builds: device whose stream pool gives the stream
+  // The budget shared with the other lanes (CPU builds): each job holds intra_op_threads
+  // permits while it runs. Null: no limit beyond this lane's own threads.
+  ComputePermits* permits = nullptr;
 };
 
 class ComputeLane {
@@ -79,8 +83,9 @@ class ComputeLane {
   uint64_t jobs_run() const { return jobs_.load(); }
 
  private:
-  // Marks one job's interval: the device context on entry (CUDA stream guard), the
-  // trace event and the busy counters on exit.
+  // Marks one job's interval: the compute permits and the device context on entry
+  // (CUDA stream guard), the trace event and the busy counters on exit. Waiting for
+  // permits is not busy time.
   class BusyScope {
    public:
     BusyScope(ComputeLane& lane, const char* label);
@@ -89,6 +94,7 @@ class ComputeLane {
    private:
     ComputeLane& lane_;
     const char* label_;
+    int32_t permits_ = 0;
     std::chrono::steady_clock::time_point start_;
   };
 

@@ -19,6 +19,7 @@
 #include "engine/kv_cache.hpp"
 #include "engine/llama_model.hpp"
 #include "engine/tokenizer.hpp"
+#include "tools/specd/bench_busy_host.hpp"
 #include "tools/specd/bench_concurrency.hpp"
 #include "tools/specd/bench_model.hpp"
 #include "tools/specd/cli_common.hpp"
@@ -30,7 +31,9 @@ namespace {
 
 struct BenchArgs {
   PairArgs pair;
-  bool spec = false, json = false;
+  bool spec = false, json = false, busy_host = false;
+  int32_t generations = 4;  // --busy-host: generations per measurement
+  std::string prompt = "ROMEO:";  // --busy-host
   std::string prompts_file = std::string(SPECD_SOURCE_DIR) + "/conf/bench_prompts.txt";
   int32_t max_tokens = 64;
   int32_t prompt_count = 24;
@@ -134,6 +137,9 @@ void run_bench(const BenchArgs& a) {
   if (!a.concurrency.levels.empty()) {
     return run_concurrency_bench(a.pair, a.concurrency, read_prompts(a), a.max_tokens, a.json);
   }
+  if (a.busy_host) {
+    return run_busy_host_bench(a.pair, {a.prompt, a.max_tokens, a.generations, a.spec_repeat}, a.json);
+  }
   if (!a.spec && !a.pair.model.empty()) return run_model_bench(a.pair, a.model_bench, a.json);
   if (!a.spec) throw CLI::ValidationError("--spec", "pass --spec, or --model DIR for the model benchmark");
   PairArgs pair_args = a.pair;
@@ -191,7 +197,7 @@ void run_bench(const BenchArgs& a) {
   }
   boost::json::object out{{"prompts", prompts.size()},
                           {"max_tokens", a.max_tokens},
-                          {"threads", at::get_num_threads()},
+                          {"threads", threads_json(pair.threads)},
                           {"target_parameters", pair.target->parameter_count()},
                           {"draft_parameters", pair.draft->parameter_count()},
                           {"target_step_ms", target_step * 1e3},
@@ -218,6 +224,11 @@ void add_bench_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("bench", "Benchmarks: --spec compares speculative with target-only decoding");
   add_pair_options(*cmd, args->pair);
   cmd->add_flag("--spec", args->spec, "speculative against target-only, K 1..k-max and auto, both drafters");
+  cmd->add_flag("--busy-host", args->busy_host,
+                "the default greedy generation quiet and beside 1 and 2 CPU-bound processes (`yes`)");
+  cmd->add_option("--generations", args->generations, "--busy-host: generations per measurement")
+      ->capture_default_str()->check(CLI::Range(1, 1000));
+  cmd->add_option("--prompt", args->prompt, "--busy-host: the prompt")->capture_default_str();
   cmd->add_flag("--json", args->json, "print one JSON object");
   cmd->add_option("--prompts", args->prompts_file, "one prompt per line (\\n for newlines)")->capture_default_str();
   cmd->add_option("--prompt-count", args->prompt_count, "prompts to use")->capture_default_str()->check(CLI::Range(1, 100000));
@@ -228,7 +239,7 @@ void add_bench_command(CLI::App& app) {
   // --repeat is shared: 3 by default for --concurrency, 1 for --spec (a run takes 8 min).
   CLI::Option* repeat = cmd->get_option("--repeat");
   cmd->callback([args, repeat] {
-    args->spec_repeat = repeat->count() > 0 ? args->concurrency.repeat : 1;
+    args->spec_repeat = repeat->count() > 0 ? args->concurrency.repeat : args->busy_host ? 3 : 1;
     run_bench(*args);
   });
 }

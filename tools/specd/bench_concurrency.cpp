@@ -317,12 +317,15 @@ void run_concurrency_bench(const PairArgs& pair, const ConcurrencyBenchArgs& arg
   config.max_batch = std::max(most, 1);
   config.max_seq_len = pair.max_seq_len;
   config.trace = !args.trace_path.empty();
+  config.threads = pair.threads;
+  ThreadPolicy threads;
   boost::asio::io_context io;
   auto work = boost::asio::make_work_guard(io);
   std::thread io_thread([&] { io.run(); });
   boost::json::array rows;
   {
     Engine overlapped(io.get_executor(), config);
+    threads = overlapped.thread_policy();
     EngineConfig serial_config = config;
     serial_config.overlap = false;
     serial_config.trace = false;
@@ -428,6 +431,7 @@ void run_concurrency_bench(const PairArgs& pair, const ConcurrencyBenchArgs& arg
   }
   boost::json::object out{{"max_tokens", max_tokens},
                           {"prompts", prompts.size()},
+                          {"threads", threads_json(threads)},
                           {"engine_level_speedup", engine_on / engine_off},
                           {"engine_level_tokens_per_second", {{"spec_on", engine_on}, {"spec_off", engine_off}}},
                           {"actors_c1_over_engine_level", actors_c1 > 0 ? actors_c1 / (engine_on / engine_off) : 0.0},

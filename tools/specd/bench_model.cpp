@@ -203,7 +203,7 @@ void add_model_bench_options(CLI::App& cmd, ModelBenchArgs& a) {
 }
 
 void run_model_bench(const PairArgs& pair, const ModelBenchArgs& a, bool json) {
-  if (pair.threads > 0) at::set_num_threads(pair.threads);
+  const ThreadPolicy threads = apply_cli_thread_policy(pair.threads);
   const Figures target = measure_model(pair.model, a);
   const double target_rss = peak_rss_gb();
   Figures draft;
@@ -212,7 +212,7 @@ void run_model_bench(const PairArgs& pair, const ModelBenchArgs& a, bool json) {
   std::cerr << "bench: measuring memory bandwidth\n";
   const Bandwidth bw = measure_bandwidth();
   const double gbps = bw.best();  // the fastest memory traffic seen is the physical limit
-  boost::json::object out{{"threads", at::get_num_threads()},
+  boost::json::object out{{"threads", threads_json(threads)},
                           {"copy_gbps", bw.copy_gbps},
                           {"memcpy_gbps", bw.memcpy_gbps},
                           {"read_gbps", bw.read_gbps},

@@ -91,7 +91,8 @@ void run_generate(const GenerateArgs& a, bool has_system) {
                             {"prefill_ms", r.prefill_seconds * 1e3},
                             {"decode_ms", r.decode_seconds * 1e3},
                             {"finish_reason", finish_reason_name(r.finish_reason)},
-                            {"mode", pair.mode_description()}};
+                            {"mode", pair.mode_description()},
+                            {"threads", threads_json(pair.threads)}};
     if (request.spec.enabled) out["spec"] = spec_json(r.stats);
     print_json(out);
     return;

@@ -3,9 +3,11 @@
 #include <exception>
 
 #include "engine/errors.hpp"
+#include "gpu/thread_policy.hpp"
 #include "tools/specd/cli_common.hpp"
 
 int main(int argc, char** argv) {
+  specd::ensure_quiet_thread_pools_env(argv);
   CLI::App app{"specd: a speculative-decoding inference engine"};
   app.require_subcommand(1);
   specd::cli::add_generate_command(app);

@@ -53,13 +53,33 @@ void add_pair_options(CLI::App& cmd, PairArgs& a) {
   cmd.add_flag("--no-spec", a.no_spec, "target-only generation");
   cmd.add_option("--max-seq-len", a.max_seq_len, "KV cache length per sequence")
       ->capture_default_str()->check(CLI::Range(2, 1 << 20));
-  cmd.add_option("--threads", a.threads, "intra-op threads (0: libtorch default)")
+  cmd.add_option("--threads", a.threads, "compute threads (0: the CPUs this process may use, affinity and cgroup quota)")
       ->capture_default_str()->check(CLI::Range(0, 256));
 }
 
+ThreadPolicy apply_cli_thread_policy(int threads) {
+  // One thread of control runs the draft and the target in turn: one lane's policy.
+  ThreadPolicy policy = choose_thread_policy({threads, 0, 0, false, threads > 0 ? "--threads" : "auto"});
+  limit_library_thread_pools(policy);
+  at::set_num_threads(policy.target_threads);
+  return policy;
+}
+
+boost::json::object threads_json(const ThreadPolicy& p) {
+  boost::json::object out{{"usable_cpus", p.limits.usable()},
+                          {"affinity_cpus", p.limits.affinity_cpus},
+                          {"cpu_quota", nullptr},
+                          {"budget", p.budget},
+                          {"target", p.target_threads},
+                          {"draft", p.draft_threads},
+                          {"origin", p.origin}};
+  if (p.limits.quota_cpus) out["cpu_quota"] = *p.limits.quota_cpus;
+  return out;
+}
+
 ModelPair load_pair(const PairArgs& a) {
-  if (a.threads > 0) at::set_num_threads(a.threads);
   ModelPair p;
+  p.threads = apply_cli_thread_policy(a.threads);
   parse_k(a.k, p.spec);
   p.spec.drafter = a.drafter == "lookup" ? DrafterKind::lookup : DrafterKind::model;
   const bool default_target = a.model.empty() || fs::weakly_canonical(a.model) == fs::weakly_canonical(default_target_dir());

@@ -3,11 +3,13 @@
 // with the rules of `specd generate`: the default target pairs with the default
 // draft; any other target runs target-only unless --draft or --drafter lookup is given.
 #include <CLI/CLI.hpp>
+#include <boost/json/object.hpp>
 
 #include <memory>
 #include <string>
 
 #include "engine/spec_generation.hpp"
+#include "gpu/thread_policy.hpp"
 
 namespace specd {
 class KvCache;
@@ -33,6 +35,7 @@ struct ModelPair {
   std::shared_ptr<LlamaModel> target, draft;
   std::unique_ptr<KvCache> target_cache, draft_cache;
   SpecSettings spec;  // enabled == false: target-only
+  ThreadPolicy threads;
 
   SpecModels models();
   std::string mode_description() const;
@@ -40,6 +43,11 @@ struct ModelPair {
   ModelPair();
   ModelPair(ModelPair&&) noexcept;
 };
+
+// The thread policy of the commands that compute on their own thread (generate, bench
+// --spec, the model bench): chosen, applied to libtorch and OpenBLAS, returned.
+ThreadPolicy apply_cli_thread_policy(int threads);
+boost::json::object threads_json(const ThreadPolicy& policy);
 
 // Throws SpecdError for a draft whose vocabulary or special ids differ from the target's.
 ModelPair load_pair(const PairArgs& args);

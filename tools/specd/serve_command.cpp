@@ -25,6 +25,7 @@ struct ServeArgs {
   std::string config_file;
   std::string host, token, web_root, model;
   int port = -1;
+  int threads = -1;
   double shutdown_deadline = -1;
 };
 
@@ -43,6 +44,10 @@ net::GatewayConfig load_config(const ServeArgs& a) {
     c.engine.draft_dir.clear();
   }
   if (a.shutdown_deadline >= 0) c.shutdown_deadline_seconds = a.shutdown_deadline;
+  if (a.threads >= 0) {  // the flag replaces the config's whole thread choice
+    c.engine.threads = a.threads;
+    c.engine.target_threads = c.engine.draft_threads = 0;
+  }
   net::validate(c);
   return c;
 }
@@ -54,8 +59,8 @@ void run_serve(const ServeArgs& a) {
   auto gateway = std::make_shared<net::Gateway>(io.get_executor(), engine, config);
   const auto bound = gateway->start();
   const std::string url = "http://" + bound.address().to_string() + ":" + std::to_string(bound.port());
-  std::printf("specd serve: listening on %s (WebSocket %s/v1/ws, chat page %s/)\n", url.c_str(),
-              ("ws" + url.substr(4)).c_str(), url.c_str());
+  std::printf("specd serve: listening on %s (WebSocket %s/v1/ws, chat page %s/); threads: %s\n", url.c_str(),
+              ("ws" + url.substr(4)).c_str(), url.c_str(), engine.thread_policy().describe().c_str());
   std::fflush(stdout);
 
   asio::signal_set signals(io, SIGINT, SIGTERM);
@@ -87,6 +92,8 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option("--token", args->token, "bearer token every route requires (config server.auth_token)");
   cmd->add_option("--web-root", args->web_root, "directory of static pages served at / (config server.web_root)");
   cmd->add_option("--model", args->model, "target model directory, served target-only (config engine.target)");
+  cmd->add_option("--threads", args->threads, "compute threads across both lanes, 0: automatic (config engine.threads)")
+      ->check(CLI::Range(0, 256));
   cmd->add_option("--shutdown-deadline", args->shutdown_deadline, "seconds streams may finish after SIGINT/SIGTERM")
       ->check(CLI::Range(0.0, 3600.0));
   cmd->callback([args] { run_serve(*args); });
