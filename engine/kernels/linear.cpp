@@ -1,0 +1,134 @@
+#include "engine/kernels/linear.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "engine/kernels/linear_isa.hpp"
+
+#if defined(SPECD_KERNELS_X86)
+#include <cpuid.h>
+#endif
+
+namespace specd::kernels {
+
+namespace {
+
+using detail::BlockKernel;
+using detail::KernelCall;
+
+bool cpu_has_isa(Isa isa) {
+#if defined(SPECD_KERNELS_X86)
+  // clang 16's __builtin_cpu_supports does not know "f16c": read CPUID leaf 1 for it.
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  const bool f16c = __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C);
+  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && f16c;
+  switch (isa) {
+    case Isa::reference: return true;
+    case Isa::avx2: return avx2;
+    case Isa::avx512f: return avx2 && __builtin_cpu_supports("avx512f");
+    case Isa::avx512bf16: return avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bf16");
+  }
+  return false;
+#else
+  return isa == Isa::reference;
+#endif
+}
+
+// SPECD_KERNEL_ISA=reference|avx2|avx512f|avx512bf16 caps the choice (for comparisons).
+Isa choose_isa() {
+  const char* forced = std::getenv("SPECD_KERNEL_ISA");
+  for (Isa isa : {Isa::avx512bf16, Isa::avx512f, Isa::avx2}) {
+    if (forced && std::string(forced) != isa_name(isa)) continue;
+    if (cpu_has_isa(isa)) return isa;
+  }
+  return Isa::reference;
+}
+
+BlockKernel kernel_for(Isa isa, Dtype d) {
+#if defined(SPECD_KERNELS_X86)
+  switch (isa) {
+    case Isa::reference: break;
+    case Isa::avx2: return detail::avx2_kernel(d);
+    case Isa::avx512f: return detail::avx512f_kernel(d);
+    case Isa::avx512bf16: return d == Dtype::bf16 ? detail::avx512bf16_kernel() : detail::avx512f_kernel(d);
+  }
+#endif
+  return detail::reference_kernel(d);
+}
+
+// The activations in the form the kernel reads: BF16 pairs for vdpbf16ps (each row
+// rounded on its own, so a row's pairs do not depend on m), or floats padded to an even
+// count when BF16 weights have an odd `in`. Kept per thread, so a steady state allocates
+// nothing.
+void prepare_activations(const PackedWeight& w, const float* x, int64_t m, bool bf16_pairs, KernelCall& call) {
+  thread_local std::vector<uint32_t> scratch;
+  const int64_t in = w.in(), pairs = (in + 1) / 2;
+  call.x = x;
+  call.x_stride = in;
+  if (bf16_pairs) {
+    if (scratch.size() < static_cast<size_t>(m * pairs)) scratch.resize(m * pairs);
+    for (int64_t r = 0; r < m; ++r) {
+      const float* xr = x + r * in;
+      uint32_t* dst = scratch.data() + r * pairs;
+      for (int64_t p = 0; p < pairs; ++p) {
+        const uint32_t hi = 2 * p + 1 < in ? float_to_bf16(xr[2 * p + 1]) : 0;
+        dst[p] = float_to_bf16(xr[2 * p]) | hi << 16;
+      }
+    }
+    call.x = scratch.data();
+    call.x_stride = pairs;
+  } else if (w.dtype() == Dtype::bf16 && in % 2) {
+    if (scratch.size() < static_cast<size_t>(m * (in + 1))) scratch.resize(m * (in + 1));
+    auto* dst = reinterpret_cast<float*>(scratch.data());
+    for (int64_t r = 0; r < m; ++r) {
+      std::memcpy(dst + r * (in + 1), x + r * in, in * sizeof(float));
+      dst[r * (in + 1) + in] = 0;
+    }
+    call.x = dst;
+    call.x_stride = in + 1;
+  }
+}
+
+}  // namespace
+
+const char* isa_name(Isa isa) {
+  switch (isa) {
+    case Isa::reference: return "reference";
+    case Isa::avx2: return "avx2";
+    case Isa::avx512f: return "avx512f";
+    case Isa::avx512bf16: return "avx512bf16";
+  }
+  return "?";
+}
+
+bool isa_supported(Isa isa) { return cpu_has_isa(isa); }
+
+Isa best_isa() {
+  static const Isa chosen = choose_isa();
+  return chosen;
+}
+
+void linear(const PackedWeight& w, const float* x, int64_t m, float* y, KernelThreads* threads) {
+  linear(w, x, m, y, best_isa(), threads);
+}
+
+void linear(const PackedWeight& w, const float* x, int64_t m, float* y, Isa isa, KernelThreads* threads) {
+  if (m <= 0) return;
+  if (!isa_supported(isa)) throw std::invalid_argument(std::string("kernel ISA not supported here: ") + isa_name(isa));
+  KernelCall call;
+  call.w = &w;
+  call.m = m;
+  call.y = y;
+  prepare_activations(w, x, m, isa == Isa::avx512bf16 && w.dtype() == Dtype::bf16, call);
+  const BlockKernel kernel = kernel_for(isa, w.dtype());
+  if (!threads || threads->size() == 1) return kernel(call, 0, w.blocks());
+  // A part below ~64 KB of weights costs less than waking a worker.
+  const int64_t grain = std::max<int64_t>(1, (64 << 10) / w.block_bytes());
+  threads->parallel_for(w.blocks(), grain, [&](int64_t begin, int64_t end) { kernel(call, begin, end); });
+}
+
+}  // namespace specd::kernels

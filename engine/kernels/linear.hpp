@@ -1,0 +1,38 @@
+#pragma once
+// y[m, out] = x[m, in] * W^T for float activations and a PackedWeight kept in its dtype.
+// Weight-stationary: each weight vector is loaded once per call and multiplied into the
+// accumulators of up to 16 rows, so a decode step, a verify pass of K + 1 rows or a batch
+// reads the weights once. Larger m is tiled over rows by the same kernel.
+//
+// Row independence: a row's output is bit-identical whatever m, its position in the
+// tile, the thread count: each output is one accumulator chain over the inputs in
+// order, and threads split output columns, never inputs. Greedy speculative decoding
+// relies on it (a verify pass must equal one-row steps exactly).
+//
+// Prefill (larger m): the same kernel tiled over 16-row chunks, each weight block reused
+// from L2 for all chunks. Measured on this machine, one thread, 2048 -> 8192, noisy:
+// see the table in the report of `specd bench --kernels --prefill` (bench_kernels.cpp).
+#include <cstdint>
+
+#include "engine/kernels/kernel_threads.hpp"
+#include "engine/kernels/packed_weight.hpp"
+
+namespace specd::kernels {
+
+// Kernel families, chosen once by CPU features; `reference` is portable scalar code.
+enum class Isa : uint8_t { reference, avx2, avx512f, avx512bf16 };
+
+const char* isa_name(Isa isa);
+bool isa_supported(Isa isa);  // by this CPU (__builtin_cpu_supports)
+Isa best_isa();               // the fastest supported, decided once per process
+
+// x: m rows of w.in() floats, contiguous; y: m rows of w.out() floats, contiguous.
+// Runs on `threads` (nullptr: the calling thread only). Allocation-free after the first
+// calls on a thread (a thread-local scratch for converted activations grows as needed).
+void linear(const PackedWeight& w, const float* x, int64_t m, float* y,
+            KernelThreads* threads = KernelThreads::current());
+
+// The same with an explicit kernel family (tests and benchmarks); isa must be supported.
+void linear(const PackedWeight& w, const float* x, int64_t m, float* y, Isa isa, KernelThreads* threads);
+
+}  // namespace specd::kernels

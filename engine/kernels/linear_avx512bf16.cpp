@@ -1,0 +1,92 @@
+// AVX-512 BF16 kernel (compiled with -mavx512f -mavx512bf16): BF16 weights in pairs,
+// activations rounded to BF16 pairs, vdpbf16ps into F32 accumulators. A register tile
+// holds NV blocks of 16 outputs for R rows; each 64-byte weight vector (16 outputs x 2
+// inputs) is loaded once and used for all R rows. Each output is one accumulator chain
+// over the pairs in order, whatever R, NV or the thread split: rows are independent.
+#include <immintrin.h>
+
+#include <algorithm>
+#include <array>
+#include <utility>
+
+#include "engine/kernels/linear_isa.hpp"
+
+namespace specd::kernels::detail {
+
+namespace {
+
+constexpr int64_t kB = PackedWeight::kBlock;
+
+// clang 16.0.6 crashes (internal compiler error, -O1 and above) when the broadcast
+// feeds _mm512_dpbf16_ps directly; the empty asm keeps the broadcast in a register.
+inline __m512bh broadcast_pair(uint32_t pair) {
+  __m512i v = _mm512_set1_epi32(static_cast<int>(pair));
+  asm("" : "+v"(v));
+  return (__m512bh)v;
+}
+
+template <int R, int NV>
+void tile(const KernelCall& c, int64_t b0, int64_t r0) {
+  const auto* x = static_cast<const uint32_t*>(c.x) + r0 * c.x_stride;
+  const std::byte* blk[NV];
+  __m512 acc[R][NV];
+#pragma GCC unroll 16
+  for (int v = 0; v < NV; ++v) {
+    blk[v] = c.w->block(b0 + v);
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r) acc[r][v] = _mm512_setzero_ps();
+  }
+  const int64_t pairs = (c.w->in() + 1) / 2;
+  for (int64_t k = 0; k < pairs; ++k) {
+    __m512bh w[NV];
+#pragma GCC unroll 16
+    for (int v = 0; v < NV; ++v) w[v] = (__m512bh)_mm512_load_si512(blk[v] + k * 64);
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r) {
+      const __m512bh xb = broadcast_pair(x[r * c.x_stride + k]);
+#pragma GCC unroll 16
+      for (int v = 0; v < NV; ++v) acc[r][v] = _mm512_dpbf16_ps(acc[r][v], w[v], xb);
+    }
+  }
+  const int64_t out = c.w->out();
+#pragma GCC unroll 16
+  for (int v = 0; v < NV; ++v) {
+    const int64_t o0 = (b0 + v) * kB;
+    const auto mask = static_cast<__mmask16>((1u << std::min<int64_t>(kB, out - o0)) - 1);
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r) _mm512_mask_storeu_ps(c.y + (r0 + r) * out + o0, mask, acc[r][v]);
+  }
+}
+
+template <int R>
+void row_chunk(const KernelCall& c, int64_t b_begin, int64_t b_end, int64_t r0) {
+  constexpr int NV = avx512_tile_blocks(R);
+  int64_t b = b_begin;
+  for (; b + NV <= b_end; b += NV) tile<R, NV>(c, b, r0);
+  for (; b < b_end; ++b) tile<R, 1>(c, b, r0);
+}
+
+using ChunkFn = void (*)(const KernelCall&, int64_t, int64_t, int64_t);
+
+template <size_t... I>
+constexpr std::array<ChunkFn, kTileRows> chunk_table(std::index_sequence<I...>) {
+  return {row_chunk<static_cast<int>(I) + 1>...};
+}
+
+// As the AVX-512F kernels: one pass for up to 16 rows, else 16-row chunks over groups
+// of blocks that stay in L2 while every chunk reuses them.
+void blocks(const KernelCall& c, int64_t b_begin, int64_t b_end) {
+  static constexpr auto table = chunk_table(std::make_index_sequence<kTileRows>());
+  if (c.m <= kTileRows) return table[c.m - 1](c, b_begin, b_end, 0);
+  const int64_t group = std::clamp<int64_t>((512 << 10) / c.w->block_bytes(), 1, 4);
+  for (int64_t b = b_begin; b < b_end; b += group) {
+    const int64_t be = std::min(b + group, b_end);
+    for (int64_t r0 = 0; r0 < c.m; r0 += kTileRows) table[std::min<int64_t>(kTileRows, c.m - r0) - 1](c, b, be, r0);
+  }
+}
+
+}  // namespace
+
+BlockKernel avx512bf16_kernel() { return blocks; }
+
+}  // namespace specd::kernels::detail
