@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "engine/errors.hpp"
+#include "engine/inference_weights.hpp"
 #include "engine/llama_model.hpp"
 #include "engine/load_progress.hpp"
 #include "engine/model_config.hpp"
@@ -38,16 +39,46 @@ void convert_parallel(const TensorView& view, float* out) {
   });
 }
 
-void copy_tensor(const WeightFiles& files, const std::string& name, at::Tensor& param) {
+const TensorView& checked_tensor(const WeightFiles& files, const std::string& name, at::IntArrayRef shape) {
   const TensorView& view = files.tensor(name);
-  if (at::IntArrayRef(view.shape) != param.sizes()) {
+  if (at::IntArrayRef(view.shape) != shape) {
     throw SpecdError(ErrorCode::shape_mismatch, files.describe(name) + ": tensor " + name + " has shape " +
-                                                    shape_text(view.shape) + ", the config needs " +
-                                                    shape_text(param.sizes()));
+                                                    shape_text(view.shape) + ", the config needs " + shape_text(shape));
   }
+  return view;
+}
+
+void copy_tensor(const WeightFiles& files, const std::string& name, at::Tensor& param) {
+  const TensorView& view = checked_tensor(files, name, param.sizes());
   convert_parallel(view, param.data_ptr<float>());
   files.release(view);
 }
+
+kernels::Dtype kernel_dtype(DType d) {
+  return d == DType::F32 ? kernels::Dtype::f32 : d == DType::F16 ? kernels::Dtype::f16 : kernels::Dtype::bf16;
+}
+
+// Packs straight from the mapped files, one tensor at a time; a tensor's file pages
+// are dropped when the next is asked for, so the load holds the files and the packed
+// model in full at no point.
+InferenceWeights pack_from_files(const ModelConfig& config, const WeightFiles& files, LoadProgress& progress) {
+  const TensorView* previous = nullptr;
+  auto source = [&](const std::string& name, const std::vector<int64_t>& shape) {
+    if (previous) files.release(*previous);
+    previous = &checked_tensor(files, name, shape);
+    progress.advance(previous->nbytes);
+    return RawTensor{previous->data, kernel_dtype(previous->dtype)};
+  };
+  InferenceWeights weights = pack_inference_weights(config, source);
+  if (previous) files.release(*previous);
+  return weights;
+}
+
+struct OpenedCheckpoint {
+  ModelConfig config;
+  WeightFiles files;
+};
+
 
 // Llama 3.2 ties lm_head to the embeddings and ships no lm_head.weight; a file that
 // disagrees with the config would silently use the wrong output matrix.
@@ -67,24 +98,42 @@ void check_tie_consistent(const ModelConfig& config, const WeightFiles& files, c
 
 }  // namespace
 
-std::shared_ptr<LlamaModel> load_model(const std::filesystem::path& dir, LoadInfo* info) {
-  const auto t0 = std::chrono::steady_clock::now();
+namespace {
+
+OpenedCheckpoint open_checkpoint(const std::filesystem::path& dir) {
   if (!std::filesystem::is_directory(dir)) {
     throw SpecdError(ErrorCode::missing_file, "model directory " + dir.string() + " does not exist");
   }
   ModelConfig config = load_model_config(dir / "config.json");
-  const WeightFiles files = WeightFiles::open(dir);
+  WeightFiles files = WeightFiles::open(dir);
   check_tie_consistent(config, files, dir);
-  auto model = std::make_shared<LlamaModel>(config);
+  return {std::move(config), std::move(files)};
+}
+
+}  // namespace
+
+std::shared_ptr<LlamaModel> load_reference_model(const std::filesystem::path& dir) {
+  const OpenedCheckpoint c = open_checkpoint(dir);
+  auto model = std::make_shared<LlamaModel>(c.config);
   torch::NoGradGuard no_grad;
-  LoadProgress progress("loading " + dir.filename().string(), files.total_bytes());
+  LoadProgress progress("loading " + dir.filename().string(), c.files.total_bytes());
   for (auto& item : model->named_parameters()) {
-    copy_tensor(files, item.key(), item.value());
-    progress.advance(files.tensor(item.key()).nbytes);
+    copy_tensor(c.files, item.key(), item.value());
+    progress.advance(c.files.tensor(item.key()).nbytes);
   }
   progress.finish();
   model->eval();
-  model->fuse_projections();
+  return model;
+}
+
+std::shared_ptr<LlamaModel> load_model(const std::filesystem::path& dir, LoadInfo* info) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const OpenedCheckpoint c = open_checkpoint(dir);
+  auto model = std::make_shared<LlamaModel>(c.config, false);
+  LoadProgress progress("loading " + dir.filename().string(), c.files.total_bytes());
+  model->use_inference_weights(std::make_shared<InferenceWeights>(pack_from_files(c.config, c.files, progress)));
+  progress.finish();
+  const WeightFiles& files = c.files;
   if (info) {
     info->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     info->file_bytes = files.total_bytes();

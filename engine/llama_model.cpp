@@ -5,11 +5,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <numbers>
 #include <string>
 
 #include "engine/errors.hpp"
+#include "engine/inference_weights.hpp"
 #include "engine/kv_cache.hpp"
+#include "engine/native_forward.hpp"
 
 namespace specd {
 
@@ -28,15 +31,10 @@ at::Tensor apply_rope(const at::Tensor& x, const at::Tensor& cos, const at::Tens
 
 }  // namespace
 
-// What every layer of one forward call shares.
+// What every layer of one forward_full call shares.
 struct LlamaModel::Step {
   at::Tensor cos, sin;  // [B, 1, T, head_dim]
-  at::Tensor mask;      // additive [B or 1, 1, 1, T, S], undefined when nothing is masked
-  const ForwardBatch* batch = nullptr;  // null for forward_full
-  KvCache* cache = nullptr;
-  std::vector<int64_t> starts;  // each row's cache length before this call
-  at::Tensor slot_index;        // [B] int64, for gathering cache rows
-  int64_t key_len = 0;          // S: keys each query row may see, padded to the longest row
+  at::Tensor mask;      // additive [1, 1, 1, T, T]
 };
 
 at::Tensor project(const at::Tensor& x, const at::Tensor& weight) {
@@ -129,21 +127,47 @@ at::Tensor rope_inverse_frequencies(const ModelConfig& config) {
   return at::tensor(inv, at::kDouble).to(at::kFloat);
 }
 
-LlamaModel::LlamaModel(const ModelConfig& config) : config_(config) {
+LlamaModel::LlamaModel(const ModelConfig& config, bool with_parameters) : config_(config) {
   if (config.head_dim % 2 != 0) {
     throw SpecdError(ErrorCode::unsupported_architecture, "head_dim must be even for RoPE");
   }
-  model_ = register_module("model", std::make_shared<LlamaBody>(config));
-  if (!config.tie_word_embeddings) {
-    lm_head_ = register_module("lm_head", make_linear(config.hidden_size, config.vocab_size));
+  if (with_parameters) {
+    model_ = register_module("model", std::make_shared<LlamaBody>(config));
+    if (!config.tie_word_embeddings) {
+      lm_head_ = register_module("lm_head", make_linear(config.hidden_size, config.vocab_size));
+    }
   }
   inv_freq_ = rope_inverse_frequencies(config);
 }
 
+LlamaModel::~LlamaModel() = default;
+
 int64_t LlamaModel::parameter_count() const {
+  if (!model_) return runner_ ? runner_->weights().parameter_count() : 0;
   int64_t n = 0;
   for (const auto& p : parameters()) n += p.numel();
   return n;
+}
+
+void LlamaModel::use_inference_weights(std::shared_ptr<const InferenceWeights> weights) {
+  runner_ = std::make_unique<ForwardRunner>(std::move(weights));
+}
+
+const InferenceWeights* LlamaModel::inference_weights() const { return runner_ ? &runner_->weights() : nullptr; }
+
+void LlamaModel::pack_parameters_for_inference() {
+  if (!model_) throw SpecdError(ErrorCode::invalid_argument, "the model has no float32 parameters to pack");
+  torch::NoGradGuard no_grad;
+  std::map<std::string, at::Tensor> params;
+  for (const auto& item : named_parameters()) params[item.key()] = item.value().detach().contiguous();
+  auto source = [&](const std::string& name, const std::vector<int64_t>& shape) {
+    const at::Tensor& t = params.at(name);
+    if (t.sizes() != at::IntArrayRef(shape)) {
+      throw SpecdError(ErrorCode::shape_mismatch, "parameter " + name + " does not have the config's shape");
+    }
+    return RawTensor{t.data_ptr<float>(), kernels::Dtype::f32};
+  };
+  use_inference_weights(std::make_shared<InferenceWeights>(pack_inference_weights(config_, source)));
 }
 
 at::Tensor LlamaModel::logits_from_hidden(const at::Tensor& hidden) {
@@ -151,73 +175,20 @@ at::Tensor LlamaModel::logits_from_hidden(const at::Tensor& hidden) {
   return project(hidden, model_->embed_tokens->weight);
 }
 
-void LlamaModel::fuse_projections() {
-  torch::NoGradGuard no_grad;
-  fused_qkv_.clear();
-  fused_gate_up_.clear();
-  // The separate parameters become views into the fused weights, so memory is not
-  // doubled and the HF names still address the same numbers.
-  auto fuse = [](std::vector<at::Tensor*> parts) {
-    std::vector<at::Tensor> weights;
-    for (auto* p : parts) weights.push_back(*p);
-    at::Tensor fused = at::cat(weights, 0);
-    int64_t row = 0;
-    for (auto* p : parts) {
-      const int64_t rows = p->size(0);
-      p->set_data(fused.narrow(0, row, rows));
-      row += rows;
-    }
-    return fused;
-  };
-  for (auto& layer : model_->layers) {
-    auto& a = *layer->self_attn;
-    fused_qkv_.push_back(fuse({&a.q_proj->weight, &a.k_proj->weight, &a.v_proj->weight}));
-    fused_gate_up_.push_back(fuse({&layer->mlp->gate_proj->weight, &layer->mlp->up_proj->weight}));
-  }
-}
-
 at::Tensor LlamaModel::attention(int32_t layer, const at::Tensor& x, const Step& step) {
   auto& attn = *model_->layers[layer]->self_attn;
   const int64_t B = x.size(0), T = x.size(1), D = config_.head_dim;
   const int64_t H = config_.num_attention_heads, KV = config_.num_key_value_heads;
-  at::Tensor q, k, v;
-  if (!fused_qkv_.empty()) {  // inference: one projection and one RoPE for q and k together
-    at::Tensor qkv = project(x, fused_qkv_[layer]).view({B, T, H + 2 * KV, D});
-    at::Tensor qk = apply_rope(qkv.narrow(2, 0, H + KV).transpose(1, 2), step.cos, step.sin);
-    q = qk.narrow(1, 0, H);
-    k = qk.narrow(1, H, KV);
-    v = qkv.narrow(2, H + KV, KV).transpose(1, 2);
-  } else {
-    q = apply_rope(attn.q_proj->forward(x).view({B, T, H, D}).transpose(1, 2), step.cos, step.sin);
-    k = apply_rope(attn.k_proj->forward(x).view({B, T, KV, D}).transpose(1, 2), step.cos, step.sin);
-    v = attn.v_proj->forward(x).view({B, T, KV, D}).transpose(1, 2);
-  }
-
-  at::Tensor keys = k, values = v;
-  if (step.cache) {
-    at::Tensor& cache_k = step.cache->keys(layer);
-    at::Tensor& cache_v = step.cache->values(layer);
-    for (int64_t b = 0; b < B; ++b) {
-      const int32_t slot = step.batch->slots[b];
-      const int64_t n = step.batch->lengths[b];
-      cache_k[slot].narrow(1, step.starts[b], n).copy_(k[b].narrow(1, 0, n));
-      cache_v[slot].narrow(1, step.starts[b], n).copy_(v[b].narrow(1, 0, n));
-    }
-    if (B == 1) {  // a view, no gather copy, for the common single-sequence decode
-      keys = cache_k[step.batch->slots[0]].narrow(1, 0, step.key_len).unsqueeze(0);
-      values = cache_v[step.batch->slots[0]].narrow(1, 0, step.key_len).unsqueeze(0);
-    } else {
-      keys = cache_k.narrow(2, 0, step.key_len).index_select(0, step.slot_index);
-      values = cache_v.narrow(2, 0, step.key_len).index_select(0, step.slot_index);
-    }
-  }
+  at::Tensor q = apply_rope(attn.q_proj->forward(x).view({B, T, H, D}).transpose(1, 2), step.cos, step.sin);
+  at::Tensor k = apply_rope(attn.k_proj->forward(x).view({B, T, KV, D}).transpose(1, 2), step.cos, step.sin);
+  at::Tensor v = attn.v_proj->forward(x).view({B, T, KV, D}).transpose(1, 2);
   // Grouped-query attention without repeating K/V: query heads that share a KV head
   // are folded into the row dimension (HF maps query head h to KV head h / group).
-  const int64_t group = H / KV, S = keys.size(2);
-  at::Tensor scores = at::matmul(q.reshape({B, KV, group * T, D}), keys.transpose(-1, -2));
+  const int64_t group = H / KV;
+  at::Tensor scores = at::matmul(q.reshape({B, KV, group * T, D}), k.transpose(-1, -2));
   scores = scores * (1.0 / std::sqrt(static_cast<double>(D)));
-  if (step.mask.defined()) scores = (scores.view({B, KV, group, T, S}) + step.mask).view({B, KV, group * T, S});
-  at::Tensor out = at::matmul(at::softmax(scores, -1), values);
+  scores = (scores.view({B, KV, group, T, T}) + step.mask).view({B, KV, group * T, T});
+  at::Tensor out = at::matmul(at::softmax(scores, -1), v);
   return attn.o_proj->forward(out.view({B, H, T, D}).transpose(1, 2).reshape({B, T, H * D}));
 }
 
@@ -225,14 +196,7 @@ at::Tensor LlamaModel::run_layers(at::Tensor x, const Step& step) {
   for (int32_t i = 0; i < static_cast<int32_t>(model_->layers.size()); ++i) {
     const auto& layer = *model_->layers[i];
     x = x + attention(i, layer.input_layernorm->forward(x), step);
-    at::Tensor h = layer.post_attention_layernorm->forward(x);
-    if (fused_gate_up_.empty()) {
-      x = x + layer.mlp->forward(h);
-    } else {
-      const int64_t I = config_.intermediate_size;
-      at::Tensor gate_up = project(h, fused_gate_up_[i]);
-      x = x + layer.mlp->down_proj->forward(at::silu(gate_up.narrow(-1, 0, I)) * gate_up.narrow(-1, I, I));
-    }
+    x = x + layer.mlp->forward(layer.post_attention_layernorm->forward(x));
   }
   return model_->norm->forward(x);
 }
@@ -253,6 +217,9 @@ at::Tensor additive_mask(const at::Tensor& allowed) {
 }  // namespace
 
 at::Tensor LlamaModel::forward_full(const at::Tensor& tokens) {
+  if (!model_) {
+    throw SpecdError(ErrorCode::invalid_argument, "forward_full needs float32 parameters; this model was loaded for inference");
+  }
   const int64_t B = tokens.size(0), T = tokens.size(1);
   Step step;
   at::Tensor positions = at::arange(T, at::kLong).unsqueeze(0).expand({B, T});
@@ -263,14 +230,15 @@ at::Tensor LlamaModel::forward_full(const at::Tensor& tokens) {
 }
 
 at::Tensor LlamaModel::forward(const ForwardBatch& batch, KvCache& cache, LogitsFor which) {
-  const int64_t B = batch.tokens.size(0), T = batch.tokens.size(1);
+  const int64_t B = batch.tokens.size(0), T = batch.tokens.size(1), V = config_.vocab_size;
   if (static_cast<int64_t>(batch.slots.size()) != B || static_cast<int64_t>(batch.lengths.size()) != B) {
     throw SpecdError(ErrorCode::invalid_argument, "forward: slots and lengths must have one entry per row");
   }
-  Step step;
-  step.batch = &batch;
-  step.cache = &cache;
-  std::vector<int64_t> slot_ids(B);
+  if (!runner_) pack_parameters_for_inference();
+  const at::Tensor tokens = batch.tokens.to(at::kLong).contiguous();
+  const int64_t* ids = tokens.data_ptr<int64_t>();
+  std::vector<ForwardRow> rows;
+  std::vector<int64_t> logit_rows;
   for (int64_t b = 0; b < B; ++b) {
     const int64_t start = cache.length(batch.slots[b]), n = batch.lengths[b];
     if (n < 1 || n > T) throw SpecdError(ErrorCode::invalid_argument, "forward: row length outside 1..T");
@@ -279,22 +247,28 @@ at::Tensor LlamaModel::forward(const ForwardBatch& batch, KvCache& cache, Logits
                                                        " tokens exceeds max_seq_len " +
                                                        std::to_string(cache.max_seq_len()));
     }
-    step.starts.push_back(start);
-    step.key_len = std::max(step.key_len, start + n);
-    slot_ids[b] = batch.slots[b];
+    for (int64_t t = 0; t < n; ++t) {
+      if (which == LogitsFor::all_positions || t == n - 1) logit_rows.push_back(static_cast<int64_t>(rows.size()));
+      rows.push_back({ids[b * T + t], batch.slots[b], start + t});
+    }
   }
-  step.slot_index = at::tensor(slot_ids, at::kLong);
-  at::Tensor positions = at::tensor(step.starts, at::kLong).unsqueeze(1) + at::arange(T, at::kLong).unsqueeze(0);
-  std::tie(step.cos, step.sin) = rope_cos_sin(positions, inv_freq_);
-  if (T > 1 || B > 1) {  // one row decoding one token sees every key: no mask needed
-    at::Tensor key_pos = at::arange(step.key_len, at::kLong).view({1, 1, step.key_len});
-    step.mask = additive_mask(key_pos <= positions.unsqueeze(-1)).view({B, 1, 1, T, step.key_len});
+  at::Tensor logits;
+  if (which == LogitsFor::last_position) {
+    logits = at::empty({B, V}, at::kFloat);
+    runner_->run(rows, cache, logit_rows, logits.data_ptr<float>());
+  } else {
+    logits = at::zeros({B, T, V}, at::kFloat);
+    at::Tensor valid = at::empty({static_cast<int64_t>(rows.size()), V}, at::kFloat);
+    runner_->run(rows, cache, logit_rows, valid.data_ptr<float>());
+    int64_t r = 0;
+    for (int64_t b = 0; b < B; ++b) {
+      const int64_t n = batch.lengths[b];
+      logits[b].narrow(0, 0, n).copy_(valid.narrow(0, r, n));
+      r += n;
+    }
   }
-  at::Tensor hidden = run_layers(model_->embed_tokens(batch.tokens), step);
-  for (int64_t b = 0; b < B; ++b) cache.set_length(batch.slots[b], step.starts[b] + batch.lengths[b]);
-  if (which == LogitsFor::all_positions) return logits_from_hidden(hidden);
-  at::Tensor rows = at::arange(B, at::kLong) * T + at::tensor(batch.lengths, at::kLong) - 1;
-  return logits_from_hidden(hidden.reshape({B * T, -1}).index_select(0, rows));
+  for (int64_t b = 0; b < B; ++b) cache.set_length(batch.slots[b], cache.length(batch.slots[b]) + batch.lengths[b]);
+  return logits;
 }
 
 }  // namespace specd

@@ -16,7 +16,9 @@
 
 namespace specd {
 
+class ForwardRunner;
 class KvCache;
+struct InferenceWeights;
 
 // One call's batch: rows are right-padded to T tokens; row b has lengths[b] valid tokens
 // and writes them into cache slot slots[b] at the positions after what the slot holds.
@@ -68,41 +70,49 @@ struct LlamaBody : torch::nn::Module {
   std::shared_ptr<RmsNorm> norm;
 };
 
+// Two ways to hold the weights: as float32 torch parameters (training, reference checks,
+// forward_full) and packed in their checkpoint dtype for the inference kernels
+// (InferenceWeights; forward). A checkpoint loaded for inference has only the packed
+// form; a model built in memory packs its parameters on its first forward.
 class LlamaModel : public torch::nn::Module {
  public:
-  // Weight matrices and embeddings start uninitialised (norms at one): load a
-  // checkpoint into them or initialise them before use.
-  explicit LlamaModel(const ModelConfig& config);
+  // with_parameters: register float32 parameters (uninitialised: load a checkpoint into
+  // them or initialise them before use); without, only use_inference_weights() gives the
+  // model weights.
+  explicit LlamaModel(const ModelConfig& config, bool with_parameters = true);
+  ~LlamaModel() override;
 
   const ModelConfig& config() const { return config_; }
-
-  // For inference: concatenates q/k/v and gate/up weights so each layer runs two
-  // projections fewer (the per-op overhead dominates small models on CPU). Call after
-  // the weights are final; the parameters keep their names and values.
-  void fuse_projections();
+  bool has_parameters() const { return model_ != nullptr; }
   int64_t parameter_count() const;
 
-  // Full-sequence causal forward with no cache (training, reference checks):
-  // tokens [B, T] -> logits [B, T, vocab].
+  // Inference weights: given (a checkpoint's, packed at load), or packed from the float32
+  // parameters as F32 (call again after changing them).
+  void use_inference_weights(std::shared_ptr<const InferenceWeights> weights);
+  const InferenceWeights* inference_weights() const;  // null until given or packed
+  void pack_parameters_for_inference();
+
+  // Full-sequence causal forward with no cache on the float32 parameters (training,
+  // reference checks): tokens [B, T] -> logits [B, T, vocab].
   at::Tensor forward_full(const at::Tensor& tokens);
 
-  // Incremental forward through the cache: writes each row's K/V after what its slot
-  // holds, advances the slot lengths, returns logits [B, T, vocab] (all_positions; rows
-  // past lengths[b] are garbage) or [B, vocab] at each row's last valid token.
+  // Incremental forward through the cache on the inference weights: writes each row's
+  // K/V after what its slot holds, advances the slot lengths, returns logits [B, T,
+  // vocab] (all_positions; rows past lengths[b] are zero) or [B, vocab] at each row's
+  // last valid token.
   at::Tensor forward(const ForwardBatch& batch, KvCache& cache, LogitsFor which);
 
  private:
   at::Tensor logits_from_hidden(const at::Tensor& hidden);
-  struct Step;  // per-call state shared by every layer (RoPE tables, mask, cache rows)
+  struct Step;  // per-call state shared by every layer of forward_full (RoPE tables, mask)
   at::Tensor run_layers(at::Tensor x, const Step& step);
   at::Tensor attention(int32_t layer, const at::Tensor& x, const Step& step);
 
   ModelConfig config_;
-  std::shared_ptr<LlamaBody> model_;
+  std::shared_ptr<LlamaBody> model_;     // null without parameters
   std::shared_ptr<Projection> lm_head_;  // absent when embeddings are tied
   at::Tensor inv_freq_;                 // [head_dim / 2]
-  std::vector<at::Tensor> fused_qkv_;   // per layer, empty until fuse_projections()
-  std::vector<at::Tensor> fused_gate_up_;
+  std::unique_ptr<ForwardRunner> runner_;  // the inference weights and the step's buffers
 };
 
 // x [..., in] times weight [out, in] transposed. One to three rows (decode) run as

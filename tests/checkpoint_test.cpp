@@ -8,6 +8,8 @@
 #include <fstream>
 
 #include "engine/checkpoint.hpp"
+#include "engine/inference_weights.hpp"
+#include "engine/kv_cache.hpp"
 #include "engine/errors.hpp"
 #include "engine/llama_model.hpp"
 #include "engine/model_config.hpp"
@@ -53,7 +55,7 @@ TEST_CASE("an F32 checkpoint round trip gives bit-identical logits, tied and unt
     TempDir dir;
     auto model = random_model(tiny_config(tied), 21);
     save_model(*model, dir.path, DType::F32);
-    auto loaded = load_model(dir.path);
+    auto loaded = load_reference_model(dir.path);
     CHECK(loaded->config().tie_word_embeddings == tied);
     CHECK(loaded->parameter_count() == model->parameter_count());
     CHECK(at::equal(logits_of(*model), logits_of(*loaded)));
@@ -66,7 +68,7 @@ TEST_CASE("F16 and BF16 checkpoints load the rounded weights exactly") {
     TempDir dir;
     auto model = random_model(tiny_config(), 22);
     save_model(*model, dir.path, storage);
-    auto loaded = load_model(dir.path);
+    auto loaded = load_reference_model(dir.path);
     const auto torch_type = storage == DType::F16 ? at::kHalf : at::kBFloat16;
     {
       torch::NoGradGuard no_grad;
@@ -175,21 +177,22 @@ TEST_CASE("a sharded, tied checkpoint gives the logits of the single-file, untie
   REQUIRE(written.files.size() > 3);
   save_model(*untied, single_dir.path, DType::F32);
   LoadInfo info;
-  auto from_shards = load_model(sharded_dir.path, &info);
+  (void)load_model(sharded_dir.path, &info);
   CHECK(info.shard_count == written.files.size());
   CHECK(info.seconds > 0);
-  auto from_single = load_model(single_dir.path);
+  auto from_shards = load_reference_model(sharded_dir.path);
+  auto from_single = load_reference_model(single_dir.path);
   CHECK(from_shards->config().tie_word_embeddings);
   CHECK_FALSE(from_single->config().tie_word_embeddings);
   CHECK(at::equal(logits_of(*from_shards), logits_of(*from_single)));
   CHECK(at::equal(logits_of(*from_shards), logits_of(*tied)));
 }
 
-TEST_CASE("sharded BF16 weights are converted to float32 once, exactly") {
+TEST_CASE("sharded BF16 weights are converted to float32 once, exactly, by the reference load") {
   auto model = random_model(tiny_config(true), 32);
   TempDir dir;
   write_sharded(*model, dir.path, DType::BF16, 16 << 10);
-  auto loaded = load_model(dir.path);
+  auto loaded = load_reference_model(dir.path);
   {
     torch::NoGradGuard no_grad;
     for (auto& p : model->parameters()) p.copy_(p.to(at::kBFloat16).to(at::kFloat));
@@ -246,5 +249,30 @@ TEST_CASE("every unsupported architecture setting in config.json fails the load 
     auto e = load_error(dir.path);
     CHECK(e.code() == ErrorCode::unsupported_architecture);
     CHECK(std::string(e.what()).find("'" + c.field + "'") != std::string::npos);
+  }
+}
+
+TEST_CASE("the inference load keeps each dtype and its logits match the reference load's") {
+  // Tolerances: F32 and F16 weights run with float activations (summation order only);
+  // BF16 weights with activations rounded to BF16 (2^-8 relative each) on AVX-512 BF16.
+  for (auto [storage, tolerance] : {std::pair{DType::F32, 1e-4}, {DType::F16, 1e-4}, {DType::BF16, 3e-2}}) {
+    CAPTURE(dtype_name(storage));
+    TempDir dir;
+    auto model = random_model(tiny_config(true), 33);
+    save_model(*model, dir.path, storage);
+    auto reference = load_reference_model(dir.path);
+    auto loaded = load_model(dir.path);
+    CHECK_FALSE(loaded->has_parameters());
+    REQUIRE(loaded->inference_weights() != nullptr);
+    const double bytes_per_weight = static_cast<double>(loaded->inference_weights()->bytes()) / loaded->parameter_count();
+    CHECK(bytes_per_weight < dtype_size(storage) * 1.25);  // packing pads blocks of 16 outputs only
+    CHECK(loaded->parameter_count() == model->parameter_count());
+    at::Tensor tokens = at::arange(0, 40, at::kLong).remainder(97).unsqueeze(0);
+    KvCache cache(loaded->config(), 1, 64);
+    const int32_t slot = *cache.allocate();
+    at::Tensor cached = loaded->forward({tokens, {slot}, {40}}, cache, LogitsFor::all_positions);
+    at::Tensor full = reference->forward_full(tokens);
+    const double scale = full.abs().max().item<double>();
+    CHECK((cached - full).abs().max().item<double>() / scale < tolerance);
   }
 }

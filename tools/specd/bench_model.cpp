@@ -12,6 +12,7 @@
 #include <iostream>
 
 #include "engine/checkpoint.hpp"
+#include "engine/inference_weights.hpp"
 #include "engine/kv_cache.hpp"
 #include "engine/llama_model.hpp"
 #include "tools/specd/cli_common.hpp"
@@ -91,14 +92,12 @@ struct Figures {
   double decode_context = 0;  // mean context length during the timed decode steps
 };
 
-// Weights a decode step reads: every matrix once; the embedding table only as lm_head
-// when tied (the lookup reads one row).
-double weight_bytes_per_step(LlamaModel& model) {
-  double bytes = 0;
-  for (const auto& item : model.named_parameters()) {
-    const bool embedding = item.key() == "model.embed_tokens.weight";
-    if (!embedding || model.config().tie_word_embeddings) bytes += item.value().numel() * 4.0;
-  }
+// Weights a decode step reads, in their stored dtype: every matrix once; the embedding
+// table only as lm_head when tied (the lookup reads one row).
+double weight_bytes_per_step(const LlamaModel& model) {
+  const InferenceWeights& w = *model.inference_weights();
+  double bytes = static_cast<double>(w.bytes());
+  if (!model.config().tie_word_embeddings) bytes -= static_cast<double>(w.embed.bytes());
   return bytes;
 }
 

@@ -170,7 +170,7 @@ int run(const Args& a) {
     save_model(*target, out / "target", DType::F16);
     write_tokenizer_files(out / "target", spm_model);
   } else {
-    target = load_model(a.teacher);
+    target = load_reference_model(a.teacher);  // the teacher runs forward_full
     target_report.validation_loss = validation_loss(*target, val_ids, a.target_train.seq_len,
                                                     a.target_train.eval_batches * 4, a.target_train.batch_size, 1);
     std::printf("[target] loaded from %s, validation loss %.4f\n", a.teacher.c_str(), target_report.validation_loss);
