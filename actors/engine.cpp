@@ -54,7 +54,7 @@ ThreadPolicy engine_thread_policy(const EngineConfig& c) {
   const bool configured = c.threads > 0 || c.target_threads > 0 || c.draft_threads > 0;
   ThreadPolicy policy = choose_thread_policy({c.threads, c.target_threads, c.draft_threads, !c.draft_dir.empty(),
                                               configured ? "configured" : "auto"});
-  limit_library_thread_pools(policy);
+  limit_library_thread_pools();
   return policy;
 }
 

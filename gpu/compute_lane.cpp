@@ -3,6 +3,9 @@
 #include <ATen/Parallel.h>
 #include <pthread.h>
 
+#include <algorithm>
+
+#include "engine/kernels/kernel_threads.hpp"
 #include "gpu/compute_permits.hpp"
 #include "gpu/trace_recorder.hpp"
 
@@ -37,11 +40,15 @@ ComputeLane::ComputeLane(LaneOptions options, TraceRecorder* trace)
 ComputeLane::~ComputeLane() { stop(); }
 
 void ComputeLane::thread_main() {
-  // OpenMP's thread count is per calling thread, so each lane gets its own budget and
-  // the two lanes do not oversubscribe the cores between them.
-  if (options_.intra_op_threads > 0) at::set_num_threads(options_.intra_op_threads);
+  // The model's compute runs on this lane's kernel threads (its intra-op budget); the
+  // few libtorch ops left (sampling) are small, so libtorch stays on this thread and
+  // no OpenMP team ever forms, spinning or not.
+  at::set_num_threads(1);
+  kernels::KernelThreads threads(std::max(1, options_.intra_op_threads));
+  kernels::KernelThreads::set_current(&threads);
   pthread_setname_np(pthread_self(), options_.name.substr(0, 15).c_str());
   context_.run();
+  kernels::KernelThreads::set_current(nullptr);
 }
 
 void ComputeLane::stop() {

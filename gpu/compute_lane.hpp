@@ -28,7 +28,7 @@ class TraceRecorder;
 
 struct LaneOptions {
   std::string name;          // trace track and thread name, e.g. "target lane"
-  int intra_op_threads = 1;  // libtorch intra-op threads used by this lane's calls
+  int intra_op_threads = 1;  // threads of this lane's kernels (engine/kernels/KernelThreads)
   int cuda_device = -1;      // SPECD_CUDA builds: device whose stream pool gives the stream
   // The budget shared with the other lanes (CPU builds): each job holds intra_op_threads
   // permits while it runs. Null: no limit beyond this lane's own threads.

@@ -161,17 +161,9 @@ std::string ThreadPolicy::describe() const {
   return out + " (" + origin + ")";
 }
 
-void limit_library_thread_pools(const ThreadPolicy& policy) {
+void limit_library_thread_pools() {
   using SetThreads = void (*)(int);
   if (auto set = reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"))) set(1);
-  static bool warned = false;
-  const bool pools = std::max(policy.target_threads, policy.draft_threads) > 1;
-  if (pools && !warned && std::getenv("OMP_WAIT_POLICY") == nullptr) {
-    warned = true;
-    std::fprintf(stderr,
-                 "specd: warning: OMP_WAIT_POLICY is unset: OpenMP threads of lanes with more than one "
-                 "thread spin while idle; set OMP_WAIT_POLICY=passive in the program's environment\n");
-  }
 }
 
 void ensure_quiet_thread_pools_env(char** argv) {

@@ -51,14 +51,13 @@ struct ThreadPolicy {
 ThreadPolicy choose_thread_policy(const ThreadRequest& request, const CpuLimits& limits);
 ThreadPolicy choose_thread_policy(const ThreadRequest& request);  // reads this process's limits
 
-// Settings of the process's thread pools that every entry point needs before computing:
-// OpenBLAS single-threaded (the lanes are the parallelism; its pool busy-waits beside
-// them), and a warning when a lane has OpenMP threads that may spin (OMP_WAIT_POLICY
-// unset: see ensure_quiet_thread_pools_env).
-void limit_library_thread_pools(const ThreadPolicy& policy);
+// OpenBLAS single-threaded: the lanes are the parallelism (their kernel threads), and
+// its pool busy-waits beside them. The lanes keep libtorch on one thread, so no OpenMP
+// team forms either.
+void limit_library_thread_pools();
 
-// libgomp reads OMP_WAIT_POLICY once, when it loads, and OpenBLAS starts its pool then:
-// a program must have them in its environment before main. When either is unset, sets
+// For libtorch ops outside the lanes: libgomp reads OMP_WAIT_POLICY once, when it loads,
+// and OpenBLAS starts its pool then; a program must have them in its environment before main. When either is unset, sets
 // OMP_WAIT_POLICY=passive and OPENBLAS_NUM_THREADS=1 and re-executes the program
 // (/proc/self/exe) with the same arguments; returns only when nothing was missing or
 // the exec failed. Values the user set are kept.

@@ -48,7 +48,7 @@ KernelThreads* KernelThreads::current() { return t_current; }
 void KernelThreads::set_current(KernelThreads* threads) { t_current = threads; }
 
 KernelThreads::KernelThreads(int32_t threads) {
-  for (int32_t i = 1; i < threads; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
+  for (int32_t i = 1; i < threads; ++i) workers_.emplace_back([this] { worker_loop(); });
 }
 
 KernelThreads::~KernelThreads() {
@@ -58,35 +58,50 @@ KernelThreads::~KernelThreads() {
   for (auto& t : workers_) t.join();
 }
 
-void KernelThreads::run_part(int32_t part) {
-  if (part >= parts_) return;
-  const int64_t begin = n_ * part / parts_, end = n_ * (part + 1) / parts_;
-  if (begin < end) (*fn_)(begin, end);
+void KernelThreads::run_chunks(uint32_t job) {
+  for (;;) {
+    uint64_t claim = claim_.load();
+    if (static_cast<uint32_t>(claim >> 32) != job) return;  // that job is over
+    const int64_t chunk = static_cast<int64_t>(claim & 0xffffffffu);
+    const int64_t chunks = chunks_.load(), n = n_.load();
+    const RangeFn* fn = fn_.load();
+    if (chunk >= chunks) return;
+    // The claim carries the job's number, so a worker that woke late cannot take a
+    // chunk of a newer job with the older job's bounds.
+    if (!claim_.compare_exchange_weak(claim, claim + 1)) continue;
+    const int64_t begin = n * chunk / chunks, end = n * (chunk + 1) / chunks;
+    if (begin < end) (*fn)(begin, end);
+    if (done_.fetch_add(1, std::memory_order_acq_rel) + 1 == chunks) done_.notify_one();
+  }
 }
 
-void KernelThreads::worker_loop(int32_t index) {
+void KernelThreads::worker_loop() {
   uint32_t seen = 0;
   for (;;) {
     seen = wait_change(generation_, seen);
     if (stop_.load(std::memory_order_acquire)) return;
-    run_part(index);
-    if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) pending_.notify_one();
+    run_chunks(seen);
   }
 }
 
 void KernelThreads::parallel_for(int64_t n, int64_t grain, const RangeFn& fn) {
   if (n <= 0) return;
   const int64_t by_grain = grain > 0 ? (n + grain - 1) / grain : n;
-  const int32_t parts = static_cast<int32_t>(std::min<int64_t>(size(), by_grain));
-  if (parts <= 1) return fn(0, n);
+  // A few chunks per thread, claimed as threads arrive: a worker the host descheduled
+  // (a busy neighbour) leaves its share to the others instead of stalling the caller.
+  const int64_t chunks = std::min<int64_t>(by_grain, int64_t{kChunksPerThread} * size());
+  if (size() == 1 || chunks <= 1) return fn(0, n);
+  const uint32_t job = generation_.load(std::memory_order_relaxed) + 1;
   fn_ = &fn;
   n_ = n;
-  parts_ = parts;
-  pending_.store(static_cast<int32_t>(workers_.size()), std::memory_order_relaxed);
-  generation_.fetch_add(1, std::memory_order_acq_rel);  // publishes fn_, n_, parts_
+  chunks_ = chunks;
+  done_ = 0;
+  claim_ = static_cast<uint64_t>(job) << 32;
+  generation_.store(job, std::memory_order_release);
   generation_.notify_all();
-  run_part(0);
-  for (int32_t left = pending_.load(std::memory_order_acquire); left != 0;) left = wait_change(pending_, left);
+  run_chunks(job);
+  for (int64_t d = done_.load(std::memory_order_acquire); d != chunks;) d = wait_change(done_, d);
+  claim_ = 0;  // a worker that wakes late finds no job to claim
 }
 
 }  // namespace specd::kernels

@@ -1,7 +1,8 @@
 #pragma once
 // The threads of one compute lane for the linear kernels: n - 1 workers plus the caller.
-// parallel_for splits a range of output-column blocks into n contiguous parts, so a
-// row's arithmetic never depends on the thread count. Idle workers sleep on a futex
+// parallel_for splits a range of output-column blocks into contiguous chunks that the
+// threads claim as they arrive, so a row's arithmetic never depends on the thread count
+// or on which thread ran which chunk. Idle workers sleep on a futex
 // (std::atomic::wait) after a short bounded spin, so a shared host loses no CPU to them.
 // One caller at a time: parallel_for is called from the owning lane's thread only.
 #include <atomic>
@@ -21,8 +22,9 @@ class KernelThreads {
 
   int32_t size() const { return static_cast<int32_t>(workers_.size()) + 1; }
 
-  // Calls fn(begin, end) over [0, n) split into size() contiguous parts, part 0 on the
-  // caller; parts smaller than `grain` are merged, so small ranges use fewer threads.
+  // Calls fn(begin, end) over [0, n) split into up to kChunksPerThread * size() contiguous
+  // chunks of at least `grain` items (small ranges run on the caller alone); the caller
+  // takes chunks too.
   // Returns when all parts are done. Exceptions from fn terminate (kernels do not throw).
   using RangeFn = std::function<void(int64_t begin, int64_t end)>;
   void parallel_for(int64_t n, int64_t grain, const RangeFn& fn);
@@ -33,15 +35,18 @@ class KernelThreads {
   static void set_current(KernelThreads* threads);
 
  private:
-  void worker_loop(int32_t index);
-  void run_part(int32_t part);
+  static constexpr int32_t kChunksPerThread = 4;
+  void worker_loop();
+  void run_chunks(uint32_t job);
 
   std::vector<std::thread> workers_;
-  const RangeFn* fn_ = nullptr;
-  int64_t n_ = 0;
-  int32_t parts_ = 1;
-  std::atomic<uint32_t> generation_{0};  // bumped once per job; workers wait on it
-  std::atomic<int32_t> pending_{0};      // workers still running the current job
+  // The current job, written by the caller before it publishes the job's claim; atomic
+  // because a worker that woke late may read them while the next job is being set up.
+  std::atomic<const RangeFn*> fn_{nullptr};
+  std::atomic<int64_t> n_{0}, chunks_{0};
+  std::atomic<uint32_t> generation_{0};  // the current job's number; workers wait on it
+  std::atomic<uint64_t> claim_{0};       // job number << 32 | next chunk to take
+  std::atomic<int64_t> done_{0};         // chunks of the current job finished
   std::atomic<bool> stop_{false};
 };
 

@@ -3,6 +3,7 @@
 #include <ATen/Parallel.h>
 
 #include "engine/checkpoint.hpp"
+#include "engine/kernels/kernel_threads.hpp"
 #include "engine/draft_compat.hpp"
 #include "engine/errors.hpp"
 #include "engine/kv_cache.hpp"
@@ -60,8 +61,12 @@ void add_pair_options(CLI::App& cmd, PairArgs& a) {
 ThreadPolicy apply_cli_thread_policy(int threads) {
   // One thread of control runs the draft and the target in turn: one lane's policy.
   ThreadPolicy policy = choose_thread_policy({threads, 0, 0, false, threads > 0 ? "--threads" : "auto"});
-  limit_library_thread_pools(policy);
-  at::set_num_threads(policy.target_threads);
+  limit_library_thread_pools();
+  // The kernels' threads for this (main) thread, for the life of the process; libtorch's
+  // remaining ops (sampling) stay on one thread.
+  static kernels::KernelThreads pool(policy.target_threads);
+  kernels::KernelThreads::set_current(&pool);
+  at::set_num_threads(1);
   return policy;
 }
 
