@@ -28,7 +28,7 @@ enum class ErrorCode {
   unknown_chat_template,
   // Gateway (net/) refusals of a client's input or connection.
   unknown_type,          // a protocol message of a type the server does not know
-  unknown_id,            // cancel of an id not in flight on this connection
+  unknown_id,            // cancel of an id neither in flight nor recently finished on this connection
   invalid_utf8,          // a text frame or body that is not valid UTF-8
   binary_frame,          // the protocol is JSON text frames only
   frame_too_large,       // a frame or body above the configured limit

@@ -6,6 +6,7 @@
 #include <map>
 
 #include "engine/errors.hpp"
+#include "engine/json_serialize.hpp"
 
 namespace specd {
 
@@ -78,7 +79,7 @@ void TraceRecorder::write_chrome_json(const std::filesystem::path& path) const {
   }
   std::ofstream file(path);
   if (!file) throw SpecdError(ErrorCode::missing_file, "cannot write trace file " + path.string());
-  file << boost::json::serialize(boost::json::object{{"traceEvents", std::move(out)}, {"displayTimeUnit", "ms"}});
+  file << serialize_json(boost::json::object{{"traceEvents", std::move(out)}, {"displayTimeUnit", "ms"}});
   if (!file) throw SpecdError(ErrorCode::missing_file, "cannot write trace file " + path.string());
 }
 

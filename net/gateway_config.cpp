@@ -40,6 +40,7 @@ std::vector<Key> keys_of(GatewayConfig& c) {
       {"server", "io_threads", &c.io_threads},
       {"limits", "max_connections", &c.max_connections},
       {"limits", "max_requests_per_connection", &c.max_requests_per_connection},
+      {"limits", "finished_ids_per_connection", &c.finished_ids_per_connection},
       {"limits", "max_frame_bytes", SizeRef{&c.max_frame_bytes}},
       {"limits", "max_body_bytes", SizeRef{&c.max_body_bytes}},
       {"limits", "max_header_bytes", SizeRef{&c.max_header_bytes}},
@@ -178,6 +179,9 @@ void validate(const GatewayConfig& c) {
   positive(static_cast<double>(c.max_body_bytes), "max_body_bytes");
   positive(static_cast<double>(c.max_header_bytes), "max_header_bytes");
   positive(c.outbound_queue_frames, "outbound_queue_frames");
+  if (c.finished_ids_per_connection < 0) {
+    throw SpecdError(ErrorCode::bad_value, "config: finished_ids_per_connection must be >= 0");
+  }
   if (c.send_buffer_bytes < 0) throw SpecdError(ErrorCode::bad_value, "config: send_buffer_bytes must be >= 0");
   positive(c.protocol.max_tokens_limit, "limits.max_tokens");
   positive(static_cast<double>(c.protocol.max_id_bytes), "max_id_bytes");

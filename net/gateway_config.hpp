@@ -24,6 +24,9 @@ struct GatewayConfig {
   // [limits]
   int32_t max_connections = 256;
   int32_t max_requests_per_connection = 64;  // WebSocket requests in flight per connection
+  // Finished WebSocket request ids a connection remembers: a cancel of one of them is
+  // ignored (it crossed the done frame); of an older one, unknown_id. 0 remembers none.
+  int32_t finished_ids_per_connection = 256;
   size_t max_frame_bytes = 64 * 1024;        // WebSocket message from a client
   size_t max_body_bytes = 1024 * 1024;       // HTTP request body
   size_t max_header_bytes = 16 * 1024;

@@ -1,8 +1,6 @@
 #include "net/json_writer.hpp"
 
-#include <charconv>
-#include <cmath>
-#include <cstdio>
+#include "engine/json_number.hpp"
 
 namespace specd::net {
 
@@ -94,13 +92,7 @@ JsonWriter& JsonWriter::value(uint64_t number) {
 
 JsonWriter& JsonWriter::value(double number) {
   separate();
-  if (!std::isfinite(number)) {
-    out_ += "null";
-    return *this;
-  }
-  char buffer[32];
-  auto [end, ec] = std::to_chars(buffer, buffer + sizeof buffer, number);
-  out_.append(buffer, ec == std::errc() ? end : buffer);
+  append_json_number(out_, number);
   return *this;
 }
 

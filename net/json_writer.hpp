@@ -22,7 +22,7 @@ class JsonWriter {
   JsonWriter& value(int64_t number);
   JsonWriter& value(int32_t number) { return value(static_cast<int64_t>(number)); }
   JsonWriter& value(uint64_t number);
-  JsonWriter& value(double number);  // non-finite numbers are written as null
+  JsonWriter& value(double number);  // as append_json_number: plain decimals, non-finite as null
   JsonWriter& value(bool flag);
   JsonWriter& null();
 

@@ -44,6 +44,7 @@ WsSession::WsSession(std::shared_ptr<Gateway> gateway, beast::tcp_stream stream)
       ws_(std::move(stream)),
       strand_(ws_.get_executor()),
       outbound_(strand_, static_cast<size_t>(gateway_->config().outbound_queue_frames)),
+      finished_(static_cast<size_t>(gateway_->config().finished_ids_per_connection)),
       number_(next_connection++) {}
 
 asio::awaitable<void> WsSession::run(HttpRequest upgrade) {
@@ -174,9 +175,10 @@ void WsSession::start_generate(GenerateParams p) {
 }
 
 void WsSession::cancel_request(const std::string& id) {
-  auto it = in_flight_.find(id);
-  if (it == in_flight_.end()) return send_error({ErrorCode::unknown_id, "no request '" + id + "' in flight", id});
-  it->second.handle.cancel();
+  if (auto it = in_flight_.find(id); it != in_flight_.end()) return it->second.handle.cancel();
+  // The request ended before the cancel arrived: its done or error frame is the answer.
+  if (finished_.contains(id)) return;
+  send_error({ErrorCode::unknown_id, "no request '" + id + "' in flight or recently finished on this connection", id});
 }
 
 void WsSession::on_tokens(const std::string& id, std::string frame) {
@@ -194,6 +196,7 @@ void WsSession::on_done(const std::string& id, std::string frame) {
   if (it == in_flight_.end()) return;
   const bool failed = it->second.failed;
   in_flight_.erase(it);
+  finished_.add(id);
   if (!failed) outbound_.push({std::move(frame)}, false);
   close_when_idle();
 }

@@ -7,6 +7,9 @@
 // clients. Engine handlers post onto this session's strand; all state lives there.
 // Disconnect cancels the connection's requests; a server shutdown lets them finish
 // until the deadline, cancels the rest (done: cancelled) and closes with 1012.
+// A cancel of a request that already finished is ignored, since clients race cancels
+// against completion; only ids the connection never ran (or has forgotten, beyond
+// limits.finished_ids_per_connection) get unknown_id.
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/websocket/stream.hpp>
 
@@ -20,6 +23,7 @@
 #include "net/http_session.hpp"
 #include "net/outbound_queue.hpp"
 #include "net/protocol.hpp"
+#include "net/recent_ids.hpp"
 
 namespace specd::net {
 
@@ -65,6 +69,7 @@ class WsSession : public std::enable_shared_from_this<WsSession> {
   boost::asio::any_io_executor strand_;
   OutboundQueue<Outgoing> outbound_;
   std::unordered_map<std::string, InFlight> in_flight_;
+  RecentIds finished_;  // ids of requests that ended (done or error), most recent only
   uint64_t number_;  // connection number: engine ids are "ws<number>:<client id>"
   bool shutting_down_ = false;
   bool close_queued_ = false;

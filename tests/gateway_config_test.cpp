@@ -33,6 +33,7 @@ TEST_CASE("the committed conf/specd.toml loads with its documented values") {
   CHECK(c.engine.draft_dir == std::filesystem::path(SPECD_SOURCE_DIR) / "models" / "draft");
   CHECK(c.max_connections == 256);
   CHECK(c.max_frame_bytes == 65536);
+  CHECK(c.finished_ids_per_connection == 256);
   CHECK(c.protocol.max_tokens_limit == 4096);
   CHECK(c.protocol.default_max_tokens == 128);
   CHECK(c.protocol.k_max == 8);
@@ -42,13 +43,14 @@ TEST_CASE("the committed conf/specd.toml loads with its documented values") {
 TEST_CASE("values override defaults; relative paths resolve against the file's directory") {
   GatewayConfig c = parse_gateway_config(
       "[server]\nport = 9000\nauth_token = \"t\"\nweb_root = \"web\"\n"
-      "[limits]\nmax_frame_bytes = 1024\n[timeouts]\nws_idle_seconds = 2.5\n"
+      "[limits]\nmax_frame_bytes = 1024\nfinished_ids_per_connection = 0\n[timeouts]\nws_idle_seconds = 2.5\n"
       "[engine]\ndraft = \"\"\nk_max = 4\nmax_seq_len = 512\n[defaults]\ntemperature = 0\n",
       "/etc/specd", "test.toml");
   CHECK(c.port == 9000);
   CHECK(c.auth_token == "t");
   CHECK(c.web_root == std::filesystem::path("/etc/specd/web"));
   CHECK(c.max_frame_bytes == 1024);
+  CHECK(c.finished_ids_per_connection == 0);
   CHECK(c.ws_idle_seconds == 2.5);
   CHECK(c.engine.draft_dir.empty());
   CHECK(c.engine.k_max == 4);
@@ -66,6 +68,8 @@ TEST_CASE("bad configurations are refused naming the key") {
   CHECK(refusal("[server]\nio_threads = 2\n") == "bad_value: config: io_threads must be 1 for now");
   CHECK(refusal("[limits]\nmax_frame_bytes = -1\n") == "bad_value: test.toml: limits.max_frame_bytes: must be >= 0");
   CHECK(refusal("[limits]\nmax_connections = 0\n") == "bad_value: config: max_connections must be > 0");
+  CHECK(refusal("[limits]\nfinished_ids_per_connection = -1\n") ==
+        "bad_value: config: finished_ids_per_connection must be >= 0");
   CHECK(refusal("[defaults]\nmax_tokens = 5000\n") == "bad_value: config: defaults.max_tokens must be in [1, limits.max_tokens]");
   CHECK(refusal("[engine]\noverlap = 1\n") == "bad_value: test.toml: engine.overlap: must be true or false");
   CHECK(refusal("[server\nport = 1\n").rfind("malformed_json: test.toml:1: ", 0) == 0);

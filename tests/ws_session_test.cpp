@@ -1,8 +1,8 @@
 // The WebSocket session (/v1/ws) with the Beast client over loopback on the default
 // pair: 64 simultaneous streams each get exactly their own target-only greedy tokens,
 // many requests share a connection, every bad input gets its error code and the
-// connection survives where the protocol allows, cancel and disconnect end requests,
-// a slow reader is cancelled without slowing anyone else, and idle peers time out.
+// connection survives where the protocol allows, cancel and disconnect end requests
+// (a cancel that crosses its request's done frame is silent), a slow reader is cancelled without slowing anyone else, and idle peers time out.
 #include "tests/support/doctest_torch.hpp"
 
 #include <boost/beast/websocket/error.hpp>
@@ -138,6 +138,61 @@ TEST_CASE("bad input gets an error frame with its code and the connection keeps 
     co_await client.send_text(generate_json("ok", "JULIET:\n", 12));
     auto good = co_await collect(client, {"ok"});
     CHECK(good["ok"].tokens == solo_greedy("JULIET:\n", 12));
+  });
+}
+
+TEST_CASE("a cancel after its request finished is silent; unknown and forgotten ids get unknown_id") {
+  net::GatewayConfig config = test_gateway_config();
+  config.finished_ids_per_connection = 2;
+  GatewayFixture fixture(config);
+  fixture.run([&]() -> asio::awaitable<void> {
+    net::WsClient client(co_await asio::this_coro::executor);
+    REQUIRE_FALSE(co_await client.connect("127.0.0.1", fixture.port()));
+    auto cancel = [](std::string id) { return R"({"type":"cancel","id":")" + id + "\"}"; };
+    // A cancel right after the done frame: no frame answers it. The next request's frames
+    // come after anything the cancel would have caused, so an error for "a" would show here.
+    co_await client.send_text(generate_json("a", "ROMEO:", 4));
+    auto a = co_await collect(client, {"a"});
+    REQUIRE(a["a"].ended());
+    co_await client.send_text(cancel("a"));
+    co_await client.send_text(generate_json("b", "JULIET:\n", 6));
+    auto b = co_await collect(client, {"b"});
+    CHECK(b.size() == 1);
+    CHECK(b["b"].error_code == "");
+    CHECK(b["b"].tokens == solo_greedy("JULIET:\n", 6));
+    // The race itself: a cancel sent right behind a one-token request ends it either way
+    // (done, cancelled or not), never with an error.
+    co_await client.send_text(generate_json("r", "HAMLET:\n", 1));
+    co_await client.send_text(cancel("r"));
+    co_await client.send_text(generate_json("c", "ROMEO:", 3));
+    auto raced = co_await collect(client, {"r", "c"});
+    CHECK(raced.size() == 2);
+    CHECK(raced["r"].error_code == "");
+    CHECK(raced["r"].ended());
+    CHECK(raced["c"].tokens == solo_greedy("ROMEO:", 3));
+    // A cancel of an id this connection never used.
+    auto never = co_await exchange(client, {cancel("never")}, 1);
+    REQUIRE(never.size() == 1);
+    CHECK(never[0].type == "error");
+    CHECK(never[0].code == "unknown_id");
+    CHECK(never[0].id == "never");
+    // "b" fell out of a memory of two ("r" and "c" finished after it).
+    auto forgotten = co_await exchange(client, {cancel("b")}, 1);
+    REQUIRE(forgotten.size() == 1);
+    CHECK(forgotten[0].code == "unknown_id");
+    CHECK(forgotten[0].id == "b");
+    // A cancel of a request still running cancels it; a second cancel is then silent.
+    co_await client.send_text(generate_json("long", "ROMEO:\n", 200, R"(,"ignore_eos":true)"));
+    net::WsClient::Frame first = co_await client.read();
+    CHECK(parse_frame(first.text).id == "long");
+    co_await client.send_text(cancel("long"));
+    auto ended = co_await collect(client, {"long"});
+    CHECK(ended["long"].finish_reason == "cancelled");
+    co_await client.send_text(cancel("long"));
+    co_await client.send_text(generate_json("d", "JULIET:\n", 2));
+    auto d = co_await collect(client, {"d"});
+    CHECK(d.size() == 1);
+    CHECK(d["d"].tokens == solo_greedy("JULIET:\n", 2));
   });
 }
 

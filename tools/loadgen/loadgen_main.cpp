@@ -7,7 +7,7 @@
 
 #include <iostream>
 
-#include "tools/loadgen/json_print.hpp"
+#include "engine/json_serialize.hpp"
 #include "tools/loadgen/level_runner.hpp"
 #include "tools/loadgen/loadgen_options.hpp"
 #include "tools/loadgen/sse_client.hpp"
@@ -57,7 +57,7 @@ int run(const LoadgenOptions& o) {
   report["levels"] = std::move(level_json);
   const int64_t sustained = max_concurrent_without_errors(results);
   report["max_concurrent_streams_without_errors"] = sustained;
-  std::cout << to_readable_json(report) << std::endl;
+  std::cout << serialize_json(report) << std::endl;
   return sustained > 0 ? 0 : 1;
 }
 

@@ -7,6 +7,8 @@
 #include <iostream>
 #include <sstream>
 
+#include "engine/json_serialize.hpp"
+
 namespace specd::loadgen {
 
 namespace {
@@ -105,7 +107,7 @@ std::string request_json(const LoadgenOptions& o, const std::string& id, int64_t
     }
   }
   r["speculative"] = std::move(spec);
-  return boost::json::serialize(r);
+  return serialize_json(r);
 }
 
 std::string sse_target(const LoadgenOptions& o) { return o.chat ? "/v1/chat/completions" : "/v1/completions"; }

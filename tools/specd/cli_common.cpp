@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "engine/json_serialize.hpp"
+
 namespace specd::cli {
 
 std::filesystem::path default_models_dir() {
@@ -31,7 +33,7 @@ std::vector<int32_t> parse_id_list(const std::string& text) {
 }
 
 void print_json(const boost::json::value& value) {
-  std::string text = boost::json::serialize(value);
+  std::string text = serialize_json(value);
   std::fwrite(text.data(), 1, text.size(), stdout);
   std::fputc('\n', stdout);
 }

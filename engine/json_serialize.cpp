@@ -1,11 +1,10 @@
-#include "tools/loadgen/json_print.hpp"
+#include "engine/json_serialize.hpp"
 
-#include <boost/json.hpp>
+#include <boost/json/serialize.hpp>
 
-#include <charconv>
-#include <cmath>
+#include "engine/json_number.hpp"
 
-namespace specd::loadgen {
+namespace specd {
 
 namespace {
 
@@ -17,7 +16,7 @@ void append(std::string& out, const boost::json::value& v) {
       for (const auto& [key, member] : v.get_object()) {
         if (!first) out += ',';
         first = false;
-        out += boost::json::serialize(boost::json::string_view(key));
+        out += boost::json::serialize(key);
         out += ':';
         append(out, member);
       }
@@ -35,28 +34,20 @@ void append(std::string& out, const boost::json::value& v) {
       out += ']';
       break;
     }
-    case boost::json::kind::double_: {
-      const double d = v.get_double();
-      if (!std::isfinite(d)) {
-        out += "null";
-        break;
-      }
-      char buf[64];
-      const auto result = std::to_chars(buf, buf + sizeof buf, d);
-      out.append(buf, result.ptr);
+    case boost::json::kind::double_:
+      append_json_number(out, v.get_double());
       break;
-    }
-    default:
+    default:  // strings (escaped), integers, booleans, null: Boost's text is already plain
       out += boost::json::serialize(v);
   }
 }
 
 }  // namespace
 
-std::string to_readable_json(const boost::json::value& value) {
+std::string serialize_json(const boost::json::value& value) {
   std::string out;
   append(out, value);
   return out;
 }
 
-}  // namespace specd::loadgen
+}  // namespace specd
