@@ -27,7 +27,7 @@ inline __m512bh broadcast_pair(uint32_t pair) {
 
 template <int R, int NV>
 void tile(const KernelCall& c, int64_t b0, int64_t r0) {
-  const auto* x = static_cast<const uint32_t*>(c.x) + r0 * c.x_stride;
+  const auto* x = static_cast<const uint32_t*>(c.x) + r0;
   const std::byte* blk[NV];
   __m512 acc[R][NV];
 #pragma GCC unroll 16
@@ -43,7 +43,7 @@ void tile(const KernelCall& c, int64_t b0, int64_t r0) {
     for (int v = 0; v < NV; ++v) w[v] = (__m512bh)_mm512_load_si512(blk[v] + k * 64);
 #pragma GCC unroll 16
     for (int r = 0; r < R; ++r) {
-      const __m512bh xb = broadcast_pair(x[r * c.x_stride + k]);
+      const __m512bh xb = broadcast_pair(x[k * c.m + r]);
 #pragma GCC unroll 16
       for (int v = 0; v < NV; ++v) acc[r][v] = _mm512_dpbf16_ps(acc[r][v], w[v], xb);
     }
