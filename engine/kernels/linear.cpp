@@ -43,7 +43,7 @@ Isa choose_isa() {
   const char* forced = std::getenv("SPECD_KERNEL_ISA");
   for (Isa isa : {Isa::avx512bf16, Isa::avx512f, Isa::avx2}) {
     if (forced && std::string(forced) != isa_name(isa)) continue;
-    if (cpu_has_isa(isa)) return isa;
+    if (isa_supported(isa)) return isa;
   }
   return Isa::reference;
 }
@@ -104,7 +104,13 @@ const char* isa_name(Isa isa) {
   return "?";
 }
 
-bool isa_supported(Isa isa) { return cpu_has_isa(isa); }
+// Read once: CPUID traps to the hypervisor on a VM (it cost ~6 us a call here, more
+// than a small layer's arithmetic).
+bool isa_supported(Isa isa) {
+  static const bool supported[] = {cpu_has_isa(Isa::reference), cpu_has_isa(Isa::avx2), cpu_has_isa(Isa::avx512f),
+                                   cpu_has_isa(Isa::avx512bf16)};
+  return supported[static_cast<int>(isa)];
+}
 
 Isa best_isa() {
   static const Isa chosen = choose_isa();

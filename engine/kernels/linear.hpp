@@ -10,8 +10,14 @@
 // relies on it (a verify pass must equal one-row steps exactly).
 //
 // Prefill (larger m): the same kernel tiled over 16-row chunks, each weight block reused
-// from L2 for all chunks. Measured on this machine, one thread, 2048 -> 8192, noisy:
-// see the table in the report of `specd bench --kernels --prefill` (bench_kernels.cpp).
+// from L2 by all chunks. It beats the packaged GEMM, so it stays: 2048 -> 8192, one
+// thread, the calling thread's CPU time on a loaded host (2026-11-23, min of 5):
+//   M = 64:  this kernel BF16 13.8 ms, F32 21.4 ms; OpenBLAS 0.3.21 sgemm (F32) 35.1 ms
+//   M = 256: this kernel BF16 56.7 ms, F32 82.7 ms; OpenBLAS sgemm 97.6 ms
+// (OpenBLAS repacks the weights on every call: its M = 2 costs 14.8 ms against 4.0 ms
+// for its sgemv at M = 1.) oneDNN 2.6.3 and libxsmm 1.17 BF16 were slower than the
+// weight-stationary kernel from M = 8 (DESIGN.md, "Facts measured on this platform").
+// Re-measure: `specd bench --kernels --prefill --threads 1`.
 #include <cstdint>
 
 #include "engine/kernels/kernel_threads.hpp"
