@@ -43,7 +43,7 @@ Isa choose_isa() {
   const char* forced = std::getenv("SPECD_KERNEL_ISA");
   for (Isa isa : {Isa::avx512bf16, Isa::avx512f, Isa::avx2}) {
     if (forced && std::string(forced) != isa_name(isa)) continue;
-    if (cpu_has_isa(isa)) return isa;
+    if (isa_supported(isa)) return isa;
   }
   return Isa::reference;
 }
@@ -60,37 +60,36 @@ BlockKernel kernel_for(Isa isa, Dtype d) {
   return detail::reference_kernel(d);
 }
 
-// The activations in the form the kernel reads: BF16 pairs for vdpbf16ps (each row
-// rounded on its own, so a row's pairs do not depend on m), or floats padded to an even
-// count when BF16 weights have an odd `in`. Kept per thread, so a steady state allocates
-// nothing.
+// The activations input-major (see KernelCall): BF16 pairs for vdpbf16ps (each value
+// rounded on its own, so a row's pairs do not depend on m), else floats; zero past
+// w.in() up to the padded step count. Kept per thread, so a steady state allocates
+// nothing; the copy reads m * in floats, small beside the weights.
 void prepare_activations(const PackedWeight& w, const float* x, int64_t m, bool bf16_pairs, KernelCall& call) {
-  thread_local std::vector<uint32_t> scratch;
-  const int64_t in = w.in(), pairs = (in + 1) / 2;
-  call.x = x;
-  call.x_stride = in;
+  thread_local std::vector<uint32_t> pairs;
+  thread_local std::vector<float> floats;
+  const int64_t in = w.in(), padded = w.dtype() == Dtype::bf16 ? (in + 1) / 2 * 2 : in;
   if (bf16_pairs) {
-    if (scratch.size() < static_cast<size_t>(m * pairs)) scratch.resize(m * pairs);
+    const int64_t steps = padded / 2;
+    if (pairs.size() < static_cast<size_t>(steps * m)) pairs.resize(steps * m);
     for (int64_t r = 0; r < m; ++r) {
       const float* xr = x + r * in;
-      uint32_t* dst = scratch.data() + r * pairs;
-      for (int64_t p = 0; p < pairs; ++p) {
-        const uint32_t hi = 2 * p + 1 < in ? float_to_bf16(xr[2 * p + 1]) : 0;
-        dst[p] = float_to_bf16(xr[2 * p]) | hi << 16;
+      for (int64_t k = 0; k < steps; ++k) {
+        const uint32_t hi = 2 * k + 1 < in ? float_to_bf16(xr[2 * k + 1]) : 0;
+        pairs[k * m + r] = float_to_bf16(xr[2 * k]) | hi << 16;
       }
     }
-    call.x = scratch.data();
-    call.x_stride = pairs;
-  } else if (w.dtype() == Dtype::bf16 && in % 2) {
-    if (scratch.size() < static_cast<size_t>(m * (in + 1))) scratch.resize(m * (in + 1));
-    auto* dst = reinterpret_cast<float*>(scratch.data());
-    for (int64_t r = 0; r < m; ++r) {
-      std::memcpy(dst + r * (in + 1), x + r * in, in * sizeof(float));
-      dst[r * (in + 1) + in] = 0;
-    }
-    call.x = dst;
-    call.x_stride = in + 1;
+    call.x = pairs.data();
+    return;
   }
+  if (m == 1 && padded == in) {  // one row is already input-major
+    call.x = x;
+    return;
+  }
+  if (floats.size() < static_cast<size_t>(padded * m)) floats.resize(padded * m);
+  for (int64_t r = 0; r < m; ++r) {
+    for (int64_t i = 0; i < padded; ++i) floats[i * m + r] = i < in ? x[r * in + i] : 0.0f;
+  }
+  call.x = floats.data();
 }
 
 }  // namespace
@@ -105,7 +104,13 @@ const char* isa_name(Isa isa) {
   return "?";
 }
 
-bool isa_supported(Isa isa) { return cpu_has_isa(isa); }
+// Read once: CPUID traps to the hypervisor on a VM (it cost ~6 us a call here, more
+// than a small layer's arithmetic).
+bool isa_supported(Isa isa) {
+  static const bool supported[] = {cpu_has_isa(Isa::reference), cpu_has_isa(Isa::avx2), cpu_has_isa(Isa::avx512f),
+                                   cpu_has_isa(Isa::avx512bf16)};
+  return supported[static_cast<int>(isa)];
+}
 
 Isa best_isa() {
   static const Isa chosen = choose_isa();

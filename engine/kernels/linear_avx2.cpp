@@ -46,7 +46,7 @@ struct BF16 {
 
 template <class P, int R>
 void tile(const KernelCall& c, int64_t b, int64_t r0) {
-  const float* x = static_cast<const float*>(c.x) + r0 * c.x_stride;
+  const float* x = static_cast<const float*>(c.x) + r0;
   const std::byte* blk = c.w->block(b);
   __m256 acc[R][2];
 #pragma GCC unroll 8
@@ -60,7 +60,7 @@ void tile(const KernelCall& c, int64_t b, int64_t r0) {
     for (int r = 0; r < R; ++r) {
 #pragma GCC unroll 2
       for (int j = 0; j < P::kInputs; ++j) {
-        const __m256 xb = _mm256_set1_ps(x[r * c.x_stride + k * P::kInputs + j]);
+        const __m256 xb = _mm256_set1_ps(x[(k * P::kInputs + j) * c.m + r]);
         acc[r][0] = _mm256_fmadd_ps(xb, w[0][j], acc[r][0]);
         acc[r][1] = _mm256_fmadd_ps(xb, w[1][j], acc[r][1]);
       }

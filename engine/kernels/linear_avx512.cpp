@@ -56,7 +56,7 @@ void store_tile(const KernelCall& c, int64_t b0, int64_t r0, const __m512 (&acc)
 
 template <class P, int R, int NV>
 void tile(const KernelCall& c, int64_t b0, int64_t r0) {
-  const float* x = static_cast<const float*>(c.x) + r0 * c.x_stride;
+  const float* x = static_cast<const float*>(c.x) + r0;
   const std::byte* blk[NV];
   __m512 acc[R][NV];
 #pragma GCC unroll 16
@@ -74,7 +74,7 @@ void tile(const KernelCall& c, int64_t b0, int64_t r0) {
     for (int r = 0; r < R; ++r) {
 #pragma GCC unroll 2
       for (int j = 0; j < P::kInputs; ++j) {
-        const __m512 xb = _mm512_set1_ps(x[r * c.x_stride + k * P::kInputs + j]);
+        const __m512 xb = _mm512_set1_ps(x[(k * P::kInputs + j) * c.m + r]);
 #pragma GCC unroll 16
         for (int v = 0; v < NV; ++v) acc[r][v] = _mm512_fmadd_ps(xb, w[v][j], acc[r][v]);
       }

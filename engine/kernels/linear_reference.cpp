@@ -38,11 +38,10 @@ void reference_blocks(const KernelCall& c, int64_t block_begin, int64_t block_en
     const int64_t lanes = std::min(kB, w.out() - b * kB);
     for (int64_t r = 0; r < c.m; ++r) {
       float acc[kB] = {};
-      const float* xr = x + r * c.x_stride;
       for (int64_t i = 0; i < steps; ++i) {
         for (int64_t o = 0; o < kB; ++o) {
           const int64_t off = D == Dtype::bf16 ? (i / 2) * 32 + o * 2 + (i % 2) : i * kB + o;
-          acc[o] = std::fma(xr[i], stored(D, blk + off * es), acc[o]);
+          acc[o] = std::fma(x[i * c.m + r], stored(D, blk + off * es), acc[o]);
         }
       }
       std::memcpy(c.y + r * w.out() + b * kB, acc, lanes * sizeof(float));

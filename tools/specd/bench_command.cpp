@@ -21,6 +21,7 @@
 #include "engine/tokenizer.hpp"
 #include "tools/specd/bench_busy_host.hpp"
 #include "tools/specd/bench_concurrency.hpp"
+#include "tools/specd/bench_kernels.hpp"
 #include "tools/specd/bench_model.hpp"
 #include "tools/specd/cli_common.hpp"
 #include "tools/specd/model_pair.hpp"
@@ -41,6 +42,7 @@ struct BenchArgs {
   int32_t spec_repeat = 1;  // --spec: runs of the whole interleaved sequence (--repeat)
   ModelBenchArgs model_bench;  // without --spec: the real-size single-model benchmark
   ConcurrencyBenchArgs concurrency;  // --concurrency: serving figures through the actors
+  KernelBenchArgs kernels;  // --kernels: the linear kernels alone, no model
 };
 
 struct Measured {
@@ -134,6 +136,7 @@ boost::json::object row_json(const ConfigRuns& r, double c) {
 }
 
 void run_bench(const BenchArgs& a) {
+  if (a.kernels.enabled) return run_kernel_bench(a.kernels, a.pair.threads, a.json);
   if (!a.concurrency.levels.empty()) {
     return run_concurrency_bench(a.pair, a.concurrency, read_prompts(a), a.max_tokens, a.json);
   }
@@ -236,6 +239,7 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--k-max", args->k_max, "largest fixed K, and the bound of auto")->capture_default_str()->check(CLI::Range(1, 16));
   add_model_bench_options(*cmd, args->model_bench);
   add_concurrency_bench_options(*cmd, args->concurrency);
+  add_kernel_bench_options(*cmd, args->kernels);
   // --repeat is shared: 3 by default for --concurrency, 1 for --spec (a run takes 8 min).
   CLI::Option* repeat = cmd->get_option("--repeat");
   cmd->callback([args, repeat] {

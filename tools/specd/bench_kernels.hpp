@@ -1,0 +1,23 @@
+#pragma once
+// `specd bench --kernels [--json] [--threads N] [--prefill]`: the linear kernels
+// (engine/kernels/) on the committed pair's shapes and on Llama-3.2-sized ones, for
+// M = 1, 2, 4, 5, 8, 16 rows: microseconds, t(M)/t(1), GB/s at M = 1 against the read
+// bandwidth measured in the same run, and OpenBLAS sgemv/sgemm on an F32 copy beside it.
+#include <CLI/CLI.hpp>
+
+#include <cstdint>
+
+namespace specd::cli {
+
+struct KernelBenchArgs {
+  bool enabled = false;   // --kernels
+  bool prefill = false;   // --prefill: also M = 64 and 256 on the large shapes
+  int32_t samples = 11;   // the median of this many timed samples is reported
+};
+
+void add_kernel_bench_options(CLI::App& cmd, KernelBenchArgs& args);
+
+// threads <= 0 means 1: a lane's budget is set explicitly, as `specd serve` does.
+void run_kernel_bench(const KernelBenchArgs& args, int32_t threads, bool json);
+
+}  // namespace specd::cli
