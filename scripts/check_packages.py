@@ -25,7 +25,7 @@ from collections import defaultdict
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MERGED_USR = ("/bin/", "/sbin/", "/lib/", "/lib32/", "/lib64/", "/libx32/")
 LIBRARY_FILE = re.compile(r"\.(a|o|so(\.[0-9]+)*)$")
-SHOWN_PER_PACKAGE = 4
+SHOWN_PER_PACKAGE = 8
 
 
 class Files:
@@ -36,7 +36,8 @@ class Files:
         self.found = {}  # path -> (check, needed_by)
 
     def add(self, path, check, needed_by):
-        path = os.path.abspath(path)
+        if not path.startswith("("):  # "(-lfoo not found)" and the like stay as they are
+            path = os.path.abspath(path)
         if not path.startswith(self.skip) and path not in self.found:
             self.found[path] = (check, needed_by)
 
@@ -202,6 +203,8 @@ def linked_files(build, ld_args, default_dirs):
             static = False
         elif not arg.startswith("-") and LIBRARY_FILE.search(arg):
             paths.append(os.path.join(build, arg))
+        elif arg.startswith("-") and "=/" in arg and os.path.isfile(arg.split("=", 1)[1]):
+            paths.append(arg.split("=", 1)[1])  # e.g. --dynamic-list=libclang_rt.asan-x86_64.a.syms
     for name, is_static in libraries:
         found = resolve_library(name, dirs + default_dirs, is_static)
         paths.append(found or f"(-l{name} not found)")
@@ -222,9 +225,9 @@ def linker_script_inputs(path):
 def link_and_build_files(build, files):
     commands = build_commands(build)
     for command in commands:
-        for word in command[:2]:
+        for word in command[:2]:  # the program, and the compiler after ccache
             if os.path.isabs(word) and os.access(word, os.X_OK):
-                files.add(word, "build", " ".join(command[:2]))
+                files.add(word, "build", output_of(command) if "-o" in command else " ".join(command[:3]))
     links = [c for c in commands if is_link(c)]
     with concurrent.futures.ThreadPoolExecutor(os.cpu_count() or 2) as pool:
         invocations = list(pool.map(lambda c: linker_invocation(build, c), links))
@@ -349,6 +352,10 @@ def main():
     return verdict(files, owners, listed, packages, accepted, args.packages, time.monotonic() - started)
 
 
+def shown(path):
+    return os.path.relpath(path) if os.path.abspath(path).startswith(ROOT + "/") else path
+
+
 def verdict(files, owners, listed, packages, accepted, list_file, seconds):
     missing = defaultdict(list)  # package (or a reason) -> [(path, check, needed_by)]
     used = set()
@@ -368,17 +375,17 @@ def verdict(files, owners, listed, packages, accepted, list_file, seconds):
             counts[check] += 1
         detail = ", ".join(f"{n} {c}" for c, n in sorted(counts.items()))
         print(f"check_packages: ok: {len(files.found)} system files ({detail}) from {len(used)} packages, "
-              f"all from the {len(listed)} in {os.path.relpath(list_file)} or their Depends/Pre-Depends "
+              f"all from the {len(listed)} in {shown(list_file)} or their Depends/Pre-Depends "
               f"({len(accepted)} packages) [{seconds:.1f} s]")
         return 0
     print(f"check_packages: FAIL: files the build and the tests used come from packages that "
-          f"{os.path.relpath(list_file)} neither lists nor pulls in through Depends/Pre-Depends:")
+          f"{shown(list_file)} neither lists nor pulls in through Depends/Pre-Depends:")
     for name, uses in sorted(missing.items()):
         print(f"  {name}")
         for path, check, needed_by in uses[:SHOWN_PER_PACKAGE]:
             print(f"    {check:8} {path}  (needed by {needed_by})")
         if len(uses) > SHOWN_PER_PACKAGE:
-            print(f"    ... and {len(uses) - SHOWN_PER_PACKAGE} more files")
+            print(f"    ... and {len(uses) - SHOWN_PER_PACKAGE} more")
     return 1
 
 
