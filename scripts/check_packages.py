@@ -151,7 +151,8 @@ def build_commands(build):
 
 
 def is_link(command):
-    return "-o" in command and "-c" not in command and "clang" in os.path.basename(command[0])
+    """A compiler driver's link step (not a compile, not ar)."""
+    return "-o" in command and "-c" not in command and re.search(r"clang|\+\+", os.path.basename(command[0]))
 
 
 def output_of(command):
@@ -266,7 +267,7 @@ def loaded_files(build, binaries, files):
                 loaded = match.group(2) or match.group(1)
                 if loaded == "not":
                     loaded = f"({match.group(1)} not found)"
-                files.add(loaded, "ldd", os.path.relpath(binary, build) if binary.startswith(build) else binary)
+                files.add(loaded, "ldd", os.path.relpath(binary, build) if binary.startswith(build + "/") else binary)
 
 
 # ---- programs the tests run
