@@ -22,9 +22,15 @@ using Continuation = std::vector<int32_t>;
 inline std::map<Continuation, double> exact_joint3(LlamaModel& target, const std::vector<int32_t>& prompt,
                                                    const SamplingParams& sp) {
   c10::InferenceMode guard;
+  // The inference forward the speculative runs use, on a fresh cache slot per context.
+  KvCache cache(target.config(), 1, static_cast<int64_t>(prompt.size()) + 4);
+  const int32_t slot = *cache.allocate();
   auto dist = [&](const std::vector<int32_t>& ctx) {
     std::vector<int64_t> ids(ctx.begin(), ctx.end());
-    return sampling_distribution(target.forward_full(at::tensor(ids).unsqueeze(0))[0][-1], sp, ctx);
+    const int64_t n = static_cast<int64_t>(ids.size());
+    cache.set_length(slot, 0);
+    at::Tensor logits = target.forward({at::tensor(ids).unsqueeze(0), {slot}, {n}}, cache, LogitsFor::last_position);
+    return sampling_distribution(logits[0], sp, ctx);
   };
   auto support = [](const at::Tensor& p) {
     std::vector<int32_t> ids;

@@ -90,7 +90,7 @@ boost::json::value LevelStats::to_json() const {
       {"errors_by_code", counts_json(errors)},
       {"finish_reasons", counts_json(finish_reasons)},
       {"peak_in_flight", peak_in_flight},
-      {"seconds", rounded(seconds)},
+      {"seconds", std::round(seconds * 1e6) / 1e6},  // microseconds: a fast level lasts a few ms
       {"tokens", tokens},
       {"tokens_per_second", rounded(tokens_per_second())},
       {"drafted", drafted},
