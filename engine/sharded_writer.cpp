@@ -34,7 +34,7 @@ struct Shard {
 std::vector<Shard> plan_shards(std::span<const TensorSpec> tensors, DType storage, uint64_t max_bytes) {
   std::vector<Shard> shards(1);
   for (size_t i = 0; i < tensors.size(); ++i) {
-    const uint64_t bytes = uint64_t(tensors[i].numel()) * dtype_size(storage);
+    const uint64_t bytes = uint64_t(tensors[i].numel()) * dtype_size(tensors[i].stored_as(storage));
     if (!shards.back().tensors.empty() && shards.back().bytes + bytes > max_bytes) shards.emplace_back();
     shards.back().tensors.push_back(i);
     shards.back().bytes += bytes;
@@ -47,10 +47,11 @@ std::string header_for(std::span<const TensorSpec> tensors, const Shard& shard, 
   uint64_t offset = 0;
   for (size_t i : shard.tensors) {
     const TensorSpec& t = tensors[i];
-    const uint64_t bytes = uint64_t(t.numel()) * dtype_size(storage);
+    const DType dtype = t.stored_as(storage);
+    const uint64_t bytes = uint64_t(t.numel()) * dtype_size(dtype);
     std::string shape;
     for (size_t d = 0; d < t.shape.size(); ++d) shape += (d ? "," : "") + std::to_string(t.shape[d]);
-    h += ",\"" + t.name + "\":{\"dtype\":\"" + dtype_name(storage) + "\",\"shape\":[" + shape +
+    h += ",\"" + t.name + "\":{\"dtype\":\"" + dtype_name(dtype) + "\",\"shape\":[" + shape +
          "],\"data_offsets\":[" + std::to_string(offset) + "," + std::to_string(offset + bytes) + "]}";
     offset += bytes;
   }
@@ -97,7 +98,7 @@ void write_shard(const fs::path& path, std::span<const TensorSpec> tensors, cons
       for (int64_t first = 0; first < n; first += kChunkElements) {
         chunk.resize(static_cast<size_t>(std::min(kChunkElements, n - first)));
         fill(tensors[i], first, chunk);
-        const std::vector<std::byte> bytes = convert_from_float32(chunk, storage);
+        const std::vector<std::byte> bytes = convert_from_float32(chunk, tensors[i].stored_as(storage));
         sink.write(bytes.data(), bytes.size());
         if (progress) progress(bytes.size());
       }

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -17,7 +18,11 @@ namespace specd {
 struct TensorSpec {
   std::string name;
   std::vector<int64_t> shape;
+  // Stored as this instead of the writer's default (safetensors keeps a dtype per
+  // tensor): e.g. F32 norm weights in an F16 checkpoint.
+  std::optional<DType> dtype = std::nullopt;
   int64_t numel() const;
+  DType stored_as(DType fallback) const { return dtype.value_or(fallback); }
 };
 
 // Fills out with elements [first, first + out.size()) of tensor spec, in row-major order.
@@ -28,7 +33,7 @@ struct WrittenWeights {
   uint64_t tensor_bytes = 0;                 // the index's metadata.total_size
 };
 
-// Tensors keep their order; a shard is closed before a tensor that would push it past
+// Tensors keep their order, each stored as spec.stored_as(storage); a shard is closed before a tensor that would push it past
 // max_shard_bytes (a larger single tensor gets a shard of its own). Each file is written
 // under a temporary name and renamed. Throws SpecdError(missing_file) on a write error,
 // invalid_argument for a repeated or unusable name. progress (may be empty) gets bytes written.

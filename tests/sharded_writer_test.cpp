@@ -85,3 +85,19 @@ TEST_CASE("repeated or reserved tensor names are invalid_argument") {
   const std::vector<TensorSpec> reserved{{"__metadata__", {2}}};
   CHECK_THROWS_AS(write_weights_streaming(dir.path, reserved, DType::F32, 100, fill_index), SpecdError);
 }
+
+TEST_CASE("a tensor's own dtype overrides the writer's default, and the loader reads both") {
+  TempDir dir;
+  const std::vector<TensorSpec> specs{{"a", {20, 20}}, {"b", {400}, DType::F32}, {"c", {10, 10}}};
+  const auto written = write_weights_streaming(dir.path, specs, DType::F16, 1 << 20, fill_index);
+  CHECK(written.tensor_bytes == 400 * 2 + 400 * 4 + 100 * 2);
+  const WeightFiles files = WeightFiles::open(dir.path);
+  CHECK(files.tensor("a").dtype == DType::F16);
+  CHECK(files.tensor("b").dtype == DType::F32);
+  CHECK(files.tensor("c").dtype == DType::F16);
+  std::vector<float> b(400), c(100);
+  convert_to_float32(files.tensor("b"), b.data());
+  convert_to_float32(files.tensor("c"), c.data());
+  CHECK(b[399] == 1399.0f);
+  CHECK(c[98] == 2098.0f);  // even: F16 steps by 2 above 2048
+}

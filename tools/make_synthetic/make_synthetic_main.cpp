@@ -15,6 +15,7 @@
 #include "engine/load_progress.hpp"
 #include "engine/model_config.hpp"
 #include "engine/sharded_writer.hpp"
+#include "tools/common/checkpoint_output.hpp"
 
 namespace fs = std::filesystem;
 using namespace specd;
@@ -46,44 +47,11 @@ ModelConfig llama32_config(const std::string& preset) {
   return c;
 }
 
-// Hugging Face names and shapes, in the order of the model (tied: no lm_head).
-std::vector<TensorSpec> tensor_specs(const ModelConfig& c) {
-  const int64_t h = c.hidden_size, q = c.num_attention_heads * c.head_dim, kv = c.num_key_value_heads * c.head_dim;
-  std::vector<TensorSpec> specs{{"model.embed_tokens.weight", {c.vocab_size, h}}};
-  for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
-    const std::string p = "model.layers." + std::to_string(i) + ".";
-    specs.push_back({p + "input_layernorm.weight", {h}});
-    specs.push_back({p + "mlp.down_proj.weight", {h, c.intermediate_size}});
-    specs.push_back({p + "mlp.gate_proj.weight", {c.intermediate_size, h}});
-    specs.push_back({p + "mlp.up_proj.weight", {c.intermediate_size, h}});
-    specs.push_back({p + "post_attention_layernorm.weight", {h}});
-    specs.push_back({p + "self_attn.k_proj.weight", {kv, h}});
-    specs.push_back({p + "self_attn.o_proj.weight", {h, q}});
-    specs.push_back({p + "self_attn.q_proj.weight", {q, h}});
-    specs.push_back({p + "self_attn.v_proj.weight", {kv, h}});
-  }
-  if (!c.tie_word_embeddings) specs.push_back({"lm_head.weight", {c.vocab_size, h}});
-  specs.push_back({"model.norm.weight", {h}});
-  return specs;
-}
-
 void write_generation_config(const fs::path& dir) {
   // Llama-3.2-*-Instruct's generation_config.json.
   std::ofstream(dir / "generation_config.json") << "{\n  \"bos_token_id\": 128000,\n  \"do_sample\": true,\n"
                                                    "  \"eos_token_id\": [\n    128001,\n    128008,\n    128009\n  ],\n"
                                                    "  \"temperature\": 0.6,\n  \"top_p\": 0.9\n}\n";
-}
-
-void copy_tokenizer(const fs::path& from, const fs::path& to) {
-  int copied = 0;
-  for (const char* name : {"tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "tokenizer.model"}) {
-    if (!fs::exists(from / name)) continue;
-    fs::copy_file(from / name, to / name, fs::copy_options::overwrite_existing);
-    ++copied;
-  }
-  if (!fs::exists(from / "tokenizer.json") && !fs::exists(from / "tokenizer.model"))
-    throw SpecdError(ErrorCode::missing_file, from.string() + " holds neither tokenizer.json nor tokenizer.model");
-  std::fprintf(stderr, "copied %d tokenizer file(s) from %s\n", copied, from.c_str());
 }
 
 }  // namespace
@@ -103,13 +71,9 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   try {
     const auto t0 = std::chrono::steady_clock::now();
-    const fs::path dir = fs::absolute(out);
-    const fs::path source = fs::weakly_canonical(SPECD_SOURCE_DIR);
-    const auto rel = fs::weakly_canonical(dir).lexically_relative(source);
-    if (!rel.empty() && *rel.begin() != "..")
-      throw SpecdError(ErrorCode::invalid_argument, dir.string() + " is inside the source tree; write to /tmp");
+    const fs::path dir = output_dir_outside(out, SPECD_SOURCE_DIR);
     const ModelConfig config = llama32_config(preset);
-    const std::vector<TensorSpec> specs = tensor_specs(config);
+    const std::vector<TensorSpec> specs = llama_tensor_specs(config);
     uint64_t total = 0;
     for (const auto& s : specs) total += uint64_t(s.numel()) * 2;
     fs::create_directories(dir);
@@ -136,9 +100,11 @@ int main(int argc, char** argv) {
     progress.finish();
     std::ofstream(dir / "config.json") << model_config_to_json(config);
     write_generation_config(dir);
-    if (!tokenizer_dir.empty()) copy_tokenizer(tokenizer_dir, dir);
-    int64_t params = 0;
-    for (const auto& s : specs) params += s.numel();
+    if (!tokenizer_dir.empty()) {
+      const int copied = copy_tokenizer_files(tokenizer_dir, dir);
+      std::fprintf(stderr, "copied %d tokenizer file(s) from %s\n", copied, tokenizer_dir.c_str());
+    }
+    const int64_t params = count_parameters(config).total;
     std::printf("{\"preset\":\"%s\",\"dir\":\"%s\",\"parameters\":%lld,\"bytes\":%llu,\"shards\":%zu,\"seconds\":%.1f}\n",
                 preset.c_str(), dir.c_str(), static_cast<long long>(params),
                 static_cast<unsigned long long>(written.tensor_bytes), written.files.size(),
