@@ -1,5 +1,6 @@
 #include "engine/kernels/kernel_threads.hpp"
 
+#include <algorithm>
 #include <chrono>
 
 #if defined(__x86_64__)
@@ -90,7 +91,11 @@ void KernelThreads::parallel_for(int64_t n, int64_t grain, const RangeFn& fn) {
   // A few chunks per thread, claimed as threads arrive: a worker the host descheduled
   // (a busy neighbour) leaves its share to the others instead of stalling the caller.
   const int64_t chunks = std::min<int64_t>(by_grain, int64_t{kChunksPerThread} * size());
-  if (size() == 1 || chunks <= 1) return fn(0, n);
+  if (size() == 1 || chunks <= 1 || serial_calls_left_ > 0) {
+    if (serial_calls_left_ > 0) --serial_calls_left_;
+    return fn(0, n);
+  }
+  const auto start = std::chrono::steady_clock::now();
   const uint32_t job = generation_.load(std::memory_order_relaxed) + 1;
   fn_ = &fn;
   n_ = n;
@@ -100,8 +105,23 @@ void KernelThreads::parallel_for(int64_t n, int64_t grain, const RangeFn& fn) {
   generation_.store(job, std::memory_order_release);
   generation_.notify_all();
   run_chunks(job);
+  const auto own_done = std::chrono::steady_clock::now();
   for (int64_t d = done_.load(std::memory_order_acquire); d != chunks;) d = wait_change(done_, d);
   claim_ = 0;  // a worker that wakes late finds no job to claim
+  note_stall(std::chrono::duration<double>(std::chrono::steady_clock::now() - own_done).count(),
+             std::chrono::duration<double>(own_done - start).count());
+}
+
+void KernelThreads::note_stall(double waited, double worked) {
+  // A worker the host preempted in the middle of a chunk holds the caller up for a
+  // time slice (milliseconds, against microseconds of work): when waiting becomes a
+  // large share of the calls, the caller works alone for a while, then tries again.
+  const double share = waited / std::max(waited + worked, 1e-9);
+  stall_share_ = 0.9 * stall_share_ + 0.1 * share;
+  if (stall_share_ > kStallShare) {
+    serial_calls_left_ = kSerialCalls;
+    stall_share_ = 0;
+  }
 }
 
 }  // namespace specd::kernels

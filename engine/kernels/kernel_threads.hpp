@@ -24,7 +24,8 @@ class KernelThreads {
 
   // Calls fn(begin, end) over [0, n) split into up to kChunksPerThread * size() contiguous
   // chunks of at least `grain` items (small ranges run on the caller alone); the caller
-  // takes chunks too.
+  // takes chunks too. After calls that mostly waited for a preempted worker (a busy
+  // host), the caller runs the next kSerialCalls alone.
   // Returns when all parts are done. Exceptions from fn terminate (kernels do not throw).
   using RangeFn = std::function<void(int64_t begin, int64_t end)>;
   void parallel_for(int64_t n, int64_t grain, const RangeFn& fn);
@@ -36,8 +37,11 @@ class KernelThreads {
 
  private:
   static constexpr int32_t kChunksPerThread = 4;
+  static constexpr double kStallShare = 0.3;     // of a call's time spent waiting for workers
+  static constexpr int32_t kSerialCalls = 2048;  // calls run alone after a stall (a few ms)
   void worker_loop();
   void run_chunks(uint32_t job);
+  void note_stall(double waited, double worked);
 
   std::vector<std::thread> workers_;
   // The current job, written by the caller before it publishes the job's claim; atomic
@@ -48,6 +52,8 @@ class KernelThreads {
   std::atomic<uint64_t> claim_{0};       // job number << 32 | next chunk to take
   std::atomic<int64_t> done_{0};         // chunks of the current job finished
   std::atomic<bool> stop_{false};
+  double stall_share_ = 0;         // moving average of the waiting share (caller only)
+  int32_t serial_calls_left_ = 0;  // > 0: a recent stall, the caller runs calls alone
 };
 
 }  // namespace specd::kernels
