@@ -94,7 +94,10 @@ std::vector<double> time_passes(LlamaModel& model, KvCache& cache, int32_t rows,
 }
 
 // From small to large; a shape whose passes would overrun the budget, judging by the
-// largest measured so far, is skipped (the curve extrapolates pessimistically above).
+// largest measured so far, is skipped (the curve extrapolates pessimistically above),
+// except one-row shapes: a single request's verify widths are always measured, else a
+// large model (a 3B pass takes 170 ms) got no width above 1 within the budget and its
+// pessimistic curve turned speculation off.
 template <class Observe>
 int32_t measure(LlamaModel& model, KvCache& cache, std::vector<std::pair<int32_t, int32_t>> shapes,
                 CalibrationLimits limits, LogitsFor which, Observe observe) {
@@ -111,7 +114,7 @@ int32_t measure(LlamaModel& model, KvCache& cache, std::vector<std::pair<int32_t
   for (const auto& shape : shapes) {
     const double spent = std::chrono::duration<double>(Clock::now() - start).count();
     const double expected = 5 * largest_seconds * tokens(shape) / largest_tokens;
-    if (measured > 0 && spent + expected > limits.budget_seconds) break;
+    if (measured > 0 && shape.first > 1 && spent + expected > limits.budget_seconds) continue;
     slots.hold(shape.first);
     const std::vector<double> passes = time_passes(model, cache, shape.first, shape.second, slots.context(), which);
     for (double seconds : passes) observe(shape.first, shape.second, seconds);
