@@ -132,13 +132,14 @@ ThreadPolicy choose_thread_policy(const ThreadRequest& r, const CpuLimits& limit
   p.limits = limits;
   p.origin = r.origin;
   p.budget = r.threads > 0 ? r.threads : limits.usable();
-  // Both lanes may have the whole budget's threads (the draft one: a single thread,
-  // its model is the small one): they hold permits while they compute, so together
-  // they never exceed it, and the target's pass gets every CPU while the draft waits,
-  // which in a request's round it does anyway (measured through `specd serve`, one
-  // request: 1,907 tokens/s with target 2 + draft 1 against 1,355 with 1 + 1).
-  p.target_threads = r.target_threads > 0 ? r.target_threads : p.budget;
-  p.draft_threads = !r.draft_lane ? 0 : r.draft_threads > 0 ? r.draft_threads : 1;
+  if (!r.draft_lane) {
+    p.target_threads = r.target_threads > 0 ? r.target_threads : p.budget;
+    p.draft_threads = 0;
+  } else {
+    // The draft model is the small one: one thread runs it; the target takes the rest.
+    p.draft_threads = r.draft_threads > 0 ? r.draft_threads : 1;
+    p.target_threads = r.target_threads > 0 ? r.target_threads : std::max(1, p.budget - p.draft_threads);
+  }
   // Explicit lane counts raise the budget to what they need on their own; never beyond
   // what the user asked for, and the permits clamp each lane to the budget.
   p.budget = std::max({p.budget, p.target_threads, p.draft_threads});

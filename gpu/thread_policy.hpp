@@ -28,9 +28,8 @@ std::optional<double> parse_cgroup2_cpu_max(std::string_view text);
 std::optional<double> cgroup_quota_cpus(const std::filesystem::path& root, const std::filesystem::path& dir);
 
 // Intra-op threads per compute lane. `threads` (0: automatic) is the budget across both
-// lanes: the target lane gets all of it, a separate draft lane one thread, and the
-// lanes' permits (ComputePermits) keep their sum at or under the budget at any moment.
-// A lane count given explicitly (target_threads / draft_threads > 0) wins.
+// lanes: with a separate draft lane the draft gets one thread and the target the rest.
+// A lane count given explicitly (target_threads / draft_threads > 0) wins over the split.
 struct ThreadRequest {
   int32_t threads = 0;
   int32_t target_threads = 0;

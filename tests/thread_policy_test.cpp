@@ -92,17 +92,17 @@ TEST_CASE("the affinity mask is read from the calling thread") {
   CHECK(read_cpu_limits().affinity_cpus == CPU_COUNT(&saved));
 }
 
-TEST_CASE("automatic policy: the target lane gets the budget, the draft lane one thread") {
+TEST_CASE("automatic policy: the draft lane takes one thread, the target the rest") {
   ThreadPolicy two = choose_thread_policy({0, 0, 0, true, "auto"}, limits(2, std::nullopt));
   CHECK(two.budget == 2);
-  CHECK(two.target_threads == 2);
+  CHECK(two.target_threads == 1);
   CHECK(two.draft_threads == 1);
   ThreadPolicy alone = choose_thread_policy({0, 0, 0, false, "auto"}, limits(2, std::nullopt));
   CHECK(alone.target_threads == 2);
   CHECK(alone.draft_threads == 0);
   ThreadPolicy eight = choose_thread_policy({0, 0, 0, true, "auto"}, limits(16, 8.0));
   CHECK(eight.budget == 8);
-  CHECK(eight.target_threads == 8);
+  CHECK(eight.target_threads == 7);
   // One CPU: both lanes keep a thread, and the budget of one makes them take turns.
   ThreadPolicy one = choose_thread_policy({0, 0, 0, true, "auto"}, limits(4, 1.0));
   CHECK(one.budget == 1);
@@ -113,7 +113,7 @@ TEST_CASE("automatic policy: the target lane gets the budget, the draft lane one
 TEST_CASE("--threads and explicit lane counts override the machine's figures") {
   ThreadPolicy asked = choose_thread_policy({4, 0, 0, true, "--threads"}, limits(2, std::nullopt));
   CHECK(asked.budget == 4);
-  CHECK(asked.target_threads == 4);
+  CHECK(asked.target_threads == 3);
   CHECK(asked.origin == "--threads");
   ThreadPolicy lanes = choose_thread_policy({0, 3, 2, true, "[engine]"}, limits(2, std::nullopt));
   CHECK(lanes.target_threads == 3);
