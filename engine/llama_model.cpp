@@ -37,21 +37,9 @@ struct LlamaModel::Step {
   at::Tensor mask;      // additive [1, 1, 1, T, T]
 };
 
-at::Tensor project(const at::Tensor& x, const at::Tensor& weight) {
-  const int64_t in = x.size(-1), rows = x.numel() / std::max<int64_t>(in, 1);
-  if (rows == 0 || rows > 3) return at::linear(x, weight);
-  std::vector<int64_t> out_shape = x.sizes().vec();
-  out_shape.back() = weight.size(0);
-  at::Tensor flat = x.reshape({rows, in});
-  if (rows == 1) return at::mv(weight, flat[0]).view(out_shape);
-  std::vector<at::Tensor> outs;
-  for (int64_t r = 0; r < rows; ++r) outs.push_back(at::mv(weight, flat[r]));
-  return at::stack(outs).view(out_shape);
-}
-
 Projection::Projection(int64_t in, int64_t out) { weight = register_parameter("weight", at::empty({out, in})); }
 
-at::Tensor Projection::forward(const at::Tensor& x) const { return project(x, weight); }
+at::Tensor Projection::forward(const at::Tensor& x) const { return at::linear(x, weight); }
 
 RmsNorm::RmsNorm(int64_t dim, double eps_) : eps(eps_) {
   weight = register_parameter("weight", at::ones({dim}));
@@ -172,7 +160,7 @@ void LlamaModel::pack_parameters_for_inference() {
 
 at::Tensor LlamaModel::logits_from_hidden(const at::Tensor& hidden) {
   if (lm_head_) return lm_head_->forward(hidden);
-  return project(hidden, model_->embed_tokens->weight);
+  return at::linear(hidden, model_->embed_tokens->weight);
 }
 
 at::Tensor LlamaModel::attention(int32_t layer, const at::Tensor& x, const Step& step) {

@@ -115,11 +115,6 @@ class LlamaModel : public torch::nn::Module {
   std::unique_ptr<ForwardRunner> runner_;  // the inference weights and the step's buffers
 };
 
-// x [..., in] times weight [out, in] transposed. One to three rows (decode) run as
-// matrix-vector products: OpenBLAS 0.3.21's sgemm packs the whole weight even for one
-// row and read it 3-4x slower than sgemv on this machine.
-at::Tensor project(const at::Tensor& x, const at::Tensor& weight);
-
 // Inverse RoPE frequencies for a config, including llama3 rope_scaling.
 at::Tensor rope_inverse_frequencies(const ModelConfig& config);
 

@@ -15,6 +15,7 @@
 #include <utility>
 
 #include "engine/errors.hpp"
+#include "engine/kernels/packed_weight.hpp"
 
 namespace specd {
 
@@ -35,50 +36,6 @@ size_t dtype_size(DType dtype) { return dtype == DType::F32 ? 4 : 2; }
 namespace {
 
 using simdjson::dom::element;
-
-// ---- Half-precision conversions (bit-exact, no library) ----
-
-float f16_to_f32(uint16_t h) {
-  const uint32_t sign = uint32_t(h & 0x8000) << 16;
-  const uint32_t exp = (h >> 10) & 0x1f;
-  const uint32_t mant = h & 0x3ff;
-  if (exp == 0x1f) return std::bit_cast<float>(sign | 0x7f800000 | (mant << 13));  // inf, NaN
-  if (exp != 0) return std::bit_cast<float>(sign | ((exp + 112) << 23) | (mant << 13));
-  const float magnitude = float(mant) * 0x1p-24f;  // zero or subnormal; exact in f32
-  return sign ? -magnitude : magnitude;
-}
-
-// Rounds the low `shift` bits of value away, to nearest with ties to even.
-uint32_t round_shift_rne(uint32_t value, int shift) {
-  const uint32_t kept = value >> shift;
-  const uint32_t rest = value & ((1u << shift) - 1);
-  const uint32_t half = 1u << (shift - 1);
-  return kept + ((rest > half || (rest == half && (kept & 1))) ? 1 : 0);
-}
-
-uint16_t f32_to_f16(float f) {
-  const uint32_t x = std::bit_cast<uint32_t>(f);
-  const uint16_t sign = uint16_t((x >> 16) & 0x8000);
-  const uint32_t abs = x & 0x7fffffff;
-  if (abs > 0x7f800000) return sign | 0x7e00 | uint16_t((abs >> 13) & 0x1ff);  // quiet NaN
-  if (abs >= 0x477ff000) return sign | 0x7c00;  // >= 65520 rounds to inf (and inf itself)
-  if (abs >= 0x38800000) {                      // normal half: |f| >= 2^-14
-    // Rebias the exponent in place; a mantissa carry correctly bumps the exponent.
-    return sign | uint16_t(round_shift_rne(abs - (112u << 23), 13));
-  }
-  if (abs <= 0x33000000) return sign;  // <= 2^-25: ties to even give zero
-  const uint32_t mant = (abs & 0x7fffff) | 0x800000;
-  const int shift = 126 - int(abs >> 23);  // value / 2^-24 = mant >> shift
-  return sign | uint16_t(round_shift_rne(mant, shift));
-}
-
-float bf16_to_f32(uint16_t h) { return std::bit_cast<float>(uint32_t(h) << 16); }
-
-uint16_t f32_to_bf16(float f) {
-  const uint32_t x = std::bit_cast<uint32_t>(f);
-  if ((x & 0x7fffffff) > 0x7f800000) return uint16_t((x >> 16) | 0x40);  // keep NaN a quiet NaN
-  return uint16_t(round_shift_rne(x, 16));  // overflow carries into inf, as it should
-}
 
 // ---- Header parsing ----
 
@@ -403,7 +360,7 @@ void convert_to_float32(const TensorView& t, float* out) {
     std::memcpy(out, t.data, t.nbytes);
     return;
   }
-  float (*widen)(uint16_t) = t.dtype == DType::F16 ? f16_to_f32 : bf16_to_f32;
+  float (*widen)(uint16_t) = t.dtype == DType::F16 ? kernels::f16_to_float : kernels::bf16_to_float;
   for (size_t i = 0; i < count; ++i) {
     uint16_t bits;
     std::memcpy(&bits, t.data + 2 * i, 2);  // tensor data need not be 2-byte aligned
@@ -417,7 +374,7 @@ std::vector<std::byte> convert_from_float32(std::span<const float> in, DType to)
     if (!in.empty()) std::memcpy(out.data(), in.data(), out.size());
     return out;
   }
-  uint16_t (*narrow)(float) = to == DType::F16 ? f32_to_f16 : f32_to_bf16;
+  uint16_t (*narrow)(float) = to == DType::F16 ? kernels::float_to_f16 : kernels::float_to_bf16;
   for (size_t i = 0; i < in.size(); ++i) {
     const uint16_t bits = narrow(in[i]);
     std::memcpy(out.data() + 2 * i, &bits, 2);

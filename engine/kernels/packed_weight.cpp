@@ -20,37 +20,51 @@ const char* dtype_name(Dtype d) {
 
 size_t dtype_size(Dtype d) { return d == Dtype::f32 ? 4 : 2; }
 
+namespace {
+
+// Rounds the low `shift` bits of value away, to nearest with ties to even.
+uint32_t round_shift_rne(uint32_t value, int shift) {
+  const uint32_t kept = value >> shift;
+  const uint32_t rest = value & ((1u << shift) - 1);
+  const uint32_t half = 1u << (shift - 1);
+  return kept + ((rest > half || (rest == half && (kept & 1))) ? 1 : 0);
+}
+
+}  // namespace
+
+// Bit-exact conversions, the one implementation (the safetensors reader and writer use them).
 float f16_to_float(uint16_t h) {
-  const uint32_t sign = static_cast<uint32_t>(h & 0x8000) << 16;
-  const uint32_t exp = (h >> 10) & 0x1F, mant = h & 0x3FF;
-  if (exp == 0) {  // zero or subnormal: mant * 2^-24, exact in float
-    const float v = std::ldexp(static_cast<float>(mant), -24);
-    return sign ? -v : v;
-  }
-  const uint32_t bits = exp == 0x1F ? sign | 0x7F800000u | (mant << 13) : sign | ((exp + 112) << 23) | (mant << 13);
-  return std::bit_cast<float>(bits);
+  const uint32_t sign = uint32_t(h & 0x8000) << 16;
+  const uint32_t exp = (h >> 10) & 0x1f;
+  const uint32_t mant = h & 0x3ff;
+  if (exp == 0x1f) return std::bit_cast<float>(sign | 0x7f800000 | (mant << 13));  // inf, NaN
+  if (exp != 0) return std::bit_cast<float>(sign | ((exp + 112) << 23) | (mant << 13));
+  const float magnitude = float(mant) * 0x1p-24f;  // zero or subnormal; exact in f32
+  return sign ? -magnitude : magnitude;
 }
 
 float bf16_to_float(uint16_t b) { return std::bit_cast<float>(static_cast<uint32_t>(b) << 16); }
 
 uint16_t float_to_bf16(float f) {
-  const uint32_t bits = std::bit_cast<uint32_t>(f);
-  if ((bits & 0x7FFFFFFF) > 0x7F800000) return static_cast<uint16_t>((bits >> 16) | 0x40);  // quiet NaN
-  return static_cast<uint16_t>((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16);
+  const uint32_t x = std::bit_cast<uint32_t>(f);
+  if ((x & 0x7fffffff) > 0x7f800000) return uint16_t((x >> 16) | 0x40);  // keep NaN a quiet NaN
+  return uint16_t(round_shift_rne(x, 16));  // overflow carries into inf, as it should
 }
 
 uint16_t float_to_f16(float f) {
-  const uint32_t bits = std::bit_cast<uint32_t>(f);
-  const uint16_t sign = static_cast<uint16_t>((bits >> 16) & 0x8000);
-  const float a = std::fabs(f);
-  if (std::isnan(f)) return sign | 0x7E00;
-  if (a >= 65520.0f) return sign | 0x7C00;  // rounds to infinity
-  if (a < 6.103515625e-05f) {                // subnormal range: multiples of 2^-24
-    return sign | static_cast<uint16_t>(std::nearbyint(std::ldexp(a, 24)));
+  const uint32_t x = std::bit_cast<uint32_t>(f);
+  const uint16_t sign = uint16_t((x >> 16) & 0x8000);
+  const uint32_t abs = x & 0x7fffffff;
+  if (abs > 0x7f800000) return sign | 0x7e00 | uint16_t((abs >> 13) & 0x1ff);  // quiet NaN
+  if (abs >= 0x477ff000) return sign | 0x7c00;  // >= 65520 rounds to inf (and inf itself)
+  if (abs >= 0x38800000) {                      // normal half: |f| >= 2^-14
+    // Rebias the exponent in place; a mantissa carry correctly bumps the exponent.
+    return sign | uint16_t(round_shift_rne(abs - (112u << 23), 13));
   }
-  const uint32_t abits = std::bit_cast<uint32_t>(a);
-  const uint32_t rounded = abits + 0xFFF + ((abits >> 13) & 1);  // nearest even at 10 mantissa bits
-  return sign | static_cast<uint16_t>(((rounded >> 23) - 112) << 10 | ((rounded >> 13) & 0x3FF));
+  if (abs <= 0x33000000) return sign;  // <= 2^-25: ties to even give zero
+  const uint32_t mant = (abs & 0x7fffff) | 0x800000;
+  const int shift = 126 - int(abs >> 23);  // value / 2^-24 = mant >> shift
+  return sign | uint16_t(round_shift_rne(mant, shift));
 }
 
 void PackedWeight::Free::operator()(std::byte* p) const { std::free(p); }

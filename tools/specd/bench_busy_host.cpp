@@ -81,12 +81,6 @@ Sample measure(ModelPair& pair, const SpecRequest& request, int32_t generations)
   return {tokens / wall, (cpu_seconds() - cpu0) / wall};
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n == 0 ? 0 : n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 }  // namespace
 
 void run_busy_host_bench(const PairArgs& pair_args, const BusyHostArgs& a, bool json) {

@@ -67,12 +67,6 @@ struct ConfigRuns {
   Measured pooled, pooled_base;  // over the repeats
 };
 
-double median_of(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n == 0 ? 0 : n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 std::vector<std::string> read_prompts(const BenchArgs& a) {
   std::ifstream in(a.prompts_file);
   if (!in) throw SpecdError(ErrorCode::missing_file, "cannot read prompts file " + a.prompts_file);
@@ -122,7 +116,7 @@ boost::json::object row_json(const ConfigRuns& r, double c) {
   const Measured& m = r.pooled;
   const double a = m.stats.alpha();
   const double mean_k = m.stats.rounds ? static_cast<double>(m.stats.drafted) / m.stats.rounds : 0;
-  const double speedup = median_of(r.speedups);
+  const double speedup = median(r.speedups);
   const int32_t k_for_formula = static_cast<int32_t>(std::lround(mean_k));
   const double predicted = k_for_formula > 0 ? expected_speedup(std::min(a, 1.0), k_for_formula, c) : 1.0;
   return {{"drafter", drafter_name(r.drafter)}, {"k", r.k},

@@ -199,11 +199,6 @@ LevelResult run_level(Engine& engine, boost::asio::io_context& io, const std::ve
 
 double throughput(const LevelResult& r) { return r.tokens / r.seconds; }
 
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  return values[values.size() / 2];
-}
-
 // Whether speculation paid in the rounds that used it, measured free of the drift
 // between runs: the speculation-on run's drafting rounds' tokens per second, over what
 // plain rounds of the same batch sizes delivered in the time those drafting rounds took.

@@ -54,11 +54,6 @@ std::vector<Shape> bench_shapes() {
 
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
 // Independent sums keep several loads in flight; a plain function so the loop is
 // compiled on raw pointers (inside the lambda it read 11.8 GB/s where this reads 22-27).
 [[gnu::noinline]] uint64_t sum_words(const uint64_t* p, int64_t begin, int64_t end) {

@@ -22,6 +22,10 @@ std::vector<int32_t> parse_id_list(const std::string& text);
 
 void print_json(const boost::json::value& value);
 
+// The median of a benchmark's samples (the mean of the middle two for an even count; 0
+// for none).
+double median(std::vector<double> values);
+
 // Each subcommand registers its options and a callback that runs it.
 void add_generate_command(CLI::App& app);
 void add_tokenize_commands(CLI::App& app);
