@@ -44,7 +44,9 @@ void ComputeLane::thread_main() {
   // few libtorch ops left (sampling) are small, so libtorch stays on this thread and
   // no OpenMP team ever forms, spinning or not.
   at::set_num_threads(1);
-  kernels::KernelThreads threads(std::max(1, options_.intra_op_threads));
+  const int own = std::max(1, options_.intra_op_threads);
+  kernels::KernelThreads threads(options_.permits ? std::max(own, options_.max_threads) : own, own,
+                                 options_.permits);
   kernels::KernelThreads::set_current(&threads);
   pthread_setname_np(pthread_self(), options_.name.substr(0, 15).c_str());
   context_.run();

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <thread>
 #include <vector>
 
@@ -159,4 +160,73 @@ TEST_CASE("a budget of two lets both lanes hold a permit at once") {
   b.join();
   CHECK(together[0]);
   CHECK(together[1]);
+}
+
+TEST_CASE("free permits are lent call by call, and never while a lane waits for its own") {
+  ComputePermits permits(2);
+  CHECK(permits.acquire(1) == 1);  // the target lane's job
+  CHECK(permits.borrow(4) == 1);   // the idle draft lane's permit, for one call
+  CHECK(permits.borrow(1) == 0);   // nothing left
+  permits.give_back(1);
+
+  // The draft lane comes back while the permit is lent: once it waits in acquire(),
+  // nothing more is lent, so the borrower's next call runs on its own thread and the
+  // waiter gets the permit given back.
+  CHECK(permits.borrow(1) == 1);
+  std::atomic<bool> draft_ran{false};
+  std::thread draft([&] {
+    const int n = permits.acquire(1);
+    draft_ran = true;
+    permits.release(n);
+  });
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (permits.waiting() == 0 && std::chrono::steady_clock::now() < until) std::this_thread::yield();
+  REQUIRE(permits.waiting() == 1);
+  permits.give_back(1);
+  CHECK(permits.borrow(1) == 0);  // free, but promised to the waiter
+  draft.join();
+  CHECK(draft_ran.load());
+  permits.release(1);
+  CHECK(permits.borrow(2) == 2);  // both lanes idle
+  permits.give_back(2);
+}
+
+namespace {
+// Counts the threads that ran a call's chunks.
+struct CountingLender : kernels::ThreadLender {
+  int32_t lend = 0, lent = 0, returned = 0;
+  int32_t borrow(int32_t n) override {
+    const int32_t k = std::min(n, lend);
+    lent += k;
+    return k;
+  }
+  void give_back(int32_t n) override { returned += n; }
+};
+
+int threads_used(kernels::KernelThreads& pool) {
+  std::mutex m;
+  std::set<std::thread::id> ids;
+  // Chunks long enough that a woken worker claims some before the caller finishes.
+  pool.parallel_for(64, 1, [&](int64_t, int64_t) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    std::lock_guard lock(m);
+    ids.insert(std::this_thread::get_id());
+  });
+  return static_cast<int>(ids.size());
+}
+}  // namespace
+
+TEST_CASE("a lane's kernels run on their reserved threads plus the ones they borrow") {
+  CountingLender lender;
+  kernels::KernelThreads pool(3, 1, &lender);
+  CHECK(pool.size() == 3);
+  CHECK(pool.reserved() == 1);
+  CHECK(threads_used(pool) == 1);  // nothing to borrow: the caller alone
+  CHECK(lender.lent == 0);
+  lender.lend = 1;
+  CHECK(threads_used(pool) == 2);
+  lender.lend = 5;
+  CHECK(threads_used(pool) == 3);  // at most size() - reserved() borrowed
+  CHECK(lender.lent == 3);
+  CHECK(lender.returned == 3);  // every borrowed thread is given back after its call
 }

@@ -48,14 +48,20 @@ T wait_change(const std::atomic<T>& value, T old) {
 KernelThreads* KernelThreads::current() { return t_current; }
 void KernelThreads::set_current(KernelThreads* threads) { t_current = threads; }
 
-KernelThreads::KernelThreads(int32_t threads) {
-  for (int32_t i = 1; i < threads; ++i) workers_.emplace_back([this] { worker_loop(); });
+KernelThreads::KernelThreads(int32_t threads, int32_t reserved, ThreadLender* lender)
+    : reserved_(std::clamp(reserved > 0 ? reserved : threads, 1, std::max(1, threads))),
+      lender_(lender),
+      wake_(std::make_unique<std::atomic<uint32_t>[]>(std::max(1, threads))) {
+  for (int32_t i = 0; i + 1 < threads; ++i) wake_[i].store(0);
+  for (int32_t i = 0; i + 1 < threads; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
 }
 
 KernelThreads::~KernelThreads() {
   stop_.store(true, std::memory_order_release);
-  generation_.fetch_add(1, std::memory_order_acq_rel);
-  generation_.notify_all();
+  for (size_t i = 0; i < workers_.size(); ++i) {
+    wake_[i].fetch_add(1, std::memory_order_acq_rel);
+    wake_[i].notify_one();
+  }
   for (auto& t : workers_) t.join();
 }
 
@@ -76,10 +82,10 @@ void KernelThreads::run_chunks(uint32_t job) {
   }
 }
 
-void KernelThreads::worker_loop() {
+void KernelThreads::worker_loop(int32_t index) {
   uint32_t seen = 0;
   for (;;) {
-    seen = wait_change(generation_, seen);
+    seen = wait_change(wake_[index], seen);
     if (stop_.load(std::memory_order_acquire)) return;
     run_chunks(seen);
   }
@@ -88,22 +94,35 @@ void KernelThreads::worker_loop() {
 void KernelThreads::parallel_for(int64_t n, int64_t grain, const RangeFn& fn) {
   if (n <= 0) return;
   const int64_t by_grain = grain > 0 ? (n + grain - 1) / grain : n;
-  // A few chunks per thread, claimed as threads arrive: a worker the host descheduled
-  // (a busy neighbour) leaves its share to the others instead of stalling the caller.
-  const int64_t chunks = std::min<int64_t>(by_grain, int64_t{kChunksPerThread} * size());
-  if (size() == 1 || chunks <= 1 || serial_calls_left_ > 0) {
+  if (size() == 1 || by_grain <= 1 || serial_calls_left_ > 0) {
     if (serial_calls_left_ > 0) --serial_calls_left_;
     return fn(0, n);
   }
+  const int32_t borrowed = lender_ && size() > reserved_ ? lender_->borrow(size() - reserved_) : 0;
+  struct GiveBack {
+    ThreadLender* lender;
+    int32_t n;
+    ~GiveBack() {
+      if (n > 0) lender->give_back(n);
+    }
+  } give_back{lender_, borrowed};
+  const int32_t threads = reserved_ + borrowed;
+  // A few chunks per thread, claimed as threads arrive: a worker the host descheduled
+  // (a busy neighbour) leaves its share to the others instead of stalling the caller.
+  const int64_t chunks = std::min<int64_t>(by_grain, int64_t{kChunksPerThread} * threads);
+  if (threads == 1 || chunks <= 1) return fn(0, n);
   const auto start = std::chrono::steady_clock::now();
-  const uint32_t job = generation_.load(std::memory_order_relaxed) + 1;
+  if (++generation_ == 0) ++generation_;  // 0 is "no job" in claim_
+  const uint32_t job = generation_;
   fn_ = &fn;
   n_ = n;
   chunks_ = chunks;
   done_ = 0;
   claim_ = static_cast<uint64_t>(job) << 32;
-  generation_.store(job, std::memory_order_release);
-  generation_.notify_all();
+  for (int32_t i = 0; i + 1 < threads; ++i) {
+    wake_[i].store(job, std::memory_order_release);
+    wake_[i].notify_one();
+  }
   run_chunks(job);
   const auto own_done = std::chrono::steady_clock::now();
   for (int64_t d = done_.load(std::memory_order_acquire); d != chunks;) d = wait_change(done_, d);

@@ -8,19 +8,35 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <thread>
 #include <vector>
 
 namespace specd::kernels {
 
+// Threads another lane is not using at this moment (the process's compute budget,
+// gpu/ComputePermits). borrow() never waits and lends nothing while a lane is waiting
+// for its own share, so a lender's owner gets its threads back within one call.
+class ThreadLender {
+ public:
+  virtual ~ThreadLender() = default;
+  virtual int32_t borrow(int32_t n) = 0;  // takes up to n free threads; returns how many
+  virtual void give_back(int32_t n) = 0;
+};
+
 class KernelThreads {
  public:
-  explicit KernelThreads(int32_t threads);  // threads >= 1 (1: no workers)
+  // `threads` >= 1 (1: no workers). A call runs on `reserved` of them (0: all), plus
+  // those it borrows from `lender` for the length of that one call: on 2 CPUs the target
+  // lane computes on both while the draft lane is idle and drops to its own one as soon
+  // as the draft lane takes its share back (a newcomer's prefill still overlaps a pass).
+  explicit KernelThreads(int32_t threads, int32_t reserved = 0, ThreadLender* lender = nullptr);
   ~KernelThreads();
   KernelThreads(const KernelThreads&) = delete;
   KernelThreads& operator=(const KernelThreads&) = delete;
 
   int32_t size() const { return static_cast<int32_t>(workers_.size()) + 1; }
+  int32_t reserved() const { return reserved_; }
 
   // Calls fn(begin, end) over [0, n) split into up to kChunksPerThread * size() contiguous
   // chunks of at least `grain` items (small ranges run on the caller alone); the caller
@@ -39,16 +55,21 @@ class KernelThreads {
   static constexpr int32_t kChunksPerThread = 4;
   static constexpr double kStallShare = 0.3;     // of a call's time spent waiting for workers
   static constexpr int32_t kSerialCalls = 2048;  // calls run alone after a stall (a few ms)
-  void worker_loop();
+  void worker_loop(int32_t index);
   void run_chunks(uint32_t job);
   void note_stall(double waited, double worked);
 
+  int32_t reserved_;
+  ThreadLender* lender_;
   std::vector<std::thread> workers_;
+  // Per worker: the number of the job it is to join. A call wakes only the workers it
+  // has threads for, so a worker without a permit never spins on a lent CPU.
+  std::unique_ptr<std::atomic<uint32_t>[]> wake_;
   // The current job, written by the caller before it publishes the job's claim; atomic
   // because a worker that woke late may read them while the next job is being set up.
   std::atomic<const RangeFn*> fn_{nullptr};
   std::atomic<int64_t> n_{0}, chunks_{0};
-  std::atomic<uint32_t> generation_{0};  // the current job's number; workers wait on it
+  uint32_t generation_ = 0;              // the current job's number (caller only)
   std::atomic<uint64_t> claim_{0};       // job number << 32 | next chunk to take
   std::atomic<int64_t> done_{0};         // chunks of the current job finished
   std::atomic<bool> stop_{false};
