@@ -5,7 +5,9 @@ Starts `specd serve --port 0`, then over loopback: 8 streams on one connection a
 their own connections each receive exactly the target-only greedy tokens of
 `specd generate --no-spec`; bad frames get their error codes and the connection keeps
 serving; SIGTERM with a long stream in flight ends it with done/cancelled, closes the
-socket with 1012, and the server exits 0.
+socket with 1012, and the server exits 0. `specd generate` runs the same Engine as the
+server: for each speculation mode (K = 4, auto, prompt lookup, target-only) and for a
+seeded sampled request, its ids equal the server's for the same request.
 
     /usr/bin/python3 tests/python/ws_client_test.py build/specd
 """
@@ -94,6 +96,26 @@ async def bad_input_keeps_connection(url, expected):
         assert got["after"]["tokens"] == expected[0]
 
 
+PARITY_MODES = [([], {}), (["--k", "auto"], {"k": "auto"}), (["--drafter", "lookup"], {"drafter": "lookup"}),
+                (["--no-spec"], {"enabled": False}),
+                (["--k", "2", "--temperature", "0.8", "--seed", "7"], {"k": 2, "temperature": 0.8, "seed": 7})]
+
+
+async def cli_matches_server(url):
+    """The same request through `specd generate --json` and through the server: equal ids."""
+    async with websockets.connect(url) as ws:
+        for m, (flags, spec) in enumerate(PARITY_MODES):
+            for i, prompt in enumerate(PROMPTS[:3]):
+                cli = subprocess.run([SPECD, "generate", "--prompt", prompt, "--max-tokens", "32", "--json", *flags],
+                                     stdout=subprocess.PIPE, text=True, check=True)
+                want = json.loads(cli.stdout)["token_ids"]
+                sampling = {k: v for k, v in spec.items() if k in ("temperature", "seed")}
+                speculative = {k: v for k, v in spec.items() if k not in sampling}
+                await ws.send(generate(f"p{m}.{i}", prompt, max_tokens=32, speculative=speculative, **sampling))
+                got = await collect(ws, [f"p{m}.{i}"])
+                assert got[f"p{m}.{i}"]["tokens"] == want, (flags, prompt, got[f"p{m}.{i}"], want)
+
+
 async def shutdown_cancels(url, server):
     async with websockets.connect(url) as ws:
         await ws.send(generate("long", PROMPTS[1], max_tokens=900, ignore_eos=True))
@@ -121,6 +143,7 @@ async def main():
         await one_connection_many_streams(url, expected)
         await asyncio.gather(*(own_connection(url, i, expected) for i in range(len(PROMPTS))))
         await bad_input_keeps_connection(url, expected)
+        await cli_matches_server(url)
         await shutdown_cancels(url, server)
         assert server.wait(timeout=30) == 0
     finally:

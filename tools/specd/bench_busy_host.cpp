@@ -17,6 +17,7 @@
 #include "engine/errors.hpp"
 #include "engine/tokenizer.hpp"
 #include "tools/specd/cli_common.hpp"
+#include "tools/specd/engine_runner.hpp"
 
 extern char** environ;
 
@@ -69,14 +70,11 @@ struct Sample {
   double cpu_share = 0;  // CPU seconds of this process over wall seconds
 };
 
-Sample measure(ModelPair& pair, const SpecRequest& request, int32_t generations) {
-  SpecModels models = pair.models();
+Sample measure(EngineRunner& runner, const GenerateRequest& request, int32_t generations) {
   int64_t tokens = 0;
   const double cpu0 = cpu_seconds();
   const auto t0 = std::chrono::steady_clock::now();
-  for (int32_t g = 0; g < generations; ++g) {
-    tokens += static_cast<int64_t>(generate_speculative(models, {request}, nullptr).front().tokens.size());
-  }
+  for (int32_t g = 0; g < generations; ++g) tokens += runner.generate(request).usage.completion_tokens;
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return {tokens / wall, (cpu_seconds() - cpu0) / wall};
 }
@@ -84,17 +82,20 @@ Sample measure(ModelPair& pair, const SpecRequest& request, int32_t generations)
 }  // namespace
 
 void run_busy_host_bench(const PairArgs& pair_args, const BusyHostArgs& a, bool json) {
-  ModelPair pair = load_pair(pair_args);
-  SpecRequest base;
-  base.prompt = pair.tokenizer->encode(a.prompt, true);
-  base.max_tokens = a.max_tokens;  // no EOS ids: every generation has the same length
+  const PairChoice pair = choose_pair(pair_args);
+  if (!pair.spec.enabled) throw SpecdError(ErrorCode::invalid_argument, "bench --busy-host needs a draft");
+  EngineRunner runner(pair.engine);
+  const ThreadPolicy& threads = runner.engine().thread_policy();
+  GenerateRequest base;
+  base.prompt = a.prompt;
+  base.max_tokens = a.max_tokens;
+  base.ignore_eos = true;  // every generation has the same length
   base.sampling.temperature = 0;
-  SpecRequest target_only = base, speculative = base;
+  GenerateRequest target_only = base, speculative = base;
   target_only.spec.enabled = false;
   speculative.spec = pair.spec;
-  if (!speculative.spec.enabled) throw SpecdError(ErrorCode::invalid_argument, "bench --busy-host needs a draft");
-  const std::map<std::string, const SpecRequest*> modes{{"target_only", &target_only}, {"speculative", &speculative}};
-  for (const auto& [name, request] : modes) measure(pair, *request, 1);  // warm-up
+  const std::map<std::string, const GenerateRequest*> modes{{"target_only", &target_only}, {"speculative", &speculative}};
+  for (const auto& [name, request] : modes) measure(runner, *request, 1);  // warm-up
 
   std::map<std::string, std::vector<std::vector<Sample>>> samples;  // mode -> N -> repeats
   for (int32_t r = 0; r < a.repeat; ++r) {
@@ -103,7 +104,7 @@ void run_busy_host_bench(const PairArgs& pair_args, const BusyHostArgs& a, bool 
       for (const auto& [name, request] : modes) {
         auto& per_n = samples[name];
         per_n.resize(kMostNeighbours + 1);
-        per_n[n].push_back(measure(pair, *request, a.generations));
+        per_n[n].push_back(measure(runner, *request, a.generations));
         std::cerr << "bench: busy-host repeat " << r << " N=" << n << " " << name << " "
                   << per_n[n].back().tokens_per_second << " tokens/s\n";
       }
@@ -128,13 +129,13 @@ void run_busy_host_bench(const PairArgs& pair_args, const BusyHostArgs& a, bool 
     modes_json[name] = rows;
   }
   boost::json::object out{{"prompt", a.prompt},   {"max_tokens", a.max_tokens}, {"generations", a.generations},
-                          {"repeat", a.repeat},   {"mode", pair.mode_description()},
-                          {"threads", threads_json(pair.threads)}, {"results", modes_json}};
+                          {"repeat", a.repeat},   {"mode", mode_description(pair.spec)},
+                          {"threads", threads_json(threads)}, {"results", modes_json}};
   if (json) {
     print_json(out);
     return;
   }
-  std::printf("threads: %s\n%-12s %10s %12s %10s %10s\n", pair.threads.describe().c_str(), "mode", "neighbours",
+  std::printf("threads: %s\n%-12s %10s %12s %10s %10s\n", threads.describe().c_str(), "mode", "neighbours",
               "tokens/s", "busy/quiet", "cpu share");
   for (const auto& [name, rows] : modes_json) {
     for (const auto& row : rows.as_array()) {

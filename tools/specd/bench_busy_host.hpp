@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <string>
 
-#include "tools/specd/model_pair.hpp"
+#include "tools/specd/pair_options.hpp"
 
 namespace specd::cli {
 

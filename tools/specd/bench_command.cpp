@@ -1,10 +1,9 @@
 // `specd bench --spec`: target-only against speculative decoding on the same prompts in
-// the same run, at temperature 0 and 1, for K = 1..8 and auto, with both drafters.
+// the same run, at temperature 0 and 1, for K = 1..8 and auto, with both drafters, each
+// request through the Engine (the server's actors and rounds), one at a time.
 // Prints JSON: measured tokens/s, acceptance a, cost ratio c, speedup (each configuration
 // against the target-only runs either side of it), and the speedup predicted from a and
 // c by (1 - a^(K+1)) / ((1 - a)(Kc + 1)).
-#include <ATen/Parallel.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -13,10 +12,9 @@
 #include <optional>
 
 #include "engine/adaptive_k.hpp"
-#include "engine/cost_calibration.hpp"
+#include "engine/checkpoint.hpp"
 #include "engine/cost_probe.hpp"
 #include "engine/errors.hpp"
-#include "engine/kv_cache.hpp"
 #include "engine/llama_model.hpp"
 #include "engine/tokenizer.hpp"
 #include "tools/specd/bench_busy_host.hpp"
@@ -24,7 +22,8 @@
 #include "tools/specd/bench_kernels.hpp"
 #include "tools/specd/bench_model.hpp"
 #include "tools/specd/cli_common.hpp"
-#include "tools/specd/model_pair.hpp"
+#include "tools/specd/engine_runner.hpp"
+#include "tools/specd/pair_options.hpp"
 
 namespace specd::cli {
 
@@ -88,28 +87,45 @@ std::vector<std::string> read_prompts(const BenchArgs& a) {
 }
 
 // Runs every prompt alone (single-request latency, the figure speculation improves).
-Measured run_all(ModelPair& pair, const std::vector<std::vector<int32_t>>& prompts, const SpecSettings& spec,
+Measured run_all(EngineRunner& runner, const std::vector<std::vector<int32_t>>& prompts, const SpecSettings& spec,
                  double temperature, int32_t max_tokens) {
   Measured m;
-  SpecModels models = pair.models();
-  CostMeter meter;  // shared across the prompts, as one engine's would be
-  if (spec.enabled && spec.adaptive) meter.rounds = calibrate_round_costs(models, {1, spec.k_max, 2.0});
   for (size_t i = 0; i < prompts.size(); ++i) {
-    SpecRequest r;
-    r.prompt = prompts[i];
+    GenerateRequest r;
+    r.prompt_ids = prompts[i];
     r.max_tokens = max_tokens;
     r.sampling.temperature = temperature;
     r.sampling.seed = 1000 + i;
     r.spec = spec;
     const auto t0 = std::chrono::steady_clock::now();
-    SpecResult res = generate_speculative(models, {r}, nullptr, &meter).front();
+    const GenerateResult res = runner.generate(std::move(r));
     Measured one;
     one.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    one.tokens = static_cast<int64_t>(res.tokens.size());
-    one.stats = res.stats;
+    one.tokens = static_cast<int64_t>(res.token_ids.size());
+    one.stats = res.spec;
     m.add(one);
   }
   return m;
+}
+
+// The cost ratio c of the prediction: one-token decode steps of each model alone, on
+// this thread with the whole thread budget (what one request's passes get with lending).
+struct StepCosts {
+  double target = 0, draft = 0;
+  int64_t target_parameters = 0, draft_parameters = 0;
+};
+StepCosts measure_step_costs(const EngineConfig& config, int threads) {
+  apply_cli_thread_policy(threads);
+  StepCosts out;
+  {
+    auto target = load_model(config.target_dir);
+    out.target = measure_decode_step_seconds(*target, 128);
+    out.target_parameters = target->parameter_count();
+  }
+  auto draft = load_model(config.draft_dir);
+  out.draft = measure_decode_step_seconds(*draft, 128);
+  out.draft_parameters = draft->parameter_count();
+  return out;
 }
 
 boost::json::object row_json(const ConfigRuns& r, double c) {
@@ -140,14 +156,16 @@ void run_bench(const BenchArgs& a) {
   if (!a.spec && !a.pair.model.empty()) return run_model_bench(a.pair, a.model_bench, a.json);
   if (!a.spec) throw CLI::ValidationError("--spec", "pass --spec, or --model DIR for the model benchmark");
   PairArgs pair_args = a.pair;
-  pair_args.k = "1";
-  ModelPair pair = load_pair(pair_args);
-  if (!pair.draft) throw SpecdError(ErrorCode::invalid_argument, "bench --spec needs a draft model (--draft)");
+  pair_args.k = "auto";
+  PairChoice pair = choose_pair(pair_args);
+  if (pair.engine.draft_dir.empty()) throw SpecdError(ErrorCode::invalid_argument, "bench --spec needs a draft model (--draft)");
+  const StepCosts steps = measure_step_costs(pair.engine, a.pair.threads);
+  const double c = steps.draft / steps.target;
+  pair.engine.k_max = a.k_max;
+  pair.engine.calibration_seconds = 2.0;  // auto rows plan K from the measured costs, as in serve
+  EngineRunner runner(pair.engine);
   std::vector<std::vector<int32_t>> prompts;
-  for (const auto& p : read_prompts(a)) prompts.push_back(pair.tokenizer->encode(p, true));
-  const double target_step = measure_decode_step_seconds(*pair.target, 128);
-  const double draft_step = measure_decode_step_seconds(*pair.draft, 128);
-  const double c = draft_step / target_step;
+  for (const auto& p : read_prompts(a)) prompts.push_back(runner.engine().tokenizer()->encode(p, true));
   std::vector<ConfigRuns> configs;
   for (double temperature : {0.0, 1.0}) {
     for (DrafterKind drafter : {DrafterKind::model, DrafterKind::lookup}) {
@@ -173,10 +191,10 @@ void run_bench(const BenchArgs& a) {
     std::optional<Measured> before;
     double before_temperature = -1;
     for (ConfigRuns& r : configs) {
-      if (r.temperature != before_temperature) before = run_all(pair, prompts, off, r.temperature, a.max_tokens);
+      if (r.temperature != before_temperature) before = run_all(runner, prompts, off, r.temperature, a.max_tokens);
       before_temperature = r.temperature;
-      const Measured m = run_all(pair, prompts, r.spec, r.temperature, a.max_tokens);
-      const Measured after = run_all(pair, prompts, off, r.temperature, a.max_tokens);
+      const Measured m = run_all(runner, prompts, r.spec, r.temperature, a.max_tokens);
+      const Measured after = run_all(runner, prompts, off, r.temperature, a.max_tokens);
       Measured base = *before;
       base.add(after);
       r.speedups.push_back(m.tokens_per_second() / base.tokens_per_second());
@@ -194,11 +212,11 @@ void run_bench(const BenchArgs& a) {
   }
   boost::json::object out{{"prompts", prompts.size()},
                           {"max_tokens", a.max_tokens},
-                          {"threads", threads_json(pair.threads)},
-                          {"target_parameters", pair.target->parameter_count()},
-                          {"draft_parameters", pair.draft->parameter_count()},
-                          {"target_step_ms", target_step * 1e3},
-                          {"draft_step_ms", draft_step * 1e3},
+                          {"threads", threads_json(runner.engine().thread_policy())},
+                          {"target_parameters", steps.target_parameters},
+                          {"draft_parameters", steps.draft_parameters},
+                          {"target_step_ms", steps.target * 1e3},
+                          {"draft_step_ms", steps.draft * 1e3},
                           {"c", c},
                           {"results", rows}};
   if (a.json) {

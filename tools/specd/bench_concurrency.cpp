@@ -16,8 +16,6 @@
 #include <utility>
 
 #include "actors/engine.hpp"
-#include "engine/cost_calibration.hpp"
-#include "engine/spec_generation.hpp"
 #include "engine/tokenizer.hpp"
 #include "tools/specd/cli_common.hpp"
 
@@ -261,24 +259,6 @@ boost::json::object level_json(const LevelResult& r) {
           {"errors", r.errors}};
 }
 
-// Tokens/s of the same prompts one at a time through generate_speculative, without actors.
-// `meter` carries the calibrated round costs across calls, as one engine's would.
-double engine_level_tokens_per_second(ModelPair& pair, CostMeter& meter, const std::vector<std::string>& prompts,
-                                      int32_t max_tokens, bool spec) {
-  SpecModels models = pair.models();
-  int64_t tokens = 0;
-  const auto t0 = Clock::now();
-  for (size_t i = 0; i < prompts.size(); ++i) {
-    SpecRequest r;
-    r.prompt = pair.tokenizer->encode(prompts[i], true);
-    r.max_tokens = max_tokens;
-    r.spec = pair.spec;
-    r.spec.enabled = spec;
-    tokens += static_cast<int64_t>(generate_speculative(models, {r}, nullptr, &meter).front().tokens.size());
-  }
-  return static_cast<double>(tokens) / std::chrono::duration<double>(Clock::now() - t0).count();
-}
-
 }  // namespace
 
 void add_concurrency_bench_options(CLI::App& cmd, ConcurrencyBenchArgs& args) {
@@ -407,29 +387,9 @@ void run_concurrency_bench(const PairArgs& pair, const ConcurrencyBenchArgs& arg
   }
   work.reset();
   io_thread.join();
-  PairArgs auto_k = pair;
-  auto_k.k = "auto";
-  ModelPair engine_pair = load_pair(auto_k);
-  SpecModels engine_models = engine_pair.models();
-  CostMeter off_meter, on_meter;
-  on_meter.rounds = calibrate_round_costs(engine_models, {1, engine_pair.spec.k_max, 2.0});
-  std::vector<double> engine_ons, engine_offs;
-  for (int32_t r = 0; r < args.repeat; ++r) {
-    engine_offs.push_back(engine_level_tokens_per_second(engine_pair, off_meter, prompts, max_tokens, false));
-    engine_ons.push_back(engine_level_tokens_per_second(engine_pair, on_meter, prompts, max_tokens, true));
-  }
-  const double engine_on = median(engine_ons);
-  const double engine_off = median(engine_offs);
-  double actors_c1 = 0;
-  for (const auto& r : rows) {
-    if (r.as_object().at("concurrency").as_int64() == 1) actors_c1 = r.as_object().at("spec_on_over_off").as_double();
-  }
   boost::json::object out{{"max_tokens", max_tokens},
                           {"prompts", prompts.size()},
                           {"threads", threads_json(threads)},
-                          {"engine_level_speedup", engine_on / engine_off},
-                          {"engine_level_tokens_per_second", {{"spec_on", engine_on}, {"spec_off", engine_off}}},
-                          {"actors_c1_over_engine_level", actors_c1 > 0 ? actors_c1 / (engine_on / engine_off) : 0.0},
                           {"levels", rows}};
   if (json) {
     print_json(out);

@@ -4,14 +4,14 @@
 // back for a fixed window (steady state: every client busy for all of it); measured per
 // mode in the same run: speculation off, speculation on (adaptive K), and speculation on
 // without lane overlap. Reports aggregate tokens/s, time to
-// first token and inter-token latency p50/p99, and the engine-level speedup of the
-// same prompts without actors, for the concurrency-1 comparison.
+// first token and inter-token latency p50/p99. `specd generate` and `bench --spec` run
+// the same Engine, so concurrency 1 is their single-request figure.
 #include <CLI/CLI.hpp>
 
 #include <string>
 #include <vector>
 
-#include "tools/specd/model_pair.hpp"
+#include "tools/specd/pair_options.hpp"
 
 namespace specd::cli {
 

@@ -6,7 +6,7 @@
 
 #include <cstdint>
 
-#include "tools/specd/model_pair.hpp"
+#include "tools/specd/pair_options.hpp"
 
 namespace specd::cli {
 

@@ -1,22 +1,17 @@
-// `specd generate`: one request, speculative by default on the default pair, or
-// target-only (--no-spec, or a non-default target without a draft).
-#include <ATen/Parallel.h>
-
+// `specd generate`: one request through the Engine (the server's actors and rounds),
+// speculative by default on the default pair, or target-only (--no-spec, or a
+// non-default target without a draft).
 #include <cstdio>
 #include <iostream>
 #include <optional>
 
 #include "engine/chat_template.hpp"
-#include "engine/checkpoint.hpp"
-#include "engine/cost_calibration.hpp"
 #include "engine/errors.hpp"
-#include "engine/kv_cache.hpp"
-#include "engine/llama_model.hpp"
-#include "engine/spec_generation.hpp"
 #include "engine/tokenizer.hpp"
 #include "tools/specd/chat_messages.hpp"
 #include "tools/specd/cli_common.hpp"
-#include "tools/specd/model_pair.hpp"
+#include "tools/specd/engine_runner.hpp"
+#include "tools/specd/pair_options.hpp"
 
 namespace specd::cli {
 
@@ -58,51 +53,51 @@ void run_generate(const GenerateArgs& a, bool has_system) {
     messages = chat_messages(a, has_system);
     (void)chat->render(messages);  // validates the roles
   }
-  ModelPair pair = load_pair(a.pair);
-  SpecRequest request;
+  const PairChoice pair = choose_pair(a.pair);
+  EngineRunner runner(pair.engine);
+  const Tokenizer& tokenizer = *runner.engine().tokenizer();
+  GenerateRequest request;
   if (chat) {
-    request.prompt = chat->encode(messages, *pair.tokenizer);
+    request.prompt_ids = chat->encode(messages, tokenizer);
   } else {
-    request.prompt = a.prompt_ids.empty() ? pair.tokenizer->encode(a.prompt, true) : parse_id_list(a.prompt_ids);
+    request.prompt_ids = a.prompt_ids.empty() ? tokenizer.encode(a.prompt, true) : parse_id_list(a.prompt_ids);
   }
   request.sampling = a.sampling;
   request.max_tokens = a.max_tokens;
-  request.eos_ids = pair.tokenizer->eos_ids();
   request.stop = a.stop;
   request.spec = pair.spec;
-  SpecModels models = pair.models();
-  CostMeter meter;
-  if (request.spec.enabled && request.spec.adaptive) {  // lookup rows are planned from the verify curve alone
-    meter.rounds = calibrate_round_costs(models, {1, request.spec.k_max, 1.0});
-  }
-  SpecResult r = generate_speculative(models, {request}, pair.tokenizer.get(), &meter).front();
+  const GenerateResult r = runner.generate(request);
 
-  const double total = r.prefill_seconds + r.decode_seconds;
-  const auto n = static_cast<double>(r.tokens.size());
+  // Prefill: admission to the first burst; decode: the first burst to the end.
+  const double prefill_seconds = (r.timings.first_token_ms - r.timings.queued_ms) / 1e3;
+  const double decode_seconds = (r.timings.total_ms - r.timings.first_token_ms) / 1e3;
+  const double total = prefill_seconds + decode_seconds;
+  const auto n = static_cast<double>(r.token_ids.size());
   const double tokens_per_second = total > 0 ? n / total : 0;
-  const double decode_tps = r.decode_seconds > 0 && n > 1 ? (n - 1) / r.decode_seconds : 0;
+  const double decode_tps = decode_seconds > 0 && n > 1 ? (n - 1) / decode_seconds : 0;
+  const std::string mode = mode_description(pair.spec);
   if (a.json) {
     boost::json::object out{{"text", r.text},
-                            {"token_ids", boost::json::array(r.tokens.begin(), r.tokens.end())},
-                            {"prompt_tokens", request.prompt.size()},
-                            {"completion_tokens", r.tokens.size()},
+                            {"token_ids", boost::json::array(r.token_ids.begin(), r.token_ids.end())},
+                            {"prompt_tokens", r.usage.prompt_tokens},
+                            {"completion_tokens", r.usage.completion_tokens},
                             {"tokens_per_second", tokens_per_second},
                             {"decode_tokens_per_second", decode_tps},
-                            {"prefill_ms", r.prefill_seconds * 1e3},
-                            {"decode_ms", r.decode_seconds * 1e3},
+                            {"prefill_ms", prefill_seconds * 1e3},
+                            {"decode_ms", decode_seconds * 1e3},
                             {"finish_reason", finish_reason_name(r.finish_reason)},
-                            {"mode", pair.mode_description()},
-                            {"threads", threads_json(pair.threads)}};
-    if (request.spec.enabled) out["spec"] = spec_json(r.stats);
+                            {"mode", mode},
+                            {"threads", threads_json(runner.engine().thread_policy())}};
+    if (request.spec.enabled) out["spec"] = spec_json(r.spec);
     print_json(out);
     return;
   }
   std::cout << r.text << "\n";
-  std::fprintf(stderr, "[%s; %zu prompt tokens, %zu generated in %.3f s: %.1f tokens/s (decode %.1f tokens/s), finish %s",
-               pair.mode_description().c_str(), request.prompt.size(), r.tokens.size(), total, tokens_per_second,
+  std::fprintf(stderr, "[%s; %d prompt tokens, %zu generated in %.3f s: %.1f tokens/s (decode %.1f tokens/s), finish %s",
+               mode.c_str(), r.usage.prompt_tokens, r.token_ids.size(), total, tokens_per_second,
                decode_tps, finish_reason_name(r.finish_reason));
   if (request.spec.enabled) {
-    std::fprintf(stderr, "; acceptance %.1f%%, %.2f tokens/round", 100 * r.stats.acceptance_rate(), r.stats.tokens_per_round());
+    std::fprintf(stderr, "; acceptance %.1f%%, %.2f tokens/round", 100 * r.spec.acceptance_rate(), r.spec.tokens_per_round());
   }
   std::fprintf(stderr, "]\n");
 }

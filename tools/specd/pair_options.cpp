@@ -1,14 +1,8 @@
-#include "tools/specd/model_pair.hpp"
+#include "tools/specd/pair_options.hpp"
 
 #include <ATen/Parallel.h>
 
-#include "engine/checkpoint.hpp"
 #include "engine/kernels/kernel_threads.hpp"
-#include "engine/draft_compat.hpp"
-#include "engine/errors.hpp"
-#include "engine/kv_cache.hpp"
-#include "engine/llama_model.hpp"
-#include "engine/tokenizer.hpp"
 #include "tools/specd/cli_common.hpp"
 
 namespace specd::cli {
@@ -17,15 +11,7 @@ namespace fs = std::filesystem;
 
 constexpr int32_t kMaxK = 16;
 
-ModelPair::ModelPair() = default;
-ModelPair::~ModelPair() = default;
-ModelPair::ModelPair(ModelPair&&) noexcept = default;
-
-SpecModels ModelPair::models() {
-  return SpecModels{*target, *target_cache, draft.get(), draft_cache.get()};
-}
-
-std::string ModelPair::mode_description() const {
+std::string mode_description(const SpecSettings& spec) {
   if (!spec.enabled) return "target-only";
   const std::string k = spec.adaptive ? "auto" : std::to_string(spec.k);
   return std::string("speculative, drafter ") + drafter_name(spec.drafter) + ", k " + k;
@@ -82,37 +68,28 @@ boost::json::object threads_json(const ThreadPolicy& p) {
   return out;
 }
 
-ModelPair load_pair(const PairArgs& a) {
-  ModelPair p;
-  p.threads = apply_cli_thread_policy(a.threads);
+PairChoice choose_pair(const PairArgs& a) {
+  PairChoice p;
   parse_k(a.k, p.spec);
+  p.spec.k_max = std::max(p.spec.k_max, p.spec.k);
   p.spec.drafter = a.drafter == "lookup" ? DrafterKind::lookup : DrafterKind::model;
   const bool default_target = a.model.empty() || fs::weakly_canonical(a.model) == fs::weakly_canonical(default_target_dir());
-  p.target_dir = a.model.empty() ? default_target_dir() : fs::path(a.model);
+  p.engine.target_dir = a.model.empty() ? default_target_dir() : fs::path(a.model);
   if (!a.no_spec && p.spec.drafter == DrafterKind::model) {
     if (!a.draft.empty()) {
-      p.draft_dir = a.draft;
+      p.engine.draft_dir = a.draft;
     } else if (default_target) {
-      p.draft_dir = default_models_dir() / "draft";
+      p.engine.draft_dir = default_models_dir() / "draft";
     }
   }
-  p.spec.enabled = !a.no_spec && (p.spec.drafter == DrafterKind::lookup || !p.draft_dir.empty());
-  p.tokenizer = load_tokenizer(p.target_dir);
-  p.target = load_model(p.target_dir);
-  if (p.tokenizer->vocab_size() > p.target->config().vocab_size) {
-    throw SpecdError(ErrorCode::bad_value, p.target_dir.string() + ": tokenizer vocabulary (" +
-                                               std::to_string(p.tokenizer->vocab_size()) + ") exceeds the model's (" +
-                                               std::to_string(p.target->config().vocab_size) + ")");
-  }
-  const int64_t max_seq = std::min<int64_t>(a.max_seq_len, p.target->config().max_position_embeddings);
-  p.target_cache = std::make_unique<KvCache>(p.target->config(), a.slots, max_seq);
-  if (!p.draft_dir.empty()) {
-    p.draft = load_model(p.draft_dir);
-    check_draft_compatible(p.target_dir, p.target->config(), *p.tokenizer, p.draft_dir, p.draft->config(),
-                           *load_tokenizer(p.draft_dir));
-    p.draft_cache = std::make_unique<KvCache>(p.draft->config(), a.slots,
-                                              std::min<int64_t>(max_seq, p.draft->config().max_position_embeddings));
-  }
+  p.spec.enabled = !a.no_spec && (p.spec.drafter == DrafterKind::lookup || !p.engine.draft_dir.empty());
+  p.engine.max_seq_len = a.max_seq_len;
+  p.engine.threads = a.threads;
+  p.engine.k_max = std::max(p.engine.k_max, p.spec.k_max);
+  // One request at a time: a few slots, and the planner's costs measured only when K is
+  // planned (calibration takes a second per lane).
+  p.engine.max_batch = 4;
+  p.engine.calibration_seconds = p.spec.enabled && p.spec.adaptive ? 1.0 : 0.0;
   return p;
 }
 

@@ -1,0 +1,46 @@
+#pragma once
+// The command line's model-pair options and the rules of `specd generate`: the default
+// target pairs with the default draft; any other target runs target-only unless --draft
+// or --drafter lookup is given. The models themselves are loaded and checked by the
+// Engine (actors/engine.hpp), the one place that does it for the CLI and the server.
+#include <CLI/CLI.hpp>
+#include <boost/json/object.hpp>
+
+#include <filesystem>
+#include <string>
+
+#include "actors/engine.hpp"
+#include "engine/spec_settings.hpp"
+#include "gpu/thread_policy.hpp"
+
+namespace specd::cli {
+
+struct PairArgs {
+  std::string model, draft, k = "4", drafter = "model";
+  bool no_spec = false;
+  int64_t max_seq_len = 1024;
+  int threads = 0;
+};
+
+void add_pair_options(CLI::App& cmd, PairArgs& args);
+
+// What the options select: the engine's models and the requests' speculation.
+struct PairChoice {
+  EngineConfig engine;  // target_dir, draft_dir (empty: none), max_seq_len, threads
+  SpecSettings spec;    // enabled == false: target-only
+};
+// Throws CLI::ValidationError for a bad --k.
+PairChoice choose_pair(const PairArgs& args);
+
+// "target-only" or "speculative, drafter model, k 4".
+std::string mode_description(const SpecSettings& spec);
+
+// The thread policy of the commands that compute on their own thread (the model and
+// kernel benchmarks): chosen, applied to libtorch and OpenBLAS, returned.
+ThreadPolicy apply_cli_thread_policy(int threads);
+boost::json::object threads_json(const ThreadPolicy& policy);
+
+// "4" -> fixed K 4; "auto" -> adaptive. Throws CLI::ValidationError otherwise.
+void parse_k(const std::string& text, SpecSettings& spec);
+
+}  // namespace specd::cli
