@@ -173,19 +173,24 @@ TEST_CASE("free permits are lent call by call, and never while a lane waits for 
   // nothing more is lent, so the borrower's next call runs on its own thread and the
   // waiter gets the permit given back.
   CHECK(permits.borrow(1) == 1);
-  std::atomic<bool> draft_ran{false};
+  std::atomic<bool> draft_ran{false}, draft_may_end{false};
   std::thread draft([&] {
     const int n = permits.acquire(1);
     draft_ran = true;
+    while (!draft_may_end) std::this_thread::yield();  // holds its permit until told
     permits.release(n);
   });
   const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   while (permits.waiting() == 0 && std::chrono::steady_clock::now() < until) std::this_thread::yield();
   REQUIRE(permits.waiting() == 1);
   permits.give_back(1);
-  CHECK(permits.borrow(1) == 0);  // free, but promised to the waiter
-  draft.join();
+  // Free but promised to the waiter, or already its: either way nothing to lend.
+  CHECK(permits.borrow(1) == 0);
+  while (!draft_ran && std::chrono::steady_clock::now() < until) std::this_thread::yield();
   CHECK(draft_ran.load());
+  CHECK(permits.borrow(1) == 0);  // the draft lane holds it now
+  draft_may_end = true;
+  draft.join();
   permits.release(1);
   CHECK(permits.borrow(2) == 2);  // both lanes idle
   permits.give_back(2);
