@@ -138,7 +138,7 @@ SpecRequest Engine::Impl::prepare(const GenerateRequest& r) const {
   if (!r.ignore_eos) out.eos_ids = tokenizer->eos_ids();
   out.stop = r.stop;
   out.spec = r.spec;
-  if (out.spec.k > config.k_max || (out.spec.adaptive && out.spec.k_max > config.k_max)) {
+  if (out.spec.enabled && (out.spec.k > config.k_max || (out.spec.adaptive && out.spec.k_max > config.k_max))) {
     throw SpecdError(ErrorCode::invalid_argument, "K above the engine's limit of " + std::to_string(config.k_max));
   }
   validate_request(out, static_cast<int32_t>(target->config().vocab_size), config.max_seq_len, true);
@@ -182,7 +182,7 @@ RequestHandle Engine::submit(GenerateRequest request, BurstHandler on_burst, Don
       refuse(ErrorCode::overloaded, "the scheduler's mailbox is full");
     }
   } catch (const SpecdError& e) {
-    refuse(e.code(), e.what());
+    refuse(e.code(), e.message());
   }
   return RequestHandle(actor);
 }

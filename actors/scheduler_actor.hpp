@@ -19,7 +19,7 @@
 #include "actors/reply.hpp"
 #include "engine/adaptive_k.hpp"
 #include "engine/batch_k_planner.hpp"
-#include "engine/spec_generation.hpp"
+#include "engine/spec_request.hpp"
 
 namespace specd {
 class TraceRecorder;

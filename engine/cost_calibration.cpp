@@ -145,11 +145,4 @@ int32_t calibrate_draft_steps(LlamaModel& draft, KvCache& cache, RoundCostModel&
                  [&](int32_t rows, int32_t, double s) { out.observe_draft_step(rows, s); });
 }
 
-RoundCostModel calibrate_round_costs(SpecModels& m, CalibrationLimits limits) {
-  RoundCostModel costs(limits.max_rows, limits.k_max);
-  calibrate_verify(m.target, m.target_cache, costs, limits);
-  if (m.draft) calibrate_draft_steps(*m.draft, *m.draft_cache, costs, limits);
-  return costs;
-}
-
 }  // namespace specd

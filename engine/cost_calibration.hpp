@@ -13,7 +13,6 @@ namespace specd {
 class KvCache;
 class LlamaModel;
 class RoundCostModel;
-struct SpecModels;
 
 struct CalibrationLimits {
   int32_t max_rows = 32;       // up to the KV slots available
@@ -25,9 +24,5 @@ struct CalibrationLimits {
 // Returns the number of shapes measured.
 int32_t calibrate_verify(LlamaModel& target, KvCache& cache, RoundCostModel& out, CalibrationLimits limits);
 int32_t calibrate_draft_steps(LlamaModel& draft, KvCache& cache, RoundCostModel& out, CalibrationLimits limits);
-
-// Both on the calling thread, for single-threaded drivers (generate_speculative's
-// CostMeter::rounds). The draft part is skipped without a draft model.
-RoundCostModel calibrate_round_costs(SpecModels& models, CalibrationLimits limits);
 
 }  // namespace specd

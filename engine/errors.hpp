@@ -43,11 +43,13 @@ const char* error_code_name(ErrorCode code);
 class SpecdError : public std::runtime_error {
  public:
   SpecdError(ErrorCode code, const std::string& message)
-      : std::runtime_error(std::string(error_code_name(code)) + ": " + message), code_(code) {}
+      : std::runtime_error(std::string(error_code_name(code)) + ": " + message), code_(code), message_(message) {}
   ErrorCode code() const { return code_; }
+  const std::string& message() const { return message_; }  // what() without the code
 
  private:
   ErrorCode code_;
+  std::string message_;
 };
 
 }  // namespace specd

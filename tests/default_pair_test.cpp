@@ -6,10 +6,9 @@
 #include <map>
 
 #include "engine/checkpoint.hpp"
-#include "engine/generation.hpp"
+#include "tests/support/generation_drivers.hpp"
 #include "engine/kv_cache.hpp"
 #include "engine/llama_model.hpp"
-#include "engine/spec_generation.hpp"
 #include "engine/tokenizer.hpp"
 #include "tests/support/joint_distribution.hpp"
 

@@ -7,7 +7,7 @@
 #include <cmath>
 
 #include "engine/errors.hpp"
-#include "engine/generation.hpp"
+#include "tests/support/generation_drivers.hpp"
 #include "engine/kv_cache.hpp"
 #include "engine/llama_model.hpp"
 #include "engine/sampling.hpp"

@@ -12,7 +12,7 @@
 
 #include "engine/checkpoint.hpp"
 #include "engine/errors.hpp"
-#include "engine/generation.hpp"
+#include "tests/support/generation_drivers.hpp"
 #include "engine/kv_cache.hpp"
 #include "engine/llama_model.hpp"
 #include "engine/tokenizer.hpp"

@@ -6,11 +6,10 @@
 #include <map>
 
 #include "engine/errors.hpp"
-#include "engine/generation.hpp"
+#include "tests/support/generation_drivers.hpp"
 #include "engine/kv_cache.hpp"
 #include "engine/prefill.hpp"
 #include "engine/round_cost_model.hpp"
-#include "engine/spec_generation.hpp"
 #include "engine/speculative_round.hpp"
 #include "tests/support/joint_distribution.hpp"
 #include "tests/support/spec_pairs.hpp"

@@ -19,7 +19,7 @@
 
 #include "actors/engine.hpp"
 #include "engine/checkpoint.hpp"
-#include "engine/generation.hpp"
+#include "tests/support/generation_drivers.hpp"
 #include "engine/kv_cache.hpp"
 #include "engine/llama_model.hpp"
 #include "engine/tokenizer.hpp"

@@ -10,7 +10,7 @@
 #include "engine/kv_cache.hpp"
 #include "engine/llama_model.hpp"
 #include "engine/sampling.hpp"
-#include "engine/spec_generation.hpp"
+#include "tests/support/generation_drivers.hpp"
 #include "tests/support/chi_square.hpp"
 
 namespace specd::testing {

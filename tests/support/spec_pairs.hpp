@@ -8,7 +8,7 @@
 #include <memory>
 
 #include "engine/kv_cache.hpp"
-#include "engine/spec_generation.hpp"
+#include "tests/support/generation_drivers.hpp"
 #include "tests/support/tiny_models.hpp"
 
 namespace specd::testing {

@@ -1,21 +1,22 @@
 // specd_pair_report: measures a draft/target pair on this machine. Prints JSON with
 // each model's single-sequence decode ms/token, their ratio c, and the greedy
-// acceptance of K-token draft proposals (speculative greedy, one request) on
-// held-out prompts taken from the end of the corpus.
+// acceptance of K-token draft proposals (speculative greedy through the Engine, one
+// request at a time) on held-out prompts taken from the end of the corpus.
 #include <ATen/ATen.h>
 #include <CLI/CLI.hpp>
 #include <torch/csrc/autograd/grad_mode.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
 
+#include "actors/engine_runner.hpp"
 #include "engine/checkpoint.hpp"
 #include "engine/cost_probe.hpp"
-#include "engine/kv_cache.hpp"
+#include "engine/kernels/kernel_threads.hpp"
 #include "engine/llama_model.hpp"
-#include "engine/spec_generation.hpp"
 #include "engine/tokenizer.hpp"
 
 namespace fs = std::filesystem;
@@ -66,35 +67,45 @@ int main(int argc, char** argv) {
   app.add_option("--threads", a.threads)->capture_default_str()->check(CLI::Range(1, 256));
   CLI11_PARSE(app, argc, argv);
   try {
-    at::set_num_threads(a.threads);
+    at::set_num_threads(1);
     torch::InferenceMode guard;
-    auto target = load_model(a.target), draft = load_model(a.draft);
-    auto tok = load_tokenizer(a.target);
-    const double target_ms = 1e3 * measure_decode_step_seconds(*target, a.timing_tokens);
-    const double draft_ms = 1e3 * measure_decode_step_seconds(*draft, a.timing_tokens);
-    const auto prompts = heldout_prompts(a, *tok);
-    std::vector<SpecRequest> requests;
+    int64_t target_parameters = 0, draft_parameters = 0;
+    double target_ms = 0, draft_ms = 0;
+    {
+      kernels::KernelThreads pool(a.threads);  // the step timings on a.threads kernel threads
+      kernels::KernelThreads::set_current(&pool);
+      auto target = load_model(a.target), draft = load_model(a.draft);
+      target_ms = 1e3 * measure_decode_step_seconds(*target, a.timing_tokens);
+      draft_ms = 1e3 * measure_decode_step_seconds(*draft, a.timing_tokens);
+      target_parameters = target->parameter_count();
+      draft_parameters = draft->parameter_count();
+      kernels::KernelThreads::set_current(nullptr);
+    }
+    EngineConfig config;
+    config.target_dir = a.target;
+    config.draft_dir = a.draft;
+    config.max_batch = 1;
+    config.max_seq_len = a.prompt_tokens + a.new_tokens + 1;
+    config.threads = a.threads;
+    config.k_max = std::max(config.k_max, a.k);
+    config.calibration_seconds = 0;  // fixed K
+    EngineRunner runner(config);
+    const auto prompts = heldout_prompts(a, *runner.engine().tokenizer());
+    // One request at a time: the single-sequence figure, as the issue asks.
+    SpecStats acc;
     for (const auto& p : prompts) {
-      SpecRequest r;
-      r.prompt = p;
+      GenerateRequest r;
+      r.prompt_ids = p;
       r.max_tokens = a.new_tokens;
       r.spec.k = a.k;
-      requests.push_back(r);
-    }
-    // One request at a time: the single-sequence figure, as the issue asks.
-    KvCache target_cache(target->config(), 1, a.prompt_tokens + a.new_tokens + 1);
-    KvCache draft_cache(draft->config(), 1, a.prompt_tokens + a.new_tokens + 1);
-    SpecModels models{*target, target_cache, draft.get(), &draft_cache};
-    SpecStats acc;
-    for (const auto& r : requests) {
-      acc.add(generate_speculative(models, {r}, nullptr).front().stats);
+      acc.add(runner.generate(std::move(r)).spec);
     }
     std::printf(
         "{\"target_parameters\": %lld, \"draft_parameters\": %lld, \"threads\": %d, \"target_decode_ms\": %.3f, "
         "\"draft_decode_ms\": %.3f, \"c\": %.4f, \"k\": %d, \"prompts\": %zu, \"rounds\": %lld, \"drafted\": %lld, "
         "\"accepted\": %lld, \"rejections\": %lld, \"acceptance_rate\": %.4f, \"alpha\": %.4f, "
         "\"tokens_per_round\": %.3f}\n",
-        static_cast<long long>(target->parameter_count()), static_cast<long long>(draft->parameter_count()), a.threads,
+        static_cast<long long>(target_parameters), static_cast<long long>(draft_parameters), a.threads,
         target_ms, draft_ms, draft_ms / target_ms, a.k, prompts.size(), static_cast<long long>(acc.rounds),
         static_cast<long long>(acc.drafted), static_cast<long long>(acc.accepted),
         static_cast<long long>(acc.rejections), acc.acceptance_rate(), acc.alpha(), acc.tokens_per_round());

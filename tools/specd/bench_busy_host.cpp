@@ -17,7 +17,7 @@
 #include "engine/errors.hpp"
 #include "engine/tokenizer.hpp"
 #include "tools/specd/cli_common.hpp"
-#include "tools/specd/engine_runner.hpp"
+#include "actors/engine_runner.hpp"
 
 extern char** environ;
 

@@ -22,7 +22,7 @@
 #include "tools/specd/bench_kernels.hpp"
 #include "tools/specd/bench_model.hpp"
 #include "tools/specd/cli_common.hpp"
-#include "tools/specd/engine_runner.hpp"
+#include "actors/engine_runner.hpp"
 #include "tools/specd/pair_options.hpp"
 
 namespace specd::cli {

@@ -10,7 +10,7 @@
 #include "engine/tokenizer.hpp"
 #include "tools/specd/chat_messages.hpp"
 #include "tools/specd/cli_common.hpp"
-#include "tools/specd/engine_runner.hpp"
+#include "actors/engine_runner.hpp"
 #include "tools/specd/pair_options.hpp"
 
 namespace specd::cli {

@@ -1,6 +1,7 @@
 #pragma once
-// The Engine for the command line: its own io thread, and a blocking generate(), so
-// `specd generate` and `specd bench` run the same actors and rounds as `specd serve`.
+// The Engine for programs without an event loop of their own (the command line, the
+// pair report): its own io thread and a blocking generate(), so they run the same
+// actors and rounds as `specd serve`. Call from any thread but its own.
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 
@@ -9,7 +10,7 @@
 
 #include "actors/engine.hpp"
 
-namespace specd::cli {
+namespace specd {
 
 class EngineRunner {
  public:
@@ -31,4 +32,4 @@ class EngineRunner {
   std::optional<Engine> engine_;
 };
 
-}  // namespace specd::cli
+}  // namespace specd

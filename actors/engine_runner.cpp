@@ -1,9 +1,9 @@
-#include "tools/specd/engine_runner.hpp"
+#include "actors/engine_runner.hpp"
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/use_future.hpp>
 
-namespace specd::cli {
+namespace specd {
 
 EngineRunner::EngineRunner(EngineConfig config)
     : work_(boost::asio::make_work_guard(io_)), thread_([this] { io_.run(); }) {
@@ -41,4 +41,4 @@ EngineSnapshot EngineRunner::snapshot() {
   return boost::asio::co_spawn(io_, ask, boost::asio::use_future).get();
 }
 
-}  // namespace specd::cli
+}  // namespace specd

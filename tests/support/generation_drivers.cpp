@@ -1,9 +1,10 @@
-#include "engine/spec_generation.hpp"
+#include "tests/support/generation_drivers.hpp"
 
 #include <ATen/ATen.h>
 #include <torch/csrc/autograd/grad_mode.h>
 
 #include <algorithm>
+#include <string>
 #include <chrono>
 #include <memory>
 #include <optional>
@@ -17,23 +18,6 @@
 #include "engine/tokenizer.hpp"
 
 namespace specd {
-
-void CostMeter::observe(const RoundResult& round, double round_seconds, std::span<SpecSequence* const> batch) {
-  for (size_t i = 0; i < batch.size() && i < round.rows.size(); ++i) {
-    if (round.rows[i].drafted > 0) acceptance.observe(batch[i]->spec.drafter, round.rows[i].drafted, round.rows[i].accepted);
-  }
-  if (rounds) {
-    record_round_costs(*rounds, round);
-    if (round_seconds > 0) rounds->observe_overhead(std::max(0.0, round_seconds - round.draft_seconds - round.verify_phase_seconds));
-  }
-  // Exponential averages: recent rounds matter most, one outlier does not swing K.
-  constexpr double w = 0.1;
-  if (round.draft_steps > 0) {
-    const double step = round.draft_seconds / round.draft_steps;
-    draft_step_seconds = draft_step_seconds > 0 ? (1 - w) * draft_step_seconds + w * step : step;
-  }
-  verify_seconds = verify_seconds > 0 ? (1 - w) * verify_seconds + w * round.verify_seconds : round.verify_seconds;
-}
 
 namespace {
 
@@ -78,26 +62,6 @@ bool accept_burst(Active& a, const SpecRequest& req, SpecResult& res, const std:
 }
 
 }  // namespace
-
-void validate_request(const SpecRequest& r, int32_t vocab_size, int64_t max_seq_len, bool has_tokenizer) {
-  validate(r.sampling);
-  if (!r.stop.empty() && !has_tokenizer) {
-    throw SpecdError(ErrorCode::invalid_argument, "stop strings need a tokenizer to match text");
-  }
-  for (const auto& s : r.stop) {
-    if (s.empty()) throw SpecdError(ErrorCode::invalid_argument, "a stop string is empty");
-  }
-  if (r.prompt.empty()) throw SpecdError(ErrorCode::invalid_argument, "the prompt has no tokens");
-  if (r.max_tokens < 1) throw SpecdError(ErrorCode::invalid_argument, "max_tokens must be >= 1");
-  if (r.spec.k < 0 || r.spec.k_max < 0) throw SpecdError(ErrorCode::invalid_argument, "K must be >= 0");
-  if (static_cast<int64_t>(r.prompt.size()) >= max_seq_len) {
-    throw SpecdError(ErrorCode::out_of_capacity, "prompt of " + std::to_string(r.prompt.size()) +
-                                                     " tokens does not fit max_seq_len " + std::to_string(max_seq_len));
-  }
-  for (int32_t id : r.prompt) {
-    if (id < 0 || id >= vocab_size) throw SpecdError(ErrorCode::invalid_argument, "prompt id " + std::to_string(id) + " outside the vocabulary");
-  }
-}
 
 namespace {
 
@@ -208,6 +172,73 @@ std::vector<SpecResult> generate_speculative(SpecModels& m, const std::vector<Sp
     throw;
   }
   return results;
+}
+
+// ---- target-only reference ----
+
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+// Releases the slot on every exit path, including exceptions.
+struct SlotLease {
+  KvCache& cache;
+  int32_t slot;
+  ~SlotLease() { cache.release(slot); }
+};
+
+at::Tensor last_logits(LlamaModel& model, KvCache& cache, int32_t slot, const std::vector<int32_t>& ids) {
+  ForwardBatch batch{at::tensor(ids, at::kInt).to(at::kLong).unsqueeze(0), {slot},
+                     {static_cast<int64_t>(ids.size())}};
+  return model.forward(batch, cache, LogitsFor::last_position)[0];
+}
+
+}  // namespace
+
+GenerationResult generate_target_only(LlamaModel& model, KvCache& cache, const GenerationRequest& request,
+                                      const TokenCallback& on_token) {
+  validate(request.sampling);
+  if (request.prompt.empty()) throw SpecdError(ErrorCode::invalid_argument, "the prompt has no tokens");
+  if (request.max_tokens < 1) throw SpecdError(ErrorCode::invalid_argument, "max_tokens must be >= 1");
+  if (static_cast<int64_t>(request.prompt.size()) >= cache.max_seq_len()) {
+    throw SpecdError(ErrorCode::out_of_capacity, "prompt of " + std::to_string(request.prompt.size()) +
+                                                     " tokens does not fit max_seq_len " +
+                                                     std::to_string(cache.max_seq_len()));
+  }
+  auto slot = cache.allocate();
+  if (!slot) throw SpecdError(ErrorCode::out_of_capacity, "no free KV cache slot");
+  SlotLease lease{cache, *slot};
+  torch::InferenceMode inference;
+  Rng rng(request.sampling.seed);
+  GenerationResult result;
+  std::vector<int32_t> context = request.prompt;
+
+  auto t0 = Clock::now();
+  at::Tensor logits = last_logits(model, cache, *slot, request.prompt);
+  result.prefill_seconds = seconds_since(t0);
+  auto t1 = Clock::now();
+  while (true) {
+    const int32_t token = sample_token(logits, request.sampling, context, rng);
+    result.tokens.push_back(token);
+    context.push_back(token);
+    const bool eos = std::find(request.eos_ids.begin(), request.eos_ids.end(), token) != request.eos_ids.end();
+    const bool keep_going = !on_token || on_token(token);
+    if (eos || !keep_going) {
+      result.finish_reason = FinishReason::stop;
+      break;
+    }
+    if (static_cast<int32_t>(result.tokens.size()) >= request.max_tokens ||
+        cache.length(*slot) + 1 > cache.max_seq_len()) {
+      result.finish_reason = FinishReason::length;
+      break;
+    }
+    logits = last_logits(model, cache, *slot, {token});
+  }
+  result.decode_seconds = seconds_since(t1);
+  return result;
 }
 
 }  // namespace specd

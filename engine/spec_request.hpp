@@ -1,16 +1,14 @@
 #pragma once
-// Generation of a batch of requests with speculative rounds: target prefill of each
-// prompt (its logits give the first token), then rounds until every request stops.
-// Stop conditions (EOS ids, stop strings, max_tokens) apply to accepted tokens only,
-// in order; the rest of a round's burst is dropped. With speculation off for a row,
-// its rounds are plain batched target steps, so one driver serves both paths.
+// A request as the scheduler runs it (token ids, sampling, limits, speculation), its
+// validation, and the measured costs that adaptive K and the batch planner read.
 #include <cstdint>
 #include <string>
 #include <optional>
 #include <span>
 #include <vector>
 
-#include "engine/generation.hpp"
+#include "engine/finish_reason.hpp"
+#include "engine/sampling.hpp"
 #include "engine/round_cost_model.hpp"
 #include "engine/speculative_round.hpp"
 
@@ -25,15 +23,6 @@ struct SpecRequest {
   std::vector<int32_t> eos_ids;
   std::vector<std::string> stop;  // stop strings; needs a tokenizer
   SpecSettings spec;
-};
-
-struct SpecResult {
-  std::vector<int32_t> tokens;  // generated ids (an EOS that stopped generation is kept)
-  std::string text;             // decoded text, cut before a stop string (empty without tokenizer)
-  FinishReason finish_reason = FinishReason::length;
-  SpecStats stats;
-  double prefill_seconds = 0;
-  double decode_seconds = 0;
 };
 
 // Throws SpecdError naming the first bad field: sampling values, empty prompt or stop
@@ -57,11 +46,5 @@ struct CostMeter {
   // round's rows in order, for the per-drafter acceptance (empty: not recorded).
   void observe(const RoundResult& round, double round_seconds = 0, std::span<SpecSequence* const> batch = {});
 };
-
-// Runs all requests together (continuous batching inside one call: a finished request
-// leaves the batch, its slots are released). Throws SpecdError for a request that
-// cannot fit (prompt longer than the cache) or when slots run out.
-std::vector<SpecResult> generate_speculative(SpecModels& models, const std::vector<SpecRequest>& requests,
-                                             const Tokenizer* tokenizer, CostMeter* meter = nullptr);
 
 }  // namespace specd

@@ -1,0 +1,66 @@
+#pragma once
+// Test drivers of the engine's parts without the actors:
+// - generate_target_only: one request, one model step per token. The independent
+//   reference that speculative decoding must reproduce exactly (greedy) or in
+//   distribution (sampling).
+// - generate_speculative: a batch of requests through speculative_round() directly,
+//   for the round's losslessness across K, batch mixes and prompt lengths on in-memory
+//   models (the Engine needs checkpoint directories and a tokenizer).
+// Programs run requests through the Engine (actors/engine.hpp); these exist for tests.
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "engine/finish_reason.hpp"
+#include "engine/sampling.hpp"
+#include "engine/spec_request.hpp"
+#include "engine/speculative_round.hpp"
+
+namespace specd {
+
+class LlamaModel;
+class KvCache;
+
+struct GenerationRequest {
+  std::vector<int32_t> prompt;  // token ids, BOS included if the model wants it
+  SamplingParams sampling;
+  int32_t max_tokens = 128;
+  std::vector<int32_t> eos_ids;  // generation stops after emitting one (it is kept in tokens)
+};
+
+struct GenerationResult {
+  std::vector<int32_t> tokens;  // generated ids, not including the prompt
+  FinishReason finish_reason = FinishReason::length;
+  double prefill_seconds = 0;
+  double decode_seconds = 0;  // from the first generated token to the last
+};
+
+// Called after each generated token; return false to stop early.
+using TokenCallback = std::function<bool(int32_t token)>;
+
+// Runs on a free slot of `cache` and releases it before returning. A prompt that does
+// not fit the cache is SpecdError(out_of_capacity); generation that reaches
+// max_seq_len ends with finish_reason length.
+GenerationResult generate_target_only(LlamaModel& model, KvCache& cache, const GenerationRequest& request,
+                                      const TokenCallback& on_token = {});
+
+struct SpecResult {
+  std::vector<int32_t> tokens;  // generated ids (an EOS that stopped generation is kept)
+  std::string text;             // decoded text, cut before a stop string (empty without tokenizer)
+  FinishReason finish_reason = FinishReason::length;
+  SpecStats stats;
+  double prefill_seconds = 0;
+  double decode_seconds = 0;
+};
+
+class Tokenizer;
+
+// Runs all requests together (a finished request leaves the batch, its slots are
+// released). Stop conditions (EOS ids, stop strings, max_tokens) apply to accepted
+// tokens only, in order. Throws SpecdError for a request that cannot fit or when
+// slots run out.
+std::vector<SpecResult> generate_speculative(SpecModels& models, const std::vector<SpecRequest>& requests,
+                                             const Tokenizer* tokenizer, CostMeter* meter = nullptr);
+
+}  // namespace specd
