@@ -25,6 +25,7 @@ struct GenerateArgs {
   int32_t max_tokens = 64;
   SamplingParams sampling;
   bool json = false;
+  bool ignore_eos = false;
 };
 
 boost::json::object spec_json(const SpecStats& s) {
@@ -66,6 +67,7 @@ void run_generate(const GenerateArgs& a, bool has_system) {
   request.max_tokens = a.max_tokens;
   request.stop = a.stop;
   request.spec = pair.spec;
+  request.ignore_eos = a.ignore_eos;
   const GenerateResult r = runner.generate(request);
 
   // Prefill: admission to the first burst; decode: the first burst to the end.
@@ -129,6 +131,7 @@ void add_generate_command(CLI::App& app) {
   cmd->add_option("--repetition-penalty", args->sampling.repetition_penalty, "CTRL-style penalty (1: off)")
       ->capture_default_str()->check(CLI::Range(1e-3, 100.0));
   cmd->add_option("--seed", args->sampling.seed, "sampling seed")->capture_default_str();
+  cmd->add_flag("--ignore-eos", args->ignore_eos, "keep generating past EOS (benchmarks: always max-tokens)");
   cmd->add_flag("--json", args->json, "print one JSON object");
   cmd->callback([args, prompt, ids, messages, system] {
     if (prompt->count() + ids->count() + messages->count() == 0) {
