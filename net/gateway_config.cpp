@@ -170,9 +170,7 @@ GatewayConfig load_gateway_config(const std::filesystem::path& file) {
 
 void validate(const GatewayConfig& c) {
   if (c.port < 0 || c.port > 65535) throw SpecdError(ErrorCode::bad_value, "config: port must be in [0, 65535]");
-  // Two io threads crashed intermittently in ws_session_test (a coroutine frame resumed
-  // after it was freed; see the issue 5 report), one never did: one until that is found.
-  if (c.io_threads != 1) throw SpecdError(ErrorCode::bad_value, "config: io_threads must be 1 for now");
+  if (c.io_threads < 0 || c.io_threads > 1024) throw SpecdError(ErrorCode::bad_value, "config: io_threads must be in [0, 1024]");
   positive(c.max_connections, "max_connections");
   positive(c.max_requests_per_connection, "max_requests_per_connection");
   positive(static_cast<double>(c.max_frame_bytes), "max_frame_bytes");
@@ -195,6 +193,10 @@ void validate(const GatewayConfig& c) {
   if (!(c.protocol.default_temperature >= 0 && c.protocol.default_temperature <= 100)) {
     throw SpecdError(ErrorCode::bad_value, "config: defaults.temperature must be in [0, 100]");
   }
+}
+
+int32_t io_thread_count(const GatewayConfig& c, const CpuLimits& limits) {
+  return c.io_threads > 0 ? c.io_threads : std::max(1, limits.usable());
 }
 
 }  // namespace specd::net

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "actors/engine.hpp"
+#include "gpu/thread_policy.hpp"
 #include "net/protocol.hpp"
 
 namespace specd::net {
@@ -19,7 +20,9 @@ struct GatewayConfig {
   std::string auth_token;           // non-empty: every route needs "Authorization: Bearer <token>"
   std::filesystem::path web_root;   // static files served at /
   std::string model_name = "specd";  // the "model" of OpenAI responses and /v1/models
-  int32_t io_threads = 1;
+  // Threads running the sessions and the engine's actors; 0: one per CPU the process may
+  // use (affinity and cgroup quota, gpu/thread_policy.hpp), at least 1. io_thread_count().
+  int32_t io_threads = 0;
 
   // [limits]
   int32_t max_connections = 256;
@@ -57,5 +60,8 @@ GatewayConfig parse_gateway_config(std::string_view text, const std::filesystem:
 
 // Throws SpecdError(bad_value) for values outside their ranges.
 void validate(const GatewayConfig& config);
+
+// The io threads to run: config.io_threads, or for 0 the CPUs `limits` allow (min 1).
+int32_t io_thread_count(const GatewayConfig& config, const CpuLimits& limits);
 
 }  // namespace specd::net

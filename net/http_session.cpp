@@ -197,6 +197,9 @@ asio::awaitable<void> HttpSession::upgrade(HttpRequest request) {
 }
 
 void HttpSession::on_shutdown(std::chrono::steady_clock::time_point deadline) {
+  // A notice posted just before upgrade() unregistered: the WebSocket session owns the
+  // stream now (stream_ is moved from) and answers its own notice.
+  if (registration_ == 0) return;
   stopping_ = true;
   if (idle_) {
     stream_.cancel();

@@ -38,6 +38,19 @@ TEST_CASE("the committed conf/specd.toml loads with its documented values") {
   CHECK(c.protocol.default_max_tokens == 128);
   CHECK(c.protocol.k_max == 8);
   CHECK(c.shutdown_deadline_seconds == 5);
+  CHECK(c.io_threads == 0);  // automatic: one per usable CPU
+}
+
+TEST_CASE("io_threads: 0 is one per CPU the process may use, at least 1; a number is taken as given") {
+  GatewayConfig c = default_gateway_config();
+  CHECK(c.io_threads == 0);
+  CHECK(io_thread_count(c, CpuLimits{4, std::nullopt}) == 4);
+  CHECK(io_thread_count(c, CpuLimits{8, 2.5}) == 2);  // the cgroup quota's whole CPUs
+  CHECK(io_thread_count(c, CpuLimits{4, 0.5}) == 1);
+  CHECK(io_thread_count(c, CpuLimits{0, std::nullopt}) == 1);
+  CHECK(io_thread_count(c, read_cpu_limits()) == read_cpu_limits().usable());
+  c = parse_gateway_config("[server]\nio_threads = 3\n", "/etc/specd", "test.toml");
+  CHECK(io_thread_count(c, CpuLimits{1, std::nullopt}) == 3);
 }
 
 TEST_CASE("values override defaults; relative paths resolve against the file's directory") {
@@ -65,7 +78,8 @@ TEST_CASE("bad configurations are refused naming the key") {
   CHECK(refusal("[server]\nprot = 80\n") == "bad_value: test.toml: server.prot: unknown key");
   CHECK(refusal("[srv]\nport = 80\n") == "bad_value: test.toml: unknown section [srv]");
   CHECK(refusal("[server]\nport = 70000\n") == "bad_value: config: port must be in [0, 65535]");
-  CHECK(refusal("[server]\nio_threads = 2\n") == "bad_value: config: io_threads must be 1 for now");
+  CHECK(refusal("[server]\nio_threads = 4\n") == "accepted");
+  CHECK(refusal("[server]\nio_threads = -1\n") == "bad_value: config: io_threads must be in [0, 1024]");
   CHECK(refusal("[limits]\nmax_frame_bytes = -1\n") == "bad_value: test.toml: limits.max_frame_bytes: must be >= 0");
   CHECK(refusal("[limits]\nmax_connections = 0\n") == "bad_value: config: max_connections must be > 0");
   CHECK(refusal("[limits]\nfinished_ids_per_connection = -1\n") ==

@@ -6,7 +6,9 @@
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/use_future.hpp>
 
+#include <cstdlib>
 #include <future>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -14,10 +16,19 @@
 
 namespace specd::testing {
 
+// The io threads a test runs: SPECD_TEST_IO_THREADS when set (e.g. 4, for sanitizer runs
+// with sessions and actors resumed on several threads), else the test's own choice.
+inline int test_io_threads(int fallback) {
+  const char* env = std::getenv("SPECD_TEST_IO_THREADS");
+  if (!env || !*env) return fallback;
+  const int n = std::stoi(env);
+  return n > 0 ? n : fallback;
+}
+
 class IoThreads {
  public:
   explicit IoThreads(int threads) : work_(boost::asio::make_work_guard(io_)) {
-    for (int i = 0; i < threads; ++i) threads_.emplace_back([this] { io_.run(); });
+    for (int i = 0, n = test_io_threads(threads); i < n; ++i) threads_.emplace_back([this] { io_.run(); });
   }
   ~IoThreads() {
     work_.reset();

@@ -26,6 +26,7 @@
 #include "net/gateway_config.hpp"
 #include "net/listener.hpp"
 #include "net/ws_client.hpp"
+#include "tests/support/engine_runner.hpp"
 #include "tests/support/serving_reference.hpp"
 
 namespace specd::testing {
@@ -47,10 +48,10 @@ inline net::GatewayConfig test_gateway_config() {
 
 class GatewayFixture {
  public:
-  // One io thread, as `specd serve` runs (net::validate refuses more for now).
+  // One io thread unless SPECD_TEST_IO_THREADS asks for more (tests/support/engine_runner.hpp).
   explicit GatewayFixture(net::GatewayConfig config, net::GatewayHooks hooks = {}, int threads = 1)
       : work_(asio::make_work_guard(io_)) {
-    for (int i = 0; i < threads; ++i) threads_.emplace_back([this] { io_.run(); });
+    for (int i = 0, n = test_io_threads(threads); i < n; ++i) threads_.emplace_back([this] { io_.run(); });
     engine_ = std::make_unique<Engine>(io_.get_executor(), config.engine);
     gateway_ = std::make_shared<net::Gateway>(io_.get_executor(), *engine_, config, std::move(hooks));
     port_ = gateway_->start().port();
@@ -103,8 +104,12 @@ struct ServerFrame {
   int64_t completion_tokens = -1;
 };
 
+// A parser per call, not a thread_local one: this is inlined into client coroutines that
+// resume on any io thread, and clang 16 may keep a thread_local's address across a
+// suspension (llvm-project #47179, #63022; see CMakeLists.txt), so two threads could
+// share one parser.
 inline ServerFrame parse_frame(const std::string& json) {
-  static thread_local simdjson::dom::parser parser;
+  simdjson::dom::parser parser;
   ServerFrame f;
   simdjson::dom::element root = parser.parse(json);
   f.type = std::string(std::string_view(root["type"]));

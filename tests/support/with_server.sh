@@ -5,8 +5,8 @@
 #
 # Starts `SPECD_BINARY serve --host 127.0.0.1 --port 0` (the server picks a free port P
 # and prints it) with the default config and model pair plus any serve options given,
-# waits until GET /health answers 200, runs COMMAND with SPECD_PORT=P and
-# SPECD_BASE_URL=http://127.0.0.1:P in its environment, then stops the server with
+# waits until GET /health answers 200, runs COMMAND with SPECD_PORT=P,
+# SPECD_BASE_URL=http://127.0.0.1:P and SPECD_SERVER_PID (the server's pid) in its environment, then stops the server with
 # SIGTERM. Exits with COMMAND's status, or 1 when the server does not come up or needs
 # SIGKILL (no graceful stop within 15 s); the server's log is printed when anything fails.
 set -uo pipefail
@@ -84,7 +84,7 @@ done
 healthy "$port" || fail "no 200 from GET /health on port $port within 120 s"
 
 echo "with_server: specd serve on 127.0.0.1:$port (pid $server_pid)"
-SPECD_PORT=$port SPECD_BASE_URL="http://127.0.0.1:$port" SPECD_TOKEN=$token "$@"
+SPECD_PORT=$port SPECD_BASE_URL="http://127.0.0.1:$port" SPECD_TOKEN=$token SPECD_SERVER_PID=$server_pid "$@"
 status=$?
 if [ "$status" -ne 0 ]; then
   echo "---- specd serve log ($log)" >&2

@@ -26,6 +26,7 @@ struct ServeArgs {
   std::string host, token, web_root, model;
   int port = -1;
   int threads = -1;
+  int io_threads = -1;
   double shutdown_deadline = -1;
 };
 
@@ -43,6 +44,7 @@ net::GatewayConfig load_config(const ServeArgs& a) {
     c.engine.target_dir = a.model;
     c.engine.draft_dir.clear();
   }
+  if (a.io_threads >= 0) c.io_threads = a.io_threads;
   if (a.shutdown_deadline >= 0) c.shutdown_deadline_seconds = a.shutdown_deadline;
   if (a.threads >= 0) {  // the flag replaces the config's whole thread choice
     c.engine.threads = a.threads;
@@ -54,13 +56,15 @@ net::GatewayConfig load_config(const ServeArgs& a) {
 
 void run_serve(const ServeArgs& a) {
   net::GatewayConfig config = load_config(a);
-  asio::io_context io(config.io_threads);
+  const int32_t io_threads = net::io_thread_count(config, read_cpu_limits());
+  asio::io_context io(io_threads);
   Engine engine(io.get_executor(), config.engine);
   auto gateway = std::make_shared<net::Gateway>(io.get_executor(), engine, config);
   const auto bound = gateway->start();
   const std::string url = "http://" + bound.address().to_string() + ":" + std::to_string(bound.port());
-  std::printf("specd serve: listening on %s (WebSocket %s/v1/ws, chat page %s/); threads: %s\n", url.c_str(),
-              ("ws" + url.substr(4)).c_str(), url.c_str(), engine.thread_policy().describe().c_str());
+  std::printf("specd serve: listening on %s (WebSocket %s/v1/ws, chat page %s/); threads: %s; io threads: %d\n",
+              url.c_str(), ("ws" + url.substr(4)).c_str(), url.c_str(), engine.thread_policy().describe().c_str(),
+              io_threads);
   std::fflush(stdout);
 
   asio::signal_set signals(io, SIGINT, SIGTERM);
@@ -74,7 +78,7 @@ void run_serve(const ServeArgs& a) {
     }, "shutdown");
   });
   std::vector<std::thread> threads;
-  for (int i = 1; i < config.io_threads; ++i) threads.emplace_back([&io] { io.run(); });
+  for (int i = 1; i < io_threads; ++i) threads.emplace_back([&io] { io.run(); });
   io.run();
   for (auto& t : threads) t.join();
   std::fprintf(stderr, "specd serve: stopped\n");
@@ -94,6 +98,8 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option("--model", args->model, "target model directory, served target-only (config engine.target)");
   cmd->add_option("--threads", args->threads, "compute threads across both lanes, 0: automatic (config engine.threads)")
       ->check(CLI::Range(0, 256));
+  cmd->add_option("--io-threads", args->io_threads, "threads running sessions and actors, 0: one per usable CPU "
+                  "(config server.io_threads)")->check(CLI::Range(0, 1024));
   cmd->add_option("--shutdown-deadline", args->shutdown_deadline, "seconds streams may finish after SIGINT/SIGTERM")
       ->check(CLI::Range(0.0, 3600.0));
   cmd->callback([args] { run_serve(*args); });
