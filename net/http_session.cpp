@@ -123,8 +123,14 @@ bool HttpSession::authorized(const HttpRequest& request) const {
 }
 
 asio::awaitable<bool> HttpSession::route(HttpRequest& request) {
-  if (!authorized(request)) co_return co_await send_error(request, ErrorCode::unauthorized, "missing or wrong bearer token");
   const std::string_view path = path_of(request.target());
+  // The token guards the API and the server's state. The static pages (web_root) hold
+  // no data and a browser cannot send a header when it opens them: the chat page, opened
+  // as /?access_token=T, passes T on to its WebSocket handshake.
+  const bool api = path.starts_with("/v1/") || path == "/health" || path == "/metrics";
+  if (api && !authorized(request)) {
+    co_return co_await send_error(request, ErrorCode::unauthorized, "missing or wrong bearer token");
+  }
   const auto method = request.method();
   if (path == "/v1/completions" || path == "/v1/chat/completions") {
     if (method != http::verb::post) co_return co_await send_error(request, ErrorCode::bad_value, "use POST");

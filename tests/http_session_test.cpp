@@ -217,10 +217,17 @@ TEST_CASE("GET /metrics: request counters, latency histograms, engine gauges and
   CHECK(f.gateway().metrics().ttft().count() >= 1);
 }
 
-TEST_CASE("with a bearer token every route needs it") {
+TEST_CASE("with a bearer token every API route needs it, the static pages do not") {
   net::GatewayConfig c = test_gateway_config();
   c.auth_token = "s3cret";
+  c.web_root = std::filesystem::temp_directory_path() / "specd_http_session_test_web_auth";
+  std::filesystem::create_directories(c.web_root);
+  std::ofstream(c.web_root / "index.html") << "<!doctype html><title>specd</title>";
   GatewayFixture fixture(c);
+  CHECK(request(fixture.port(), http::verb::get, "/?access_token=s3cret").status == 200);  // the chat page
+  CHECK(request(fixture.port(), http::verb::get, "/index.html").status == 200);
+  CHECK(request(fixture.port(), http::verb::get, "/v1/models").status == 401);
+  CHECK(request(fixture.port(), http::verb::get, "/metrics").status == 401);
   CHECK(request(fixture.port(), http::verb::get, "/health").status == 401);
   CHECK(request(fixture.port(), http::verb::get, "/health", "", "wrong").status == 401);
   CHECK(request(fixture.port(), http::verb::get, "/health", "", "s3cret").status == 200);
