@@ -7,6 +7,7 @@
 
 #include "engine/kv_cache.hpp"
 #include "engine/llama_model.hpp"
+#include "engine/sampling.hpp"
 #include "engine/speculative_round.hpp"
 
 namespace specd {

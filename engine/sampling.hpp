@@ -5,22 +5,12 @@
 #include <ATen/core/Tensor.h>
 
 #include <cstdint>
-#include <random>
 #include <span>
 
+#include "engine/rng.hpp"
 #include "engine/sampling_params.hpp"
 
 namespace specd {
-
-// A request's own random stream: same seed, same draws, on every platform.
-class Rng {
- public:
-  explicit Rng(uint64_t seed) : engine_(seed) {}
-  double uniform() { return std::uniform_real_distribution<double>(0.0, 1.0)(engine_); }
-
- private:
-  std::mt19937_64 engine_;
-};
 
 // Logits [vocab] after the repetition penalty on `context`.
 at::Tensor penalized_logits(const at::Tensor& logits, const SamplingParams& params,

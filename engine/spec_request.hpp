@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "engine/finish_reason.hpp"
-#include "engine/sampling.hpp"
+#include "engine/sampling_params.hpp"
 #include "engine/round_cost_model.hpp"
 #include "engine/speculative_round.hpp"
 

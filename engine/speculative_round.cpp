@@ -16,6 +16,12 @@
 
 namespace specd {
 
+DraftedRow::DraftedRow() = default;
+DraftedRow::~DraftedRow() = default;
+DraftedRow::DraftedRow(DraftedRow&&) noexcept = default;
+DraftedRow& DraftedRow::operator=(DraftedRow&&) noexcept = default;
+
+
 SpecSequence::SpecSequence(std::vector<int32_t> context, int32_t target_slot_, int32_t draft_slot_,
                            SamplingParams sampling_, SpecSettings spec_, double cost_ratio, double acceptance_prior)
     : tokens(std::move(context)),

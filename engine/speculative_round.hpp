@@ -13,8 +13,13 @@
 
 #include "engine/adaptive_k.hpp"
 #include "engine/batch_k_planner.hpp"
-#include "engine/sampling.hpp"
+#include "engine/rng.hpp"
+#include "engine/sampling_params.hpp"
 #include "engine/spec_settings.hpp"
+
+namespace at {
+class Tensor;
+}
 
 namespace specd {
 
@@ -54,7 +59,14 @@ struct SpecSequence {
 };
 
 // One row's proposal for a round: the draft phase's output, the verify phase's input.
+// Its special members are defined where at::Tensor is complete (speculative_round.cpp),
+// so the actors that pass it between lanes do not include libtorch.
 struct DraftedRow {
+  DraftedRow();
+  ~DraftedRow();
+  DraftedRow(DraftedRow&&) noexcept;
+  DraftedRow& operator=(DraftedRow&&) noexcept;
+
   SpecSequence* seq = nullptr;
   int32_t k = 0;
   std::vector<int32_t> drafts;      // t1..tk
