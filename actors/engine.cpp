@@ -71,8 +71,8 @@ struct Engine::Impl {
         target_cache(std::make_unique<KvCache>(target->config(), config.max_batch, config.max_seq_len)),
         draft_cache(draft ? std::make_unique<KvCache>(draft->config(), config.max_batch, config.max_seq_len) : nullptr),
         trace(config.trace),
-        draft_lane({"draft lane", std::max(1, threads.draft_threads), threads.budget, -1, &permits}, &trace),
-        target_lane({"target lane", threads.target_threads, threads.budget, -1, &permits}, &trace),
+        draft_lane({"draft lane", std::max(1, threads.draft_threads), -1, &permits}, &trace),
+        target_lane({"target lane", threads.target_threads, -1, &permits}, &trace),
         live_requests(std::make_shared<std::atomic<int64_t>>(0)),
         executor(executor),
         api_strand(asio::make_strand(executor)),
@@ -82,6 +82,11 @@ struct Engine::Impl {
         scheduler(asio::make_strand(executor),
                   {config.max_waiting, config.overlap, draft != nullptr, config.max_seq_len, calibrate()},
                   cache, draft_worker, verify_worker, &trace, live_requests) {
+    if (tokenizer->vocab_size() > target->config().vocab_size) {
+      throw SpecdError(ErrorCode::bad_value, config.target_dir.string() + ": tokenizer vocabulary (" +
+                                                 std::to_string(tokenizer->vocab_size()) + ") exceeds the model's (" +
+                                                 std::to_string(target->config().vocab_size) + ")");
+    }
     if (draft) {
       check_draft_compatible(config.target_dir, target->config(), *tokenizer, config.draft_dir, draft->config(),
                              *load_tokenizer(config.draft_dir));

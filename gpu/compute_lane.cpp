@@ -45,7 +45,7 @@ void ComputeLane::thread_main() {
   // no OpenMP team ever forms, spinning or not.
   at::set_num_threads(1);
   const int own = std::max(1, options_.intra_op_threads);
-  kernels::KernelThreads threads(options_.permits ? std::max(own, options_.max_threads) : own, own,
+  kernels::KernelThreads threads(options_.permits ? std::max(own, options_.permits->total()) : own, own,
                                  options_.permits);
   kernels::KernelThreads::set_current(&threads);
   pthread_setname_np(pthread_self(), options_.name.substr(0, 15).c_str());

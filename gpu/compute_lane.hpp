@@ -29,12 +29,10 @@ class TraceRecorder;
 struct LaneOptions {
   std::string name;          // trace track and thread name, e.g. "target lane"
   int intra_op_threads = 1;  // threads this lane's jobs hold (engine/kernels/KernelThreads)
-  // Threads the lane's kernels may run on, the ones beyond intra_op_threads borrowed
-  // call by call from `permits` while the other lane leaves them free. <= intra_op_threads: none.
-  int max_threads = 0;
   int cuda_device = -1;      // SPECD_CUDA builds: device whose stream pool gives the stream
   // The budget shared with the other lanes (CPU builds): each job holds intra_op_threads
-  // permits while it runs. Null: no limit beyond this lane's own threads.
+  // permits while it runs, and its kernels borrow free ones call by call, up to the
+  // whole budget. Null: no limit beyond this lane's own threads.
   ComputePermits* permits = nullptr;
 };
 

@@ -52,7 +52,6 @@ KernelThreads::KernelThreads(int32_t threads, int32_t reserved, ThreadLender* le
     : reserved_(std::clamp(reserved > 0 ? reserved : threads, 1, std::max(1, threads))),
       lender_(lender),
       wake_(std::make_unique<std::atomic<uint32_t>[]>(std::max(1, threads))) {
-  for (int32_t i = 0; i + 1 < threads; ++i) wake_[i].store(0);
   for (int32_t i = 0; i + 1 < threads; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
 }
 

@@ -5,12 +5,12 @@
 #include <iostream>
 #include <optional>
 
+#include "actors/engine_runner.hpp"
 #include "engine/chat_template.hpp"
 #include "engine/errors.hpp"
 #include "engine/tokenizer.hpp"
 #include "tools/specd/chat_messages.hpp"
 #include "tools/specd/cli_common.hpp"
-#include "actors/engine_runner.hpp"
 #include "tools/specd/pair_options.hpp"
 
 namespace specd::cli {
