@@ -9,7 +9,7 @@
 
 #include "actors/asio_aliases.hpp"
 #include "actors/reply.hpp"
-#include "engine/slot_pool.hpp"
+#include "engine/model/slot_pool.hpp"
 
 namespace specd::actors {
 

@@ -7,8 +7,8 @@
 
 #include "actors/asio_aliases.hpp"
 #include "actors/reply.hpp"
-#include "engine/prefill.hpp"
-#include "engine/speculative_round.hpp"
+#include "engine/speculation/prefill.hpp"
+#include "engine/speculation/speculative_round.hpp"
 
 namespace specd {
 class ComputeLane;

@@ -25,10 +25,10 @@
 #include <string>
 #include <vector>
 
-#include "engine/errors.hpp"
-#include "engine/finish_reason.hpp"
-#include "engine/sampling_params.hpp"
-#include "engine/spec_settings.hpp"
+#include "engine/base/errors.hpp"
+#include "engine/request/finish_reason.hpp"
+#include "engine/request/sampling_params.hpp"
+#include "engine/request/spec_settings.hpp"
 #include "gpu/thread_policy.hpp"
 
 namespace specd {

@@ -15,8 +15,8 @@
 
 #include "actors/asio_aliases.hpp"
 #include "actors/engine.hpp"
-#include "engine/stop_conditions.hpp"
-#include "engine/stream_detokenizer.hpp"
+#include "engine/request/stop_conditions.hpp"
+#include "engine/tokenizer/stream_detokenizer.hpp"
 
 namespace specd::actors {
 

@@ -8,7 +8,7 @@
 #include "actors/request_actor.hpp"
 #include "actors/spawn.hpp"
 #include "actors/verify_worker.hpp"
-#include "engine/prefill.hpp"
+#include "engine/speculation/prefill.hpp"
 #include "gpu/trace_recorder.hpp"
 
 namespace specd::actors {

@@ -17,9 +17,9 @@
 #include "actors/cache_manager.hpp"
 #include "actors/engine.hpp"
 #include "actors/reply.hpp"
-#include "engine/adaptive_k.hpp"
-#include "engine/batch_k_planner.hpp"
-#include "engine/spec_request.hpp"
+#include "engine/planning/adaptive_k.hpp"
+#include "engine/planning/batch_k_planner.hpp"
+#include "engine/speculation/spec_request.hpp"
 
 namespace specd {
 class TraceRecorder;

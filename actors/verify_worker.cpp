@@ -1,7 +1,7 @@
 #include "actors/verify_worker.hpp"
 
-#include "engine/errors.hpp"
-#include "engine/prefill.hpp"
+#include "engine/base/errors.hpp"
+#include "engine/speculation/prefill.hpp"
 #include "gpu/compute_lane.hpp"
 
 namespace specd::actors {

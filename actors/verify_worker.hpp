@@ -9,7 +9,7 @@
 
 #include "actors/asio_aliases.hpp"
 #include "actors/reply.hpp"
-#include "engine/speculative_round.hpp"
+#include "engine/speculation/speculative_round.hpp"
 
 namespace specd {
 class ComputeLane;

@@ -5,8 +5,8 @@
 #include <fstream>
 #include <map>
 
-#include "engine/errors.hpp"
-#include "engine/json_serialize.hpp"
+#include "engine/base/errors.hpp"
+#include "json/json_serialize.hpp"
 
 namespace specd {
 

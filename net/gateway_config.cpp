@@ -10,7 +10,7 @@
 #include <variant>
 #include <vector>
 
-#include "engine/errors.hpp"
+#include "engine/base/errors.hpp"
 
 namespace specd::net {
 

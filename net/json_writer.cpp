@@ -1,6 +1,6 @@
 #include "net/json_writer.hpp"
 
-#include "engine/json_number.hpp"
+#include "json/json_number.hpp"
 
 namespace specd::net {
 

@@ -20,7 +20,7 @@
 #include <optional>
 
 #include "actors/engine.hpp"
-#include "engine/chat_template.hpp"
+#include "engine/tokenizer/chat_template.hpp"
 #include "net/gateway_config.hpp"
 #include "net/metrics.hpp"
 #include "net/request_bridge.hpp"

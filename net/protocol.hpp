@@ -11,10 +11,10 @@
 #include <variant>
 #include <vector>
 
-#include "engine/chat_template.hpp"
-#include "engine/errors.hpp"
-#include "engine/sampling_params.hpp"
-#include "engine/spec_settings.hpp"
+#include "engine/tokenizer/chat_template.hpp"
+#include "engine/base/errors.hpp"
+#include "engine/request/sampling_params.hpp"
+#include "engine/request/spec_settings.hpp"
 
 namespace specd::net {
 

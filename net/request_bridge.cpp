@@ -1,7 +1,7 @@
 #include "net/request_bridge.hpp"
 
-#include "engine/errors.hpp"
-#include "engine/tokenizer.hpp"
+#include "engine/base/errors.hpp"
+#include "engine/tokenizer/tokenizer.hpp"
 
 namespace specd::net {
 

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "actors/engine.hpp"
-#include "engine/chat_template.hpp"
+#include "engine/tokenizer/chat_template.hpp"
 #include "net/metrics.hpp"
 #include "net/protocol.hpp"
 

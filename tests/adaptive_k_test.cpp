@@ -2,7 +2,7 @@
 // values, the choice of K (limits, caps, monotonicity), the acceptance estimator on
 // exact updates and on simulated Bernoulli rounds, and AdaptiveK switching speculation
 // off, probing with K = 1, and switching it back on.
-#include "engine/adaptive_k.hpp"
+#include "engine/planning/adaptive_k.hpp"
 
 #include <doctest/doctest.h>
 
@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-#include "engine/errors.hpp"
+#include "engine/base/errors.hpp"
 
 using namespace specd;
 

@@ -2,13 +2,13 @@
 // the Leviathan et al. formula (adaptive_k's best_k); under a compute-bound verify cost
 // it turns speculation off for a large batch; rows with poor acceptance are left out
 // while good rows draft; caps, fixed rows and the expected-yield formula are exact.
-#include "engine/batch_k_planner.hpp"
+#include "engine/planning/batch_k_planner.hpp"
 
 #include <doctest/doctest.h>
 
 #include <vector>
 
-#include "engine/adaptive_k.hpp"
+#include "engine/planning/adaptive_k.hpp"
 
 using namespace specd;
 

@@ -7,9 +7,9 @@
 #include <filesystem>
 #include <fstream>
 
-#include "engine/bpe_tokenizer.hpp"
-#include "engine/byte_level.hpp"
-#include "engine/errors.hpp"
+#include "engine/tokenizer/bpe_tokenizer.hpp"
+#include "engine/tokenizer/byte_level.hpp"
+#include "engine/base/errors.hpp"
 
 using namespace specd;
 namespace fs = std::filesystem;

@@ -1,7 +1,7 @@
 // GPT-2's byte-to-character alphabet and lossy UTF-8 decoding.
 #include <doctest/doctest.h>
 
-#include "engine/byte_level.hpp"
+#include "engine/tokenizer/byte_level.hpp"
 
 using namespace specd;
 

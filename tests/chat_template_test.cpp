@@ -7,10 +7,10 @@
 #include <filesystem>
 #include <fstream>
 
-#include "engine/bpe_tokenizer.hpp"
-#include "engine/chat_template.hpp"
-#include "engine/errors.hpp"
-#include "engine/sentencepiece_tokenizer.hpp"
+#include "engine/tokenizer/bpe_tokenizer.hpp"
+#include "engine/tokenizer/chat_template.hpp"
+#include "engine/base/errors.hpp"
+#include "engine/tokenizer/sentencepiece_tokenizer.hpp"
 
 using namespace specd;
 namespace fs = std::filesystem;

@@ -7,12 +7,12 @@
 
 #include <fstream>
 
-#include "engine/checkpoint.hpp"
-#include "engine/inference_weights.hpp"
-#include "engine/kv_cache.hpp"
-#include "engine/errors.hpp"
-#include "engine/llama_model.hpp"
-#include "engine/model_config.hpp"
+#include "engine/model/model_files.hpp"
+#include "engine/model/inference_weights.hpp"
+#include "engine/model/kv_cache.hpp"
+#include "engine/base/errors.hpp"
+#include "engine/model/llama_model.hpp"
+#include "engine/checkpoint/model_config.hpp"
 #include "tests/support/sharded_models.hpp"
 #include "tests/support/tiny_models.hpp"
 

@@ -5,11 +5,11 @@
 
 #include <map>
 
-#include "engine/checkpoint.hpp"
+#include "engine/model/model_files.hpp"
 #include "tests/support/generation_drivers.hpp"
-#include "engine/kv_cache.hpp"
-#include "engine/llama_model.hpp"
-#include "engine/tokenizer.hpp"
+#include "engine/model/kv_cache.hpp"
+#include "engine/model/llama_model.hpp"
+#include "engine/tokenizer/tokenizer.hpp"
 #include "tests/support/joint_distribution.hpp"
 
 using namespace specd;

@@ -4,11 +4,11 @@
 #include <fstream>
 #include <functional>
 
-#include "engine/draft_compat.hpp"
-#include "engine/errors.hpp"
-#include "engine/model_config.hpp"
-#include "engine/sentencepiece_tokenizer.hpp"
-#include "engine/tokenizer.hpp"
+#include "engine/speculation/draft_compat.hpp"
+#include "engine/base/errors.hpp"
+#include "engine/checkpoint/model_config.hpp"
+#include "engine/tokenizer/sentencepiece_tokenizer.hpp"
+#include "engine/tokenizer/tokenizer.hpp"
 
 using namespace specd;
 

@@ -15,11 +15,11 @@
 #include <boost/json.hpp>
 
 #include "actors/engine.hpp"
-#include "engine/checkpoint.hpp"
+#include "engine/model/model_files.hpp"
 #include "tests/support/generation_drivers.hpp"
-#include "engine/kv_cache.hpp"
-#include "engine/llama_model.hpp"
-#include "engine/tokenizer.hpp"
+#include "engine/model/kv_cache.hpp"
+#include "engine/model/llama_model.hpp"
+#include "engine/tokenizer/tokenizer.hpp"
 #include "tests/support/engine_runner.hpp"
 #include "tests/support/serving_reference.hpp"
 

@@ -3,7 +3,7 @@
 // types, unknown keys, bad ranges and syntax errors are refused naming the key.
 #include <doctest/doctest.h>
 
-#include "engine/errors.hpp"
+#include "engine/base/errors.hpp"
 #include "net/gateway_config.hpp"
 
 using namespace specd;

@@ -6,11 +6,11 @@
 
 #include <cmath>
 
-#include "engine/errors.hpp"
+#include "engine/base/errors.hpp"
 #include "tests/support/generation_drivers.hpp"
-#include "engine/kv_cache.hpp"
-#include "engine/llama_model.hpp"
-#include "engine/sampling.hpp"
+#include "engine/model/kv_cache.hpp"
+#include "engine/model/llama_model.hpp"
+#include "engine/sampling/sampling.hpp"
 #include "tests/support/tiny_models.hpp"
 
 using namespace specd;

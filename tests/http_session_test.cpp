@@ -10,7 +10,7 @@
 
 #include <fstream>
 
-#include "engine/chat_template.hpp"
+#include "engine/tokenizer/chat_template.hpp"
 #include "tests/support/gateway_fixture.hpp"
 
 using namespace specd;

@@ -9,8 +9,8 @@
 #include <limits>
 #include <string>
 
-#include "engine/json_number.hpp"
-#include "engine/json_serialize.hpp"
+#include "json/json_number.hpp"
+#include "json/json_serialize.hpp"
 
 using specd::serialize_json;
 

@@ -8,9 +8,9 @@
 #include <cmath>
 #include <numbers>
 
-#include "engine/errors.hpp"
-#include "engine/kv_cache.hpp"
-#include "engine/llama_model.hpp"
+#include "engine/base/errors.hpp"
+#include "engine/model/kv_cache.hpp"
+#include "engine/model/llama_model.hpp"
 #include "tests/support/tiny_models.hpp"
 
 using namespace specd;

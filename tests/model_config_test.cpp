@@ -1,6 +1,6 @@
 // Tests for engine/model_config: parsing HF config.json into ModelConfig, defaults,
 // validation errors (code and the field named in the message) and the JSON round trip.
-#include "engine/model_config.hpp"
+#include "engine/checkpoint/model_config.hpp"
 
 #include <doctest/doctest.h>
 #include <unistd.h>
@@ -9,7 +9,7 @@
 #include <regex>
 #include <string>
 
-#include "engine/errors.hpp"
+#include "engine/base/errors.hpp"
 
 using namespace specd;
 

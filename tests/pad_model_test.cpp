@@ -10,13 +10,13 @@
 #include <string>
 #include <vector>
 
-#include "engine/checkpoint.hpp"
-#include "engine/errors.hpp"
+#include "engine/model/model_files.hpp"
+#include "engine/base/errors.hpp"
 #include "tests/support/generation_drivers.hpp"
-#include "engine/kv_cache.hpp"
-#include "engine/llama_model.hpp"
-#include "engine/tokenizer.hpp"
-#include "engine/weight_files.hpp"
+#include "engine/model/kv_cache.hpp"
+#include "engine/model/llama_model.hpp"
+#include "engine/tokenizer/tokenizer.hpp"
+#include "engine/checkpoint/weight_files.hpp"
 #include "tests/support/tiny_models.hpp"
 #include "tools/pad_model/model_padder.hpp"
 

@@ -1,14 +1,14 @@
 // Tests for engine/prompt_lookup: exact proposals on hand-made token sequences (most
 // recent occurrence, longer n-grams first, truncation at the context's end, overlap with
 // the suffix), the empty cases, argument errors, and a full scan of an 8k context.
-#include "engine/prompt_lookup.hpp"
+#include "engine/speculation/prompt_lookup.hpp"
 
 #include <doctest/doctest.h>
 
 #include <tuple>
 #include <vector>
 
-#include "engine/errors.hpp"
+#include "engine/base/errors.hpp"
 
 using namespace specd;
 

@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "engine/errors.hpp"
-#include "engine/rejection_sampler.hpp"
-#include "engine/sampling.hpp"
+#include "engine/base/errors.hpp"
+#include "engine/sampling/rejection_sampler.hpp"
+#include "engine/sampling/sampling.hpp"
 
 using namespace specd;
 

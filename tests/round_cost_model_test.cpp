@@ -1,6 +1,6 @@
 // Tests for engine/round_cost_model: the cost curve's buckets, interpolation,
 // extrapolation and median refit, on exact hand-computed values.
-#include "engine/round_cost_model.hpp"
+#include "engine/planning/round_cost_model.hpp"
 
 #include <doctest/doctest.h>
 

@@ -1,6 +1,6 @@
 // Tests for engine/safetensors: write/read round trips, F16/BF16 conversions against
 // known bit patterns, and every kind of corrupt file (error code and file name).
-#include "engine/safetensors.hpp"
+#include "engine/checkpoint/safetensors.hpp"
 
 #include <doctest/doctest.h>
 #include <unistd.h>
@@ -14,7 +14,7 @@
 #include <optional>
 #include <random>
 
-#include "engine/errors.hpp"
+#include "engine/base/errors.hpp"
 
 using namespace specd;
 

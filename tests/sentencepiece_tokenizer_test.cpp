@@ -1,6 +1,6 @@
 // SentencePieceTokenizer and load_tokenizer against the real Llama 2 model. Expected
 // ids were computed with Debian's `spm_encode --model=... --output_format=id`.
-#include "engine/sentencepiece_tokenizer.hpp"
+#include "engine/tokenizer/sentencepiece_tokenizer.hpp"
 
 #include <doctest/doctest.h>
 #include <stdlib.h>
@@ -12,8 +12,8 @@
 #include <thread>
 #include <vector>
 
-#include "engine/errors.hpp"
-#include "engine/tokenizer.hpp"
+#include "engine/base/errors.hpp"
+#include "engine/tokenizer/tokenizer.hpp"
 
 namespace fs = std::filesystem;
 using specd::ErrorCode;

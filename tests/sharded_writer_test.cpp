@@ -5,9 +5,9 @@
 #include <fstream>
 #include <iterator>
 
-#include "engine/errors.hpp"
-#include "engine/sharded_writer.hpp"
-#include "engine/weight_files.hpp"
+#include "engine/base/errors.hpp"
+#include "engine/checkpoint/sharded_writer.hpp"
+#include "engine/checkpoint/weight_files.hpp"
 #include "tests/support/tiny_models.hpp"
 
 using namespace specd;

@@ -5,12 +5,12 @@
 
 #include <map>
 
-#include "engine/errors.hpp"
+#include "engine/base/errors.hpp"
 #include "tests/support/generation_drivers.hpp"
-#include "engine/kv_cache.hpp"
-#include "engine/prefill.hpp"
-#include "engine/round_cost_model.hpp"
-#include "engine/speculative_round.hpp"
+#include "engine/model/kv_cache.hpp"
+#include "engine/speculation/prefill.hpp"
+#include "engine/planning/round_cost_model.hpp"
+#include "engine/speculation/speculative_round.hpp"
 #include "tests/support/joint_distribution.hpp"
 #include "tests/support/spec_pairs.hpp"
 

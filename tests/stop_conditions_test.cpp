@@ -2,7 +2,7 @@
 // exhaustively for short texts, that every way of cutting a text into feed() calls emits
 // exactly what a byte-at-a-time reference says (stop strings across token boundaries,
 // overlapping and nested candidates, multi-byte UTF-8), plus the error on an empty stop.
-#include "engine/stop_conditions.hpp"
+#include "engine/request/stop_conditions.hpp"
 
 #include <doctest/doctest.h>
 
@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-#include "engine/errors.hpp"
+#include "engine/base/errors.hpp"
 
 using namespace specd;
 

@@ -2,9 +2,9 @@
 // ends inside a UTF-8 character yields nothing until the character is complete.
 #include <doctest/doctest.h>
 
-#include "engine/bpe_tokenizer.hpp"
-#include "engine/sentencepiece_tokenizer.hpp"
-#include "engine/stream_detokenizer.hpp"
+#include "engine/tokenizer/bpe_tokenizer.hpp"
+#include "engine/tokenizer/sentencepiece_tokenizer.hpp"
+#include "engine/tokenizer/stream_detokenizer.hpp"
 
 using namespace specd;
 

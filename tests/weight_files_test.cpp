@@ -7,9 +7,9 @@
 #include <iterator>
 #include <regex>
 
-#include "engine/checkpoint.hpp"
-#include "engine/errors.hpp"
-#include "engine/weight_files.hpp"
+#include "engine/model/model_files.hpp"
+#include "engine/base/errors.hpp"
+#include "engine/checkpoint/weight_files.hpp"
 #include "tests/support/sharded_models.hpp"
 #include "tests/support/tiny_models.hpp"
 

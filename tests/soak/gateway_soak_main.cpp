@@ -28,7 +28,7 @@
 #include <sstream>
 #include <vector>
 
-#include "engine/json_serialize.hpp"
+#include "json/json_serialize.hpp"
 #include "tests/soak/soak_clients.hpp"
 
 namespace specd::soak {

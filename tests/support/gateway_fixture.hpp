@@ -18,11 +18,11 @@
 #include <vector>
 
 #include "actors/engine.hpp"
-#include "engine/checkpoint.hpp"
+#include "engine/model/model_files.hpp"
 #include "tests/support/generation_drivers.hpp"
-#include "engine/kv_cache.hpp"
-#include "engine/llama_model.hpp"
-#include "engine/tokenizer.hpp"
+#include "engine/model/kv_cache.hpp"
+#include "engine/model/llama_model.hpp"
+#include "engine/tokenizer/tokenizer.hpp"
 #include "net/gateway_config.hpp"
 #include "net/listener.hpp"
 #include "net/ws_client.hpp"

@@ -9,13 +9,13 @@
 #include <memory>
 #include <optional>
 
-#include "engine/errors.hpp"
-#include "engine/kv_cache.hpp"
-#include "engine/llama_model.hpp"
-#include "engine/prefill.hpp"
-#include "engine/stop_conditions.hpp"
-#include "engine/stream_detokenizer.hpp"
-#include "engine/tokenizer.hpp"
+#include "engine/base/errors.hpp"
+#include "engine/model/kv_cache.hpp"
+#include "engine/model/llama_model.hpp"
+#include "engine/speculation/prefill.hpp"
+#include "engine/request/stop_conditions.hpp"
+#include "engine/tokenizer/stream_detokenizer.hpp"
+#include "engine/tokenizer/tokenizer.hpp"
 
 namespace specd {
 

@@ -12,10 +12,10 @@
 #include <string>
 #include <vector>
 
-#include "engine/finish_reason.hpp"
-#include "engine/sampling.hpp"
-#include "engine/spec_request.hpp"
-#include "engine/speculative_round.hpp"
+#include "engine/request/finish_reason.hpp"
+#include "engine/sampling/sampling.hpp"
+#include "engine/speculation/spec_request.hpp"
+#include "engine/speculation/speculative_round.hpp"
 
 namespace specd {
 

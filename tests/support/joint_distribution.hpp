@@ -7,9 +7,9 @@
 #include <map>
 #include <vector>
 
-#include "engine/kv_cache.hpp"
-#include "engine/llama_model.hpp"
-#include "engine/sampling.hpp"
+#include "engine/model/kv_cache.hpp"
+#include "engine/model/llama_model.hpp"
+#include "engine/sampling/sampling.hpp"
 #include "tests/support/generation_drivers.hpp"
 #include "tests/support/chi_square.hpp"
 

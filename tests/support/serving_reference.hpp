@@ -6,11 +6,11 @@
 #include <string>
 #include <vector>
 
-#include "engine/checkpoint.hpp"
+#include "engine/model/model_files.hpp"
 #include "tests/support/generation_drivers.hpp"
-#include "engine/kv_cache.hpp"
-#include "engine/llama_model.hpp"
-#include "engine/tokenizer.hpp"
+#include "engine/model/kv_cache.hpp"
+#include "engine/model/llama_model.hpp"
+#include "engine/tokenizer/tokenizer.hpp"
 
 namespace specd::testing {
 

@@ -7,9 +7,9 @@
 #include <fstream>
 #include <vector>
 
-#include "engine/llama_model.hpp"
-#include "engine/model_config.hpp"
-#include "engine/sharded_writer.hpp"
+#include "engine/model/llama_model.hpp"
+#include "engine/checkpoint/model_config.hpp"
+#include "engine/checkpoint/sharded_writer.hpp"
 
 namespace specd::testing {
 

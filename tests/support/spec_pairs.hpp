@@ -7,7 +7,7 @@
 
 #include <memory>
 
-#include "engine/kv_cache.hpp"
+#include "engine/model/kv_cache.hpp"
 #include "tests/support/generation_drivers.hpp"
 #include "tests/support/tiny_models.hpp"
 

@@ -1,6 +1,6 @@
 #include "tools/common/checkpoint_output.hpp"
 
-#include "engine/errors.hpp"
+#include "engine/base/errors.hpp"
 
 namespace specd {
 

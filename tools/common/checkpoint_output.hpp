@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/model_config.hpp"
-#include "engine/sharded_writer.hpp"
+#include "engine/checkpoint/model_config.hpp"
+#include "engine/checkpoint/sharded_writer.hpp"
 
 namespace specd {
 

@@ -7,7 +7,7 @@
 
 #include <iostream>
 
-#include "engine/json_serialize.hpp"
+#include "json/json_serialize.hpp"
 #include "tools/loadgen/level_runner.hpp"
 #include "tools/loadgen/loadgen_options.hpp"
 #include "tools/loadgen/sse_client.hpp"

@@ -7,7 +7,7 @@
 #include <iostream>
 #include <sstream>
 
-#include "engine/json_serialize.hpp"
+#include "json/json_serialize.hpp"
 
 namespace specd::loadgen {
 

@@ -11,10 +11,10 @@
 #include <filesystem>
 #include <fstream>
 
-#include "engine/errors.hpp"
-#include "engine/load_progress.hpp"
-#include "engine/model_config.hpp"
-#include "engine/sharded_writer.hpp"
+#include "engine/base/errors.hpp"
+#include "engine/checkpoint/load_progress.hpp"
+#include "engine/checkpoint/model_config.hpp"
+#include "engine/checkpoint/sharded_writer.hpp"
 #include "tools/common/checkpoint_output.hpp"
 
 namespace fs = std::filesystem;

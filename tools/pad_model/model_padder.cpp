@@ -9,9 +9,9 @@
 #include <map>
 #include <string>
 
-#include "engine/errors.hpp"
-#include "engine/load_progress.hpp"
-#include "engine/weight_files.hpp"
+#include "engine/base/errors.hpp"
+#include "engine/checkpoint/load_progress.hpp"
+#include "engine/checkpoint/weight_files.hpp"
 
 namespace specd {
 

@@ -14,9 +14,9 @@
 #include <filesystem>
 #include <optional>
 
-#include "engine/model_config.hpp"
-#include "engine/safetensors.hpp"
-#include "engine/sharded_writer.hpp"
+#include "engine/checkpoint/model_config.hpp"
+#include "engine/checkpoint/safetensors.hpp"
+#include "engine/checkpoint/sharded_writer.hpp"
 #include "tools/common/checkpoint_output.hpp"
 #include "tools/pad_model/pad_plan.hpp"
 

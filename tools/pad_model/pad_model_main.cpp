@@ -9,7 +9,7 @@
 #include <optional>
 #include <string>
 
-#include "engine/errors.hpp"
+#include "engine/base/errors.hpp"
 #include "tools/common/checkpoint_output.hpp"
 #include "tools/pad_model/model_padder.hpp"
 

@@ -2,7 +2,7 @@
 
 #include <string>
 
-#include "engine/errors.hpp"
+#include "engine/base/errors.hpp"
 
 namespace specd {
 

@@ -7,7 +7,7 @@
 #include <optional>
 #include <string_view>
 
-#include "engine/model_config.hpp"
+#include "engine/checkpoint/model_config.hpp"
 
 namespace specd {
 

@@ -13,11 +13,11 @@
 #include <sstream>
 
 #include "actors/engine_runner.hpp"
-#include "engine/checkpoint.hpp"
-#include "engine/cost_probe.hpp"
+#include "engine/model/model_files.hpp"
+#include "engine/model/cost_probe.hpp"
 #include "engine/kernels/kernel_threads.hpp"
-#include "engine/llama_model.hpp"
-#include "engine/tokenizer.hpp"
+#include "engine/model/llama_model.hpp"
+#include "engine/tokenizer/tokenizer.hpp"
 
 namespace fs = std::filesystem;
 using namespace specd;

@@ -14,8 +14,8 @@
 #include <thread>
 #include <vector>
 
-#include "engine/errors.hpp"
-#include "engine/tokenizer.hpp"
+#include "engine/base/errors.hpp"
+#include "engine/tokenizer/tokenizer.hpp"
 #include "tools/specd/cli_common.hpp"
 #include "actors/engine_runner.hpp"
 

@@ -11,12 +11,12 @@
 #include <iostream>
 #include <optional>
 
-#include "engine/adaptive_k.hpp"
-#include "engine/checkpoint.hpp"
-#include "engine/cost_probe.hpp"
-#include "engine/errors.hpp"
-#include "engine/llama_model.hpp"
-#include "engine/tokenizer.hpp"
+#include "engine/planning/adaptive_k.hpp"
+#include "engine/model/model_files.hpp"
+#include "engine/model/cost_probe.hpp"
+#include "engine/base/errors.hpp"
+#include "engine/model/llama_model.hpp"
+#include "engine/tokenizer/tokenizer.hpp"
 #include "tools/specd/bench_busy_host.hpp"
 #include "tools/specd/bench_concurrency.hpp"
 #include "tools/specd/bench_kernels.hpp"

@@ -16,7 +16,7 @@
 #include <utility>
 
 #include "actors/engine.hpp"
-#include "engine/tokenizer.hpp"
+#include "engine/tokenizer/tokenizer.hpp"
 #include "tools/specd/cli_common.hpp"
 
 namespace specd::cli {

@@ -11,10 +11,10 @@
 #include <cstring>
 #include <iostream>
 
-#include "engine/checkpoint.hpp"
-#include "engine/inference_weights.hpp"
-#include "engine/kv_cache.hpp"
-#include "engine/llama_model.hpp"
+#include "engine/model/model_files.hpp"
+#include "engine/model/inference_weights.hpp"
+#include "engine/model/kv_cache.hpp"
+#include "engine/model/llama_model.hpp"
 #include "tools/specd/cli_common.hpp"
 
 namespace specd::cli {

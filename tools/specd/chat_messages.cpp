@@ -5,7 +5,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "engine/errors.hpp"
+#include "engine/base/errors.hpp"
 
 namespace specd::cli {
 

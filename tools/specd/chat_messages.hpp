@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/chat_template.hpp"
+#include "engine/tokenizer/chat_template.hpp"
 
 namespace specd::cli {
 

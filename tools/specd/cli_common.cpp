@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "engine/json_serialize.hpp"
+#include "json/json_serialize.hpp"
 
 namespace specd::cli {
 

@@ -6,9 +6,9 @@
 #include <optional>
 
 #include "actors/engine_runner.hpp"
-#include "engine/chat_template.hpp"
-#include "engine/errors.hpp"
-#include "engine/tokenizer.hpp"
+#include "engine/tokenizer/chat_template.hpp"
+#include "engine/base/errors.hpp"
+#include "engine/tokenizer/tokenizer.hpp"
 #include "tools/specd/chat_messages.hpp"
 #include "tools/specd/cli_common.hpp"
 #include "tools/specd/pair_options.hpp"

@@ -2,7 +2,7 @@
 #include <cstdio>
 #include <exception>
 
-#include "engine/errors.hpp"
+#include "engine/base/errors.hpp"
 #include "gpu/thread_policy.hpp"
 #include "tools/specd/cli_common.hpp"
 

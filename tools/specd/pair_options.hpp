@@ -10,7 +10,7 @@
 #include <string>
 
 #include "actors/engine.hpp"
-#include "engine/spec_settings.hpp"
+#include "engine/request/spec_settings.hpp"
 #include "gpu/thread_policy.hpp"
 
 namespace specd::cli {

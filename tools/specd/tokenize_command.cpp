@@ -3,8 +3,8 @@
 #include <iostream>
 #include <sstream>
 
-#include "engine/errors.hpp"
-#include "engine/tokenizer.hpp"
+#include "engine/base/errors.hpp"
+#include "engine/tokenizer/tokenizer.hpp"
 #include "tools/specd/cli_common.hpp"
 
 namespace specd::cli {

@@ -12,8 +12,8 @@
 #include <sstream>
 #include <string>
 
-#include "engine/errors.hpp"
-#include "engine/tokenizer.hpp"
+#include "engine/base/errors.hpp"
+#include "engine/tokenizer/tokenizer.hpp"
 
 namespace {
 

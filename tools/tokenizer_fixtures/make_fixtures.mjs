@@ -61,7 +61,7 @@ const texts = [
   "int main() { return 0; }",
   "for (int i = 0; i < n; ++i) {\n    sum += a[i];\n}\n",
   "def f(x):\n    return x ** 2\n",
-  "#include <vector>\n#include \"engine/tokenizer.hpp\"\n",
+  "#include <vector>\n#include \"engine/tokenizer/tokenizer.hpp\"\n",
   "const auto& [key, value] = *it;",
   "std::vector<int32_t> ids{1, 2, 3};",
   "if (a && b || !c) { throw std::runtime_error(\"bad\"); }",

@@ -8,7 +8,7 @@
 #include <numbers>
 #include <random>
 
-#include "engine/llama_model.hpp"
+#include "engine/model/llama_model.hpp"
 
 namespace specd {
 

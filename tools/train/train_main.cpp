@@ -13,10 +13,10 @@
 #include <string>
 #include <vector>
 
-#include "engine/checkpoint.hpp"
-#include "engine/errors.hpp"
-#include "engine/llama_model.hpp"
-#include "engine/sentencepiece_tokenizer.hpp"
+#include "engine/model/model_files.hpp"
+#include "engine/base/errors.hpp"
+#include "engine/model/llama_model.hpp"
+#include "engine/tokenizer/sentencepiece_tokenizer.hpp"
 #include "tools/train/lm_trainer.hpp"
 
 namespace fs = std::filesystem;

@@ -1,0 +1,112 @@
+#include "engine/model/inference_weights.hpp"
+
+#include <cstring>
+
+#include "engine/base/errors.hpp"
+
+namespace specd {
+
+namespace {
+
+using kernels::Dtype;
+using kernels::PackedWeight;
+
+float stored_to_float(const std::byte* p, Dtype dtype) {
+  if (dtype == Dtype::f32) {
+    float f;
+    std::memcpy(&f, p, sizeof f);
+    return f;
+  }
+  uint16_t h;
+  std::memcpy(&h, p, sizeof h);
+  return dtype == Dtype::f16 ? kernels::f16_to_float(h) : kernels::bf16_to_float(h);
+}
+
+std::vector<float> to_floats(const RawTensor& t, int64_t n) {
+  std::vector<float> out(n);
+  const auto* p = static_cast<const std::byte*>(t.data);
+  const size_t size = kernels::dtype_size(t.dtype);
+  for (int64_t i = 0; i < n; ++i) out[i] = stored_to_float(p + i * size, t.dtype);
+  return out;
+}
+
+// Packs the row-wise concatenation of several [rows_i, in] tensors of one dtype. The
+// parts are copied out first: a source may release each when the next is asked for.
+PackedWeight pack_stacked(const TensorSource& source, const std::vector<std::pair<std::string, int64_t>>& parts,
+                          int64_t in) {
+  std::vector<std::byte> stacked;
+  std::optional<Dtype> dtype;
+  int64_t rows = 0;
+  for (const auto& [name, part_rows] : parts) {
+    const RawTensor t = source(name, {part_rows, in});
+    if (dtype && *dtype != t.dtype) {
+      throw SpecdError(ErrorCode::unsupported_dtype, "tensor " + name + " is " + kernels::dtype_name(t.dtype) +
+                                                         ", the tensors fused with it are " + kernels::dtype_name(*dtype));
+    }
+    dtype = t.dtype;
+    const size_t bytes = static_cast<size_t>(part_rows * in) * kernels::dtype_size(t.dtype);
+    const auto* p = static_cast<const std::byte*>(t.data);
+    if (parts.size() == 1) return PackedWeight::pack(p, part_rows, in, t.dtype);
+    stacked.insert(stacked.end(), p, p + bytes);
+    rows += part_rows;
+  }
+  return PackedWeight::pack(stacked.data(), rows, in, *dtype);
+}
+
+std::vector<float> norm_weights(const TensorSource& source, const std::string& name, int64_t n) {
+  return to_floats(source(name, {n}), n);
+}
+
+LayerWeights pack_layer(const ModelConfig& c, const TensorSource& source, int64_t i) {
+  const std::string p = "model.layers." + std::to_string(i) + ".";
+  const int64_t q_rows = c.num_attention_heads * c.head_dim, kv_rows = c.num_key_value_heads * c.head_dim;
+  LayerWeights l;
+  l.input_norm = norm_weights(source, p + "input_layernorm.weight", c.hidden_size);
+  l.qkv = pack_stacked(source,
+                       {{p + "self_attn.q_proj.weight", q_rows},
+                        {p + "self_attn.k_proj.weight", kv_rows},
+                        {p + "self_attn.v_proj.weight", kv_rows}},
+                       c.hidden_size);
+  l.o = pack_stacked(source, {{p + "self_attn.o_proj.weight", c.hidden_size}}, q_rows);
+  l.post_attention_norm = norm_weights(source, p + "post_attention_layernorm.weight", c.hidden_size);
+  l.gate_up = pack_stacked(source,
+                           {{p + "mlp.gate_proj.weight", c.intermediate_size}, {p + "mlp.up_proj.weight", c.intermediate_size}},
+                           c.hidden_size);
+  l.down = pack_stacked(source, {{p + "mlp.down_proj.weight", c.hidden_size}}, c.intermediate_size);
+  return l;
+}
+
+}  // namespace
+
+InferenceWeights pack_inference_weights(const ModelConfig& config, const TensorSource& source) {
+  InferenceWeights w;
+  w.config = config;
+  w.embed = pack_stacked(source, {{"model.embed_tokens.weight", config.vocab_size}}, config.hidden_size);
+  for (int64_t i = 0; i < config.num_hidden_layers; ++i) w.layers.push_back(pack_layer(config, source, i));
+  w.final_norm = norm_weights(source, "model.norm.weight", config.hidden_size);
+  if (!config.tie_word_embeddings) {
+    w.lm_head = pack_stacked(source, {{"lm_head.weight", config.vocab_size}}, config.hidden_size);
+  }
+  return w;
+}
+
+int64_t InferenceWeights::parameter_count() const {
+  auto n = [](const PackedWeight& m) { return m.out() * m.in(); };
+  int64_t total = n(embed) + n(lm_head) + static_cast<int64_t>(final_norm.size());
+  for (const LayerWeights& l : layers) {
+    total += n(l.qkv) + n(l.o) + n(l.gate_up) + n(l.down);
+    total += static_cast<int64_t>(l.input_norm.size() + l.post_attention_norm.size());
+  }
+  return total;
+}
+
+size_t InferenceWeights::bytes() const {
+  size_t total = embed.bytes() + lm_head.bytes() + final_norm.size() * sizeof(float);
+  for (const LayerWeights& l : layers) {
+    total += l.qkv.bytes() + l.o.bytes() + l.gate_up.bytes() + l.down.bytes();
+    total += (l.input_norm.size() + l.post_attention_norm.size()) * sizeof(float);
+  }
+  return total;
+}
+
+}  // namespace specd

@@ -1,0 +1,49 @@
+#pragma once
+// A Llama model's weights for inference: every matrix packed once for the linear kernels
+// (engine/kernels/) in its checkpoint dtype, never widened to float in memory; q/k/v and
+// gate/up fused so a layer runs four linears; norm weights in float. Immutable after
+// construction: any thread may read it.
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "engine/kernels/packed_weight.hpp"
+#include "engine/checkpoint/model_config.hpp"
+
+namespace specd {
+
+struct LayerWeights {
+  kernels::PackedWeight qkv;      // [(heads + 2 kv_heads) * head_dim, hidden]
+  kernels::PackedWeight o;        // [hidden, heads * head_dim]
+  kernels::PackedWeight gate_up;  // [2 * intermediate, hidden]
+  kernels::PackedWeight down;     // [hidden, intermediate]
+  std::vector<float> input_norm, post_attention_norm;
+};
+
+struct InferenceWeights {
+  ModelConfig config;
+  kernels::PackedWeight embed;    // [vocab, hidden]: token rows, and the output head when tied
+  kernels::PackedWeight lm_head;  // untied models only
+  std::vector<LayerWeights> layers;
+  std::vector<float> final_norm;
+
+  const kernels::PackedWeight& head() const { return config.tie_word_embeddings ? embed : lm_head; }
+  int64_t parameter_count() const;
+  size_t bytes() const;  // packed matrices and norms
+};
+
+// One named tensor's raw bytes as stored (row-major), for packing.
+struct RawTensor {
+  const void* data = nullptr;
+  kernels::Dtype dtype = kernels::Dtype::f32;
+};
+
+// Gives the tensor of a Hugging Face name (`model.layers.3.mlp.up_proj.weight`) after
+// checking it has `shape`; called once per tensor, in order, so a source may release a
+// tensor's memory when asked for the next one.
+using TensorSource = std::function<RawTensor(const std::string& name, const std::vector<int64_t>& shape)>;
+
+InferenceWeights pack_inference_weights(const ModelConfig& config, const TensorSource& source);
+
+}  // namespace specd

@@ -1,0 +1,48 @@
+#pragma once
+// Preallocated per-slot KV cache for one model: per layer, K and V tensors of shape
+// [slots, kv_heads, max_seq_len, head_dim]. A request holds one slot; its length is the
+// number of positions written. Truncation only lowers the length (stale entries are
+// overwritten by the next write). Not thread-safe: one owner drives it.
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "engine/model/slot_pool.hpp"
+
+namespace specd {
+
+struct ModelConfig;
+
+class KvCache {
+ public:
+  KvCache(const ModelConfig& config, int32_t slots, int64_t max_seq_len);
+
+  int32_t slot_count() const { return static_cast<int32_t>(lengths_.size()); }
+  int64_t max_seq_len() const { return max_seq_len_; }
+  int32_t free_slot_count() const { return pool_.free_count(); }
+  // Bytes held by the K and V tensors of all layers.
+  int64_t bytes() const;
+
+  // Takes a free slot with length 0, or nullopt when all are in use.
+  std::optional<int32_t> allocate();
+  void release(int32_t slot);
+
+  int64_t length(int32_t slot) const { return lengths_.at(slot); }
+  // Sets the valid length (rollback after rejected speculative tokens, or advance after a write).
+  void set_length(int32_t slot, int64_t length);
+  void truncate_to(int32_t slot, int64_t length);
+
+  at::Tensor& keys(int32_t layer) { return keys_[layer]; }
+  at::Tensor& values(int32_t layer) { return values_[layer]; }
+
+ private:
+  int64_t max_seq_len_;
+  std::vector<at::Tensor> keys_;
+  std::vector<at::Tensor> values_;
+  std::vector<int64_t> lengths_;
+  SlotPool pool_;  // allocate/release for single-owner callers; the actors keep their own
+};
+
+}  // namespace specd

@@ -1,0 +1,62 @@
+#pragma once
+// The inference forward pass of a Llama model on its packed weights (InferenceWeights)
+// and its KV cache: the four linears of a layer through the kernels (engine/kernels/),
+// and between them plain loops over float rows: fused RMSNorm, RoPE from a table,
+// attention read straight from the cache slots, SiLU-gating, residual adds. No tensor
+// ops, no dispatcher, and scratch buffers that only grow, so a steady decode allocates
+// nothing. Not thread-safe: one lane drives a runner (its kernels use the lane's
+// KernelThreads).
+//
+// Row independence: a row's numbers depend only on its token, its slot's cache and its
+// position, never on the other rows of the call, so a verify pass of K + 1 rows yields
+// bit for bit what K + 1 one-row steps would (greedy speculation equals target-only).
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "engine/model/inference_weights.hpp"
+
+namespace specd {
+
+class KvCache;
+
+// One token to run: where its key and value go and which keys it sees (0..position).
+struct ForwardRow {
+  int64_t token = 0;
+  int32_t slot = 0;
+  int64_t position = 0;
+};
+
+class ForwardRunner {
+ public:
+  explicit ForwardRunner(std::shared_ptr<const InferenceWeights> weights);
+
+  const InferenceWeights& weights() const { return *weights_; }
+
+  // Runs rows through every layer, writing their keys and values into the cache at their
+  // positions (the caller sets the slots' lengths), and writes the logits of the rows
+  // listed in logit_rows (indices into rows) to logits, [logit_rows.size(), vocab].
+  // A slot's rows must come in position order. Throws SpecdError for a token outside
+  // the vocabulary or a position outside the cache.
+  void run(std::span<const ForwardRow> rows, KvCache& cache, std::span<const int64_t> logit_rows, float* logits);
+
+ private:
+  struct Scratch {
+    std::vector<float> x, h, qkv, attn, mlp, out;
+  };
+  void check_rows(std::span<const ForwardRow> rows, const KvCache& cache);
+  void ensure_rope(int64_t positions);
+  void embed(std::span<const ForwardRow> rows);
+  void attention_block(int64_t layer, std::span<const ForwardRow> rows, KvCache& cache);
+  void mlp_block(int64_t layer, int64_t m);
+  void attend(std::span<const ForwardRow> rows, KvCache& cache, int64_t layer);
+
+  std::shared_ptr<const InferenceWeights> weights_;
+  std::vector<float> rope_cos_, rope_sin_;  // [positions][head_dim / 2], grown on demand
+  int64_t rope_positions_ = 0;
+  std::vector<float> inv_freq_;
+  Scratch s_;
+};
+
+}  // namespace specd

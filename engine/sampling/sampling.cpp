@@ -1,0 +1,84 @@
+#include "engine/sampling/sampling.hpp"
+
+#include <ATen/ATen.h>
+
+#include <cmath>
+#include <string>
+
+#include "engine/base/errors.hpp"
+
+namespace specd {
+
+void validate(const SamplingParams& p) {
+  auto fail = [](const std::string& what) { throw SpecdError(ErrorCode::invalid_argument, what); };
+  if (!std::isfinite(p.temperature) || p.temperature < 0) fail("temperature must be a finite number >= 0");
+  if (p.top_k < 0) fail("top_k must be >= 0 (0 disables it)");
+  if (!std::isfinite(p.top_p) || p.top_p <= 0 || p.top_p > 1) fail("top_p must be in (0, 1]");
+  if (!std::isfinite(p.repetition_penalty) || p.repetition_penalty <= 0) {
+    fail("repetition_penalty must be a finite number > 0");
+  }
+}
+
+at::Tensor penalized_logits(const at::Tensor& logits, const SamplingParams& params,
+                            std::span<const int32_t> context) {
+  at::Tensor out = logits.to(at::kFloat).contiguous().clone();
+  if (params.repetition_penalty == 1.0 || context.empty()) return out;
+  float* data = out.data_ptr<float>();
+  const int64_t vocab = out.numel();
+  const auto penalty = static_cast<float>(params.repetition_penalty);
+  std::vector<bool> seen(vocab, false);
+  for (int32_t id : context) {
+    if (id < 0 || id >= vocab || seen[id]) continue;
+    seen[id] = true;
+    data[id] = data[id] > 0 ? data[id] / penalty : data[id] * penalty;
+  }
+  return out;
+}
+
+at::Tensor sampling_distribution(const at::Tensor& logits, const SamplingParams& params,
+                                 std::span<const int32_t> context) {
+  at::Tensor scaled = penalized_logits(logits, params, context) / params.temperature;
+  const int64_t vocab = scaled.numel();
+  if (params.top_k > 0 && params.top_k < vocab) {
+    at::Tensor kth = std::get<0>(at::topk(scaled, params.top_k)).min();
+    scaled = scaled.masked_fill(scaled < kth, -INFINITY);
+  }
+  at::Tensor probs = at::softmax(scaled, -1);
+  if (params.top_p < 1.0) {
+    auto [sorted, order] = at::sort(probs, -1, /*descending=*/true);
+    // Keep the smallest prefix whose mass reaches top_p: a token stays if the mass
+    // before it is still below top_p (so the most likely token always stays).
+    at::Tensor mass_before = at::cumsum(sorted, -1) - sorted;
+    at::Tensor drop_sorted = mass_before >= params.top_p;
+    at::Tensor drop = at::zeros_like(drop_sorted).scatter(-1, order, drop_sorted);
+    probs = probs.masked_fill(drop, 0.0);
+    probs = probs / probs.sum();
+  }
+  return probs;
+}
+
+int32_t draw_from(const at::Tensor& probs, Rng& rng) {
+  at::Tensor p = probs.to(at::kFloat).contiguous();
+  const float* data = p.data_ptr<float>();
+  const int64_t n = p.numel();
+  double total = 0;
+  for (int64_t i = 0; i < n; ++i) total += data[i];
+  const double target = rng.uniform() * total;
+  double acc = 0;
+  int64_t last_positive = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    if (data[i] <= 0) continue;
+    acc += data[i];
+    last_positive = i;
+    if (target < acc) return static_cast<int32_t>(i);
+  }
+  return static_cast<int32_t>(last_positive);  // rounding left target at the very end
+}
+
+int32_t sample_token(const at::Tensor& logits, const SamplingParams& params,
+                     std::span<const int32_t> context, Rng& rng) {
+  if (params.greedy()) return static_cast<int32_t>(penalized_logits(logits, params, context).argmax().item<int64_t>());
+  return draw_from(sampling_distribution(logits, params, context), rng);
+}
+
+}  // namespace specd

@@ -1,0 +1,31 @@
+#pragma once
+// Turning logits into a token: repetition penalty, temperature, top-k and top-p, then
+// a draw from a per-request seeded generator. The same processing serves target-only
+// decoding and (for both p and q) speculative rejection sampling.
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
+#include <span>
+
+#include "engine/base/rng.hpp"
+#include "engine/request/sampling_params.hpp"
+
+namespace specd {
+
+// Logits [vocab] after the repetition penalty on `context`.
+at::Tensor penalized_logits(const at::Tensor& logits, const SamplingParams& params,
+                            std::span<const int32_t> context);
+
+// The distribution [vocab] (float32, sums to 1) that sampling draws from: penalty,
+// temperature, top-k, top-p. Requires temperature > 0.
+at::Tensor sampling_distribution(const at::Tensor& logits, const SamplingParams& params,
+                                 std::span<const int32_t> context);
+
+// Draws an index from a probability vector by inverse CDF with one uniform draw.
+int32_t draw_from(const at::Tensor& probs, Rng& rng);
+
+// Greedy argmax of the penalized logits, or a draw from sampling_distribution.
+int32_t sample_token(const at::Tensor& logits, const SamplingParams& params,
+                     std::span<const int32_t> context, Rng& rng);
+
+}  // namespace specd
