@@ -16,10 +16,12 @@ awaitable<void> CacheManager::run() {
       stop->reply.set({});
       co_return;
     }
-    std::visit([this](auto& m) {
-      using T = std::decay_t<decltype(m)>;
-      if constexpr (!std::is_same_v<T, Stop> && !std::is_same_v<T, std::monostate>) handle(m);
-    }, message);
+    std::visit(
+        [this](auto& m) {
+          using T = std::decay_t<decltype(m)>;
+          if constexpr (!std::is_same_v<T, Stop> && !std::is_same_v<T, std::monostate>) handle(m);
+        },
+        message);
   }
 }
 

@@ -13,11 +13,11 @@
 #include "actors/scheduler_actor.hpp"
 #include "actors/spawn.hpp"
 #include "actors/verify_worker.hpp"
+#include "engine/model/kv_cache.hpp"
+#include "engine/model/llama_model.hpp"
 #include "engine/model/model_files.hpp"
 #include "engine/speculation/cost_calibration.hpp"
 #include "engine/speculation/draft_compat.hpp"
-#include "engine/model/kv_cache.hpp"
-#include "engine/model/llama_model.hpp"
 #include "engine/tokenizer/tokenizer.hpp"
 #include "gpu/compute_lane.hpp"
 #include "gpu/compute_permits.hpp"
@@ -52,8 +52,8 @@ void check_config(const EngineConfig& c) {
 // must time what rounds will run.
 ThreadPolicy engine_thread_policy(const EngineConfig& c) {
   const bool configured = c.threads > 0 || c.target_threads > 0 || c.draft_threads > 0;
-  ThreadPolicy policy = choose_thread_policy({c.threads, c.target_threads, c.draft_threads, !c.draft_dir.empty(),
-                                              configured ? "configured" : "auto"});
+  ThreadPolicy policy = choose_thread_policy(
+      {c.threads, c.target_threads, c.draft_threads, !c.draft_dir.empty(), configured ? "configured" : "auto"});
   limit_library_thread_pools();
   return policy;
 }
@@ -80,8 +80,8 @@ struct Engine::Impl {
         draft_worker(asio::make_strand(executor), draft_lane, models()),
         verify_worker(asio::make_strand(executor), target_lane, models()),
         scheduler(asio::make_strand(executor),
-                  {config.max_waiting, config.overlap, draft != nullptr, config.max_seq_len, calibrate()},
-                  cache, draft_worker, verify_worker, &trace, live_requests) {
+                  {config.max_waiting, config.overlap, draft != nullptr, config.max_seq_len, calibrate()}, cache,
+                  draft_worker, verify_worker, &trace, live_requests) {
     if (tokenizer->vocab_size() > target->config().vocab_size) {
       throw SpecdError(ErrorCode::bad_value, config.target_dir.string() + ": tokenizer vocabulary (" +
                                                  std::to_string(tokenizer->vocab_size()) + ") exceeds the model's (" +
@@ -154,10 +154,14 @@ Engine::Engine(boost::asio::any_io_executor executor, EngineConfig config)
     : impl_(std::make_shared<Impl>(executor, std::move(config))) {
   auto impl = impl_;
   // The coroutines hold the Impl alive until they end (stop() ends them).
-  spawn_logged(impl->cache.executor(), [impl] { return impl->cache.run(); }, "cache manager");
-  spawn_logged(impl->draft_worker.executor(), [impl] { return impl->draft_worker.run(); }, "draft worker");
-  spawn_logged(impl->verify_worker.executor(), [impl] { return impl->verify_worker.run(); }, "verify worker");
-  spawn_logged(impl->scheduler.executor(), [impl] { return impl->scheduler.run(); }, "scheduler");
+  spawn_logged(
+      impl->cache.executor(), [impl] { return impl->cache.run(); }, "cache manager");
+  spawn_logged(
+      impl->draft_worker.executor(), [impl] { return impl->draft_worker.run(); }, "draft worker");
+  spawn_logged(
+      impl->verify_worker.executor(), [impl] { return impl->verify_worker.run(); }, "verify worker");
+  spawn_logged(
+      impl->scheduler.executor(), [impl] { return impl->scheduler.run(); }, "scheduler");
 }
 
 Engine::~Engine() {
@@ -195,7 +199,8 @@ RequestHandle Engine::submit(GenerateRequest request, BurstHandler on_burst, Don
 boost::asio::awaitable<GenerateResult> Engine::generate(GenerateRequest request, BurstHandler on_burst) {
   Reply<GenerateResult> reply;
   // If this coroutine is destroyed while waiting, the handle's destructor cancels the request.
-  RequestHandle handle = submit(std::move(request), std::move(on_burst), [reply](GenerateResult r) { reply.set(std::move(r)); });
+  RequestHandle handle =
+      submit(std::move(request), std::move(on_burst), [reply](GenerateResult r) { reply.set(std::move(r)); });
   // Replies are awaited on the actor strand: resuming a coroutine of a multi-threaded
   // executor from inside the initiation raced in Asio's frame recycling (ThreadSanitizer).
   auto wait = [reply]() -> boost::asio::awaitable<GenerateResult> { co_return co_await reply.get(); };
@@ -229,7 +234,6 @@ int64_t Engine::live_requests() const { return impl_->live_requests->load(); }
 const Tokenizer* Engine::tokenizer() const { return impl_->tokenizer.get(); }
 const EngineConfig& Engine::config() const { return impl_->config; }
 const ThreadPolicy& Engine::thread_policy() const { return impl_->threads; }
-
 
 void Engine::write_trace(const std::filesystem::path& path) const { impl_->trace.write_chrome_json(path); }
 

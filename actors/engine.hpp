@@ -48,11 +48,11 @@ struct EngineConfig {
   // Compute threads across both lanes; 0: what the process may use (its CPU affinity
   // and cgroup quota, gpu/thread_policy.hpp). The lane counts, when > 0, override the split.
   int32_t threads = 0;
-  int32_t target_threads = 0;       // intra-op threads of the target lane (0: the policy's)
-  int32_t draft_threads = 0;        // intra-op threads of the draft lane (0: the policy's)
-  bool overlap = true;              // draft lane works on newcomers while the target verifies
-  bool trace = false;               // record lane and request spans (trace_events, write_trace)
-  int32_t k_max = 8;                // bound on K for every request
+  int32_t target_threads = 0;  // intra-op threads of the target lane (0: the policy's)
+  int32_t draft_threads = 0;   // intra-op threads of the draft lane (0: the policy's)
+  bool overlap = true;         // draft lane works on newcomers while the target verifies
+  bool trace = false;          // record lane and request spans (trace_events, write_trace)
+  int32_t k_max = 8;           // bound on K for every request
   // Seconds each lane spends at start timing passes for the batch K planner; 0 skips
   // calibration (K is then chosen per request from a cost ratio).
   double calibration_seconds = 2.0;
@@ -64,9 +64,9 @@ struct GenerateRequest {
   std::vector<int32_t> prompt_ids;  // used instead of `prompt` when not empty
   SamplingParams sampling;
   int32_t max_tokens = 128;
-  std::vector<std::string> stop;    // stop strings, matched on accepted text only
-  SpecSettings spec;                // per request: on/off, K or adaptive, drafter
-  bool ignore_eos = false;          // keep generating past EOS (benchmarks)
+  std::vector<std::string> stop;  // stop strings, matched on accepted text only
+  SpecSettings spec;              // per request: on/off, K or adaptive, drafter
+  bool ignore_eos = false;        // keep generating past EOS (benchmarks)
 };
 
 // One round's accepted tokens for one request.
@@ -88,9 +88,9 @@ struct Usage {
 };
 
 struct Timings {
-  double queued_ms = 0;       // submit to admission (KV slots granted)
-  double first_token_ms = 0;  // submit to the first burst
-  double total_ms = 0;        // submit to finish
+  double queued_ms = 0;          // submit to admission (KV slots granted)
+  double first_token_ms = 0;     // submit to the first burst
+  double total_ms = 0;           // submit to finish
   double tokens_per_second = 0;  // completion tokens over first token to finish
 };
 

@@ -33,19 +33,18 @@ class Reply {
   awaitable<T> get() const {
     auto state = state_;
     auto initiation = [state](auto handler) {
-          std::unique_lock lock(state->mutex);
-          if (state->done) {
-            lock.unlock();
-            resume(std::move(handler), std::move(state->value));
-            return;
-          }
-          auto shared = std::make_shared<decltype(handler)>(std::move(handler));
-          state->waiter = [shared](std::optional<T> v) { resume(std::move(*shared), std::move(v)); };
-        };
+      std::unique_lock lock(state->mutex);
+      if (state->done) {
+        lock.unlock();
+        resume(std::move(handler), std::move(state->value));
+        return;
+      }
+      auto shared = std::make_shared<decltype(handler)>(std::move(handler));
+      state->waiter = [shared](std::optional<T> v) { resume(std::move(*shared), std::move(v)); };
+    };
     // The initiation is a named local: no temporary with a destructor in the co_await.
-    std::optional<T> value =
-        co_await asio::async_initiate<decltype(asio::use_awaitable), void(std::optional<T>)>(std::move(initiation),
-                                                                                              asio::use_awaitable);
+    std::optional<T> value = co_await asio::async_initiate<decltype(asio::use_awaitable), void(std::optional<T>)>(
+        std::move(initiation), asio::use_awaitable);
     if (state->error) std::rethrow_exception(state->error);
     co_return std::move(*value);
   }

@@ -36,16 +36,20 @@ RequestActor::~RequestActor() {
 }
 
 void RequestActor::start() {
-  spawn_logged(strand_, [self = shared_from_this()]() { return self->run(); }, "request actor");
+  spawn_logged(
+      strand_, [self = shared_from_this()]() { return self->run(); }, "request actor");
 }
 
 bool RequestActor::post_tokens(Tokens tokens) { return mailbox_.try_send(error_code{}, Message(std::move(tokens))); }
 
 void RequestActor::post_finished(Finished finished) {
-  spawn_logged(strand_, [self = shared_from_this(), finished = std::move(finished)]() mutable -> awaitable<void> {
-    Message message(std::move(finished));
-    co_await self->mailbox_.async_send(error_code{}, std::move(message), asio::use_awaitable);
-  }, "request finish");
+  spawn_logged(
+      strand_,
+      [self = shared_from_this(), finished = std::move(finished)]() mutable -> awaitable<void> {
+        Message message(std::move(finished));
+        co_await self->mailbox_.async_send(error_code{}, std::move(message), asio::use_awaitable);
+      },
+      "request finish");
 }
 
 void RequestActor::cancel() {

@@ -51,9 +51,12 @@ bool SchedulerActor::try_submit(Submit submit) { return mailbox_.try_send(error_
 
 void SchedulerActor::post(Message message) {
   // Cancels and retirements must not be lost: wait for room rather than drop.
-  spawn_logged(strand_, [this, message = std::move(message)]() mutable -> awaitable<void> {
-    co_await mailbox_.async_send(error_code{}, std::move(message), use_tuple);
-  }, "scheduler post");
+  spawn_logged(
+      strand_,
+      [this, message = std::move(message)]() mutable -> awaitable<void> {
+        co_await mailbox_.async_send(error_code{}, std::move(message), use_tuple);
+      },
+      "scheduler post");
 }
 
 void SchedulerActor::cancel(std::string id, uint64_t number) { post(Cancel{std::move(id), number}); }
@@ -96,7 +99,8 @@ awaitable<void> SchedulerActor::run() {
   for (bool more = true; more;) {
     more = mailbox_.try_receive([this](error_code, Message message) {
       if (auto* submit = std::get_if<Submit>(&message)) {
-        submit->actor->post_finished({FinishReason::error, RequestError{ErrorCode::shutting_down, "the engine is stopping"}});
+        submit->actor->post_finished(
+            {FinishReason::error, RequestError{ErrorCode::shutting_down, "the engine is stopping"}});
       }
     });
   }
@@ -121,7 +125,8 @@ awaitable<void> SchedulerActor::collect_messages() {
 
 awaitable<void> SchedulerActor::handle(Message& message) {
   if (auto* m = std::get_if<Submit>(&message)) {
-    auto entry = std::make_unique<Entry>(Entry{std::move(m->actor), std::move(m->request), nullptr, std::nullopt, 0, {}});
+    auto entry =
+        std::make_unique<Entry>(Entry{std::move(m->actor), std::move(m->request), nullptr, std::nullopt, 0, {}});
     std::optional<RequestError> refusal;
     const auto& id = entry->actor->id();
     auto same_id = [&](const auto& list) {
@@ -136,23 +141,24 @@ awaitable<void> SchedulerActor::handle(Message& message) {
     } else if (same_id(waiting_) || same_id(fresh_) || same_id(running_)) {
       refusal = RequestError{ErrorCode::duplicate_id, "request id '" + id + "' is already in flight"};
     } else if (queue_full()) {
-      refusal = RequestError{ErrorCode::overloaded, "the waiting queue is full (" + std::to_string(options_.max_waiting) + " requests)"};
+      refusal = RequestError{ErrorCode::overloaded,
+                             "the waiting queue is full (" + std::to_string(options_.max_waiting) + " requests)"};
     }
     if (refusal) {
       counters_.requests_failed += 1;  // not through finish(): no slots, no trace span
-      entry->actor->post_finished({FinishReason::error, refusal, {}, static_cast<int32_t>(entry->request.prompt.size())});
+      entry->actor->post_finished(
+          {FinishReason::error, refusal, {}, static_cast<int32_t>(entry->request.prompt.size())});
       co_return;
     }
     if (trace_) trace_->async_begin("queued", entry->actor->number(), entry->actor->submitted_at());
     waiting_.push_back(std::move(entry));
   } else if (auto* m = std::get_if<Cancel>(&message)) {
-    auto match = [m](const Entry& e) {
-      return m->number ? e.actor->number() == m->number : e.actor->id() == m->id;
-    };
+    auto match = [m](const Entry& e) { return m->number ? e.actor->number() == m->number : e.actor->id() == m->id; };
     co_await finish_where(waiting_, match, FinishReason::cancelled);
     co_await finish_where(running_, match, FinishReason::cancelled);
   } else if (auto* m = std::get_if<Retire>(&message)) {
-    co_await finish_where(running_, [m](const Entry& e) { return e.actor->number() == m->number; }, FinishReason::stop);
+    co_await finish_where(
+        running_, [m](const Entry& e) { return e.actor->number() == m->number; }, FinishReason::stop);
   } else if (auto* m = std::get_if<Snapshot>(&message)) {
     EngineSnapshot s = counters_;
     s.waiting = static_cast<int32_t>(waiting_.size());
@@ -168,26 +174,30 @@ awaitable<void> SchedulerActor::handle(Message& message) {
     stopping_ = true;
     stop_deadline_ = m->deadline;
     stop_replies_.push_back(m->reply);
-    co_await finish_where(waiting_, [](const Entry&) { return true; }, FinishReason::cancelled);
+    co_await finish_where(
+        waiting_, [](const Entry&) { return true; }, FinishReason::cancelled);
   }
 }
 
 awaitable<void> SchedulerActor::enforce_stop_deadline() {
   if (!stopping_ || Clock::now() < stop_deadline_) co_return;
-  co_await finish_where(running_, [](const Entry&) { return true; }, FinishReason::cancelled);
+  co_await finish_where(
+      running_, [](const Entry&) { return true; }, FinishReason::cancelled);
 }
 
 // Grants slots in arrival order while CacheManager has them.
 awaitable<void> SchedulerActor::admit() {
   while (!waiting_.empty() && !stopping_) {
     Entry& e = *waiting_.front();
-    const bool needs_draft = options_.has_draft && e.request.spec.enabled && e.request.spec.drafter == DrafterKind::model;
+    const bool needs_draft =
+        options_.has_draft && e.request.spec.enabled && e.request.spec.drafter == DrafterKind::model;
     auto grant = co_await cache_.acquire(needs_draft);
     if (!grant) break;
     e.slots = grant;
     e.admitted_at = Clock::now();
     e.seq = std::make_unique<SpecSequence>(e.request.prompt, grant->target_slot, grant->draft_slot, e.request.sampling,
-                                           e.request.spec, cost_.cost_ratio(), cost_.acceptance.estimate(e.request.spec.drafter));
+                                           e.request.spec, cost_.cost_ratio(),
+                                           cost_.acceptance.estimate(e.request.spec.drafter));
     if (trace_) {
       trace_->async_end("queued", e.actor->number(), e.admitted_at);
       trace_->async_begin("generating", e.actor->number(), e.admitted_at);
@@ -218,8 +228,10 @@ awaitable<void> SchedulerActor::run_round() {
   }
   if (failure) {
     // A failed model call fails this round's requests; the engine keeps serving.
-    co_await finish_where(running_, [](const Entry&) { return true; }, FinishReason::error, &*failure);
-    co_await finish_where(fresh_, [](const Entry&) { return true; }, FinishReason::error, &*failure);
+    co_await finish_where(
+        running_, [](const Entry&) { return true; }, FinishReason::error, &*failure);
+    co_await finish_where(
+        fresh_, [](const Entry&) { return true; }, FinishReason::error, &*failure);
     co_return;
   }
   // A round that also prefilled newcomers says nothing about the per-round overhead.
@@ -237,16 +249,19 @@ awaitable<void> SchedulerActor::run_round() {
     const RoundOutput& row = outcome.round.rows[i];
     done[i] = deliver(*running_[i], row.tokens, row.drafted, row.accepted);
   }
-  if (seconds > 0 && !running.empty()) tally_round(outcome.round.rows.size(), drafted, seconds, delivered_tokens_ - generated_before);
+  if (seconds > 0 && !running.empty())
+    tally_round(outcome.round.rows.size(), drafted, seconds, delivered_tokens_ - generated_before);
   size_t index = 0;
-  co_await finish_where(running_, [&](const Entry&) { return done[index++]; }, FinishReason::length);
+  co_await finish_where(
+      running_, [&](const Entry&) { return done[index++]; }, FinishReason::length);
   std::vector<std::unique_ptr<Entry>> newcomers = std::move(fresh_);
   fresh_.clear();
   for (size_t i = 0; i < newcomers.size(); ++i) {  // the first token of each newcomer
     if (!deliver(*newcomers[i], {outcome.first_tokens[i]}, 0, 0)) running_.push_back(std::move(newcomers[i]));
   }
   if (trace_) trace_round(round_start, outcome, delivered_tokens_ - generated_before, plan);
-  co_await finish_where(newcomers, [](const Entry& e) { return e.reason.has_value(); }, FinishReason::length);
+  co_await finish_where(
+      newcomers, [](const Entry& e) { return e.reason.has_value(); }, FinishReason::length);
 }
 
 // The round on the lanes. With overlap, the draft lane proposes for the running batch
@@ -333,7 +348,8 @@ bool SchedulerActor::deliver(Entry& e, const std::vector<int32_t>& tokens, int32
   RequestActor::Tokens burst{{tokens.begin(), tokens.begin() + static_cast<std::ptrdiff_t>(keep)}, drafted, accepted};
   if (!e.actor->post_tokens(std::move(burst))) {
     e.reason = FinishReason::error;
-    e.error = RequestError{ErrorCode::slow_consumer, "the burst handler lagged more bursts behind than its queue holds"};
+    e.error =
+        RequestError{ErrorCode::slow_consumer, "the burst handler lagged more bursts behind than its queue holds"};
   }
   return e.reason.has_value();
 }

@@ -120,8 +120,8 @@ class SchedulerActor {
   std::vector<std::unique_ptr<Entry>> fresh_;    // admitted, prefilled in the next round
   std::vector<std::unique_ptr<Entry>> running_;  // prefilled, in the batch
   CostMeter cost_;
-  bool batch_drafting_ = true;  // the last round drafted for some row (or K is not planned)
-  EngineSnapshot counters_;  // the monotonic counters part
+  bool batch_drafting_ = true;    // the last round drafted for some row (or K is not planned)
+  EngineSnapshot counters_;       // the monotonic counters part
   int64_t delivered_tokens_ = 0;  // to requests so far, first tokens included (trace)
   bool stopping_ = false;
   Clock::time_point stop_deadline_;

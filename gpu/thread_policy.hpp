@@ -34,7 +34,7 @@ struct ThreadRequest {
   int32_t threads = 0;
   int32_t target_threads = 0;
   int32_t draft_threads = 0;
-  bool draft_lane = false;     // a second lane runs beside the target's
+  bool draft_lane = false;      // a second lane runs beside the target's
   const char* origin = "auto";  // who asked: "auto", "--threads", "[engine]"
 };
 
@@ -57,8 +57,8 @@ ThreadPolicy choose_thread_policy(const ThreadRequest& request);  // reads this 
 void limit_library_thread_pools();
 
 // For libtorch ops outside the lanes: libgomp reads OMP_WAIT_POLICY once, when it loads,
-// and OpenBLAS starts its pool then; a program must have them in its environment before main. When either is unset, sets
-// OMP_WAIT_POLICY=passive and OPENBLAS_NUM_THREADS=1 and re-executes the program
+// and OpenBLAS starts its pool then; a program must have them in its environment before main. When either is unset,
+// sets OMP_WAIT_POLICY=passive and OPENBLAS_NUM_THREADS=1 and re-executes the program
 // (/proc/self/exe) with the same arguments; returns only when nothing was missing or
 // the exec failed. Values the user set are kept.
 void ensure_quiet_thread_pools_env(char** argv);

@@ -60,11 +60,11 @@ void TraceRecorder::write_chrome_json(const std::filesystem::path& path) const {
   for (const auto& e : events) {
     auto [it, inserted] = tids.try_emplace(e.track, static_cast<int64_t>(tids.size()) + 1);
     if (inserted) {
-      out.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", 1}, {"tid", it->second},
-                     {"args", {{"name", e.track}}}});
+      out.push_back(
+          {{"name", "thread_name"}, {"ph", "M"}, {"pid", 1}, {"tid", it->second}, {"args", {{"name", e.track}}}});
     }
-    boost::json::object ev{{"name", e.name}, {"ph", std::string(1, e.phase)}, {"ts", e.start_us},
-                           {"pid", 1}, {"tid", it->second}};
+    boost::json::object ev{
+        {"name", e.name}, {"ph", std::string(1, e.phase)}, {"ts", e.start_us}, {"pid", 1}, {"tid", it->second}};
     if (e.phase == 'X') ev["dur"] = e.duration_us;
     if (e.phase == 'b' || e.phase == 'e') {
       ev["cat"] = "request";

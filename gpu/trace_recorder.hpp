@@ -18,11 +18,11 @@ using TraceArgs = std::vector<std::pair<std::string, double>>;
 
 struct TraceEvent {
   std::string name;
-  std::string track;      // a lane ("draft lane", "target lane") or "requests"
-  char phase = 'X';       // 'X' complete event; 'b'/'e' async span begin/end
-  double start_us = 0;    // since the recorder was created
-  double duration_us = 0; // 'X' only
-  uint64_t id = 0;        // async spans: the request's number
+  std::string track;       // a lane ("draft lane", "target lane") or "requests"
+  char phase = 'X';        // 'X' complete event; 'b'/'e' async span begin/end
+  double start_us = 0;     // since the recorder was created
+  double duration_us = 0;  // 'X' only
+  uint64_t id = 0;         // async spans: the request's number
   TraceArgs args;
 };
 

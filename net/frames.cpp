@@ -84,8 +84,10 @@ std::string openai_finish_chunk(const OpenAiIdentity& who, FinishReason reason) 
   JsonWriter w;
   begin_openai(w, who, chunk_object(who));
   w.key("choices").begin_array().begin_object().member("index", 0);
-  if (who.chat) w.key("delta").begin_object().end_object();
-  else w.member("text", "");
+  if (who.chat)
+    w.key("delta").begin_object().end_object();
+  else
+    w.member("text", "");
   w.key("logprobs").null().member("finish_reason", openai_finish_reason(reason)).end_object().end_array().end_object();
   return w.take();
 }
@@ -103,8 +105,10 @@ std::string openai_body(const OpenAiIdentity& who, const GenerateResult& r) {
   JsonWriter w;
   begin_openai(w, who, who.chat ? "chat.completion" : "text_completion");
   w.key("choices").begin_array().begin_object().member("index", 0);
-  if (who.chat) w.key("message").begin_object().member("role", "assistant").member("content", r.text).end_object();
-  else w.member("text", r.text);
+  if (who.chat)
+    w.key("message").begin_object().member("role", "assistant").member("content", r.text).end_object();
+  else
+    w.member("text", r.text);
   w.key("logprobs").null().member("finish_reason", openai_finish_reason(r.finish_reason)).end_object().end_array();
   write_usage(w, r.usage);
   write_spec(w, r.spec);
@@ -114,7 +118,8 @@ std::string openai_body(const OpenAiIdentity& who, const GenerateResult& r) {
 
 std::string openai_error_body(ErrorCode code, std::string_view message) {
   JsonWriter w;
-  const bool server_side = code == ErrorCode::internal || code == ErrorCode::overloaded || code == ErrorCode::shutting_down;
+  const bool server_side =
+      code == ErrorCode::internal || code == ErrorCode::overloaded || code == ErrorCode::shutting_down;
   w.begin_object().key("error").begin_object().member("message", message);
   w.member("type", server_side ? "server_error" : "invalid_request_error").key("param").null();
   w.member("code", error_code_name(code)).end_object().end_object();

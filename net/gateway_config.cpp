@@ -81,34 +81,36 @@ int64_t integer_of(const toml::node& node, const std::string& where) {
 }
 
 void assign(const toml::node& node, Target target, const std::string& where, const std::filesystem::path& base) {
-  std::visit([&](auto ref) {
-    using T = decltype(ref);
-    if constexpr (std::is_same_v<T, int32_t*>) {
-      const int64_t v = integer_of(node, where);
-      if (v < INT32_MIN || v > INT32_MAX) bad(where, "out of range");
-      *ref = static_cast<int32_t>(v);
-    } else if constexpr (std::is_same_v<T, int64_t*>) {
-      *ref = integer_of(node, where);
-    } else if constexpr (std::is_same_v<T, SizeRef>) {
-      const int64_t v = integer_of(node, where);
-      if (v < 0) bad(where, "must be >= 0");
-      *ref.value = static_cast<size_t>(v);
-    } else if constexpr (std::is_same_v<T, double*>) {
-      auto v = node.value<double>();
-      if (!(node.is_floating_point() || node.is_integer()) || !v) bad(where, "must be a number");
-      *ref = *v;
-    } else if constexpr (std::is_same_v<T, bool*>) {
-      if (!node.is_boolean()) bad(where, "must be true or false");
-      *ref = *node.value<bool>();
-    } else if constexpr (std::is_same_v<T, std::string*>) {
-      if (!node.is_string()) bad(where, "must be a string");
-      *ref = *node.value<std::string>();
-    } else {
-      if (!node.is_string()) bad(where, "must be a string (a path)");
-      std::filesystem::path p = *node.value<std::string>();
-      *ref.value = p.empty() || p.is_absolute() ? p : (base / p).lexically_normal();
-    }
-  }, target);
+  std::visit(
+      [&](auto ref) {
+        using T = decltype(ref);
+        if constexpr (std::is_same_v<T, int32_t*>) {
+          const int64_t v = integer_of(node, where);
+          if (v < INT32_MIN || v > INT32_MAX) bad(where, "out of range");
+          *ref = static_cast<int32_t>(v);
+        } else if constexpr (std::is_same_v<T, int64_t*>) {
+          *ref = integer_of(node, where);
+        } else if constexpr (std::is_same_v<T, SizeRef>) {
+          const int64_t v = integer_of(node, where);
+          if (v < 0) bad(where, "must be >= 0");
+          *ref.value = static_cast<size_t>(v);
+        } else if constexpr (std::is_same_v<T, double*>) {
+          auto v = node.value<double>();
+          if (!(node.is_floating_point() || node.is_integer()) || !v) bad(where, "must be a number");
+          *ref = *v;
+        } else if constexpr (std::is_same_v<T, bool*>) {
+          if (!node.is_boolean()) bad(where, "must be true or false");
+          *ref = *node.value<bool>();
+        } else if constexpr (std::is_same_v<T, std::string*>) {
+          if (!node.is_string()) bad(where, "must be a string");
+          *ref = *node.value<std::string>();
+        } else {
+          if (!node.is_string()) bad(where, "must be a string (a path)");
+          std::filesystem::path p = *node.value<std::string>();
+          *ref.value = p.empty() || p.is_absolute() ? p : (base / p).lexically_normal();
+        }
+      },
+      target);
 }
 
 void apply(const toml::table& root, GatewayConfig& c, const std::filesystem::path& base, const std::string& source) {
@@ -120,7 +122,8 @@ void apply(const toml::table& root, GatewayConfig& c, const std::filesystem::pat
     if (!known_sections.count(s) || !section.is_table()) bad(source, "unknown section [" + s + "]");
     for (auto&& [key_name, node] : *section.as_table()) {
       const std::string where = source + ": " + s + "." + std::string(key_name.str());
-      auto it = std::find_if(keys.begin(), keys.end(), [&](const Key& k) { return s == k.section && key_name.str() == k.name; });
+      auto it = std::find_if(keys.begin(), keys.end(),
+                             [&](const Key& k) { return s == k.section && key_name.str() == k.name; });
       if (it == keys.end()) bad(where, "unknown key");
       assign(node, it->target, where, base);
     }
@@ -128,7 +131,8 @@ void apply(const toml::table& root, GatewayConfig& c, const std::filesystem::pat
 }
 
 void positive(double v, const char* name) {
-  if (!(v > 0) || !std::isfinite(v)) throw SpecdError(ErrorCode::bad_value, std::string("config: ") + name + " must be > 0");
+  if (!(v > 0) || !std::isfinite(v))
+    throw SpecdError(ErrorCode::bad_value, std::string("config: ") + name + " must be > 0");
 }
 
 }  // namespace
@@ -170,7 +174,8 @@ GatewayConfig load_gateway_config(const std::filesystem::path& file) {
 
 void validate(const GatewayConfig& c) {
   if (c.port < 0 || c.port > 65535) throw SpecdError(ErrorCode::bad_value, "config: port must be in [0, 65535]");
-  if (c.io_threads < 0 || c.io_threads > 1024) throw SpecdError(ErrorCode::bad_value, "config: io_threads must be in [0, 1024]");
+  if (c.io_threads < 0 || c.io_threads > 1024)
+    throw SpecdError(ErrorCode::bad_value, "config: io_threads must be in [0, 1024]");
   positive(c.max_connections, "max_connections");
   positive(c.max_requests_per_connection, "max_requests_per_connection");
   positive(static_cast<double>(c.max_frame_bytes), "max_frame_bytes");
@@ -186,7 +191,8 @@ void validate(const GatewayConfig& c) {
   positive(c.handshake_seconds, "handshake_seconds");
   positive(c.ws_idle_seconds, "ws_idle_seconds");
   positive(c.http_idle_seconds, "http_idle_seconds");
-  if (!(c.shutdown_deadline_seconds >= 0)) throw SpecdError(ErrorCode::bad_value, "config: shutdown_deadline_seconds must be >= 0");
+  if (!(c.shutdown_deadline_seconds >= 0))
+    throw SpecdError(ErrorCode::bad_value, "config: shutdown_deadline_seconds must be >= 0");
   if (c.protocol.default_max_tokens < 1 || c.protocol.default_max_tokens > c.protocol.max_tokens_limit) {
     throw SpecdError(ErrorCode::bad_value, "config: defaults.max_tokens must be in [1, limits.max_tokens]");
   }

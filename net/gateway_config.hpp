@@ -16,9 +16,9 @@ namespace specd::net {
 struct GatewayConfig {
   // [server]
   std::string host = "127.0.0.1";
-  int32_t port = 8080;              // 0: any free port (printed at start)
-  std::string auth_token;           // non-empty: every route needs "Authorization: Bearer <token>"
-  std::filesystem::path web_root;   // static files served at /
+  int32_t port = 8080;               // 0: any free port (printed at start)
+  std::string auth_token;            // non-empty: every route needs "Authorization: Bearer <token>"
+  std::filesystem::path web_root;    // static files served at /
   std::string model_name = "specd";  // the "model" of OpenAI responses and /v1/models
   // Threads running the sessions and the engine's actors; 0: one per CPU the process may
   // use (affinity and cgroup quota, gpu/thread_policy.hpp), at least 1. io_thread_count().
@@ -30,8 +30,8 @@ struct GatewayConfig {
   // Finished WebSocket request ids a connection remembers: a cancel of one of them is
   // ignored (it crossed the done frame); of an older one, unknown_id. 0 remembers none.
   int32_t finished_ids_per_connection = 256;
-  size_t max_frame_bytes = 64 * 1024;        // WebSocket message from a client
-  size_t max_body_bytes = 1024 * 1024;       // HTTP request body
+  size_t max_frame_bytes = 64 * 1024;   // WebSocket message from a client
+  size_t max_body_bytes = 1024 * 1024;  // HTTP request body
   size_t max_header_bytes = 16 * 1024;
   int32_t outbound_queue_frames = 256;  // token frames queued for one client before slow_consumer
   int32_t send_buffer_bytes = 0;        // SO_SNDBUF of accepted sockets; 0: the OS default
@@ -39,8 +39,8 @@ struct GatewayConfig {
 
   // [timeouts]
   double handshake_seconds = 10;
-  double ws_idle_seconds = 60;    // no frame from a peer: ping at half, close at the full time
-  double http_idle_seconds = 30;  // keep-alive connection waiting for its next request
+  double ws_idle_seconds = 60;           // no frame from a peer: ping at half, close at the full time
+  double http_idle_seconds = 30;         // keep-alive connection waiting for its next request
   double shutdown_deadline_seconds = 5;  // in-flight streams may finish before being cancelled
 
   // [engine]

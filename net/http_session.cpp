@@ -67,10 +67,9 @@ asio::awaitable<void> HttpSession::run() {
   auto self = shared_from_this();
   Metrics& metrics = gateway_->metrics();
   metrics.connection_opened(false);
-  registration_ = gateway_->register_session(
-      stream_.get_executor(), [weak = weak_from_this()](auto deadline) {
-        if (auto s = weak.lock()) s->on_shutdown(deadline);
-      });
+  registration_ = gateway_->register_session(stream_.get_executor(), [weak = weak_from_this()](auto deadline) {
+    if (auto s = weak.lock()) s->on_shutdown(deadline);
+  });
   co_await serve_requests();
   if (registration_) gateway_->unregister_session(registration_);
   metrics.connection_closed(false);
@@ -90,8 +89,9 @@ asio::awaitable<void> HttpSession::serve_requests() {
     if (ec == http::error::body_limit || ec == http::error::header_limit) {
       HttpRequest head = parser.get();
       head.keep_alive(false);
-      co_await send_error(head, ErrorCode::frame_too_large,
-                          ec == http::error::body_limit ? "the body exceeds max_body_bytes" : "the header exceeds max_header_bytes");
+      co_await send_error(
+          head, ErrorCode::frame_too_large,
+          ec == http::error::body_limit ? "the body exceeds max_body_bytes" : "the header exceeds max_header_bytes");
       break;
     }
     if (ec) break;  // closed, timed out, cancelled by a shutdown, or not HTTP
@@ -118,7 +118,8 @@ bool HttpSession::authorized(const HttpRequest& request) const {
   std::string_view header = request[http::field::authorization];
   if (header.size() > 7 && header.substr(0, 7) == "Bearer ") return equal_constant_time(header.substr(7), token);
   // Browsers cannot set headers on a WebSocket handshake: ?access_token= there.
-  if (beast::websocket::is_upgrade(request)) return equal_constant_time(query_param(request.target(), "access_token"), token);
+  if (beast::websocket::is_upgrade(request))
+    return equal_constant_time(query_param(request.target(), "access_token"), token);
   return false;
 }
 
@@ -134,7 +135,8 @@ asio::awaitable<bool> HttpSession::route(HttpRequest& request) {
   const auto method = request.method();
   if (path == "/v1/completions" || path == "/v1/chat/completions") {
     if (method != http::verb::post) co_return co_await send_error(request, ErrorCode::bad_value, "use POST");
-    if (gateway_->stopping()) co_return co_await send_error(request, ErrorCode::shutting_down, "the server is stopping");
+    if (gateway_->stopping())
+      co_return co_await send_error(request, ErrorCode::shutting_down, "the server is stopping");
     const OpenAiRoute r = path == "/v1/completions" ? OpenAiRoute::completions : OpenAiRoute::chat_completions;
     GenerationContext context{stream_, *gateway_, active_};
     co_return co_await serve_openai(context, request, r);
@@ -142,10 +144,14 @@ asio::awaitable<bool> HttpSession::route(HttpRequest& request) {
   if (method != http::verb::get && method != http::verb::head) {
     co_return co_await send_error(request, ErrorCode::not_found, "no route for this method and path");
   }
-  if (path == "/health") co_return co_await send_text(request, gateway_->stopping() ? "{\"status\":\"stopping\"}" : "{\"status\":\"ok\"}", "application/json");
-  if (path == "/v1/models") co_return co_await send_text(request, models_body(gateway_->config().model_name), "application/json");
+  if (path == "/health")
+    co_return co_await send_text(request, gateway_->stopping() ? "{\"status\":\"stopping\"}" : "{\"status\":\"ok\"}",
+                                 "application/json");
+  if (path == "/v1/models")
+    co_return co_await send_text(request, models_body(gateway_->config().model_name), "application/json");
   if (path == "/metrics") co_return co_await send_metrics(request);
-  if (path == "/v1/ws") co_return co_await send_error(request, ErrorCode::bad_value, "/v1/ws takes WebSocket upgrades only");
+  if (path == "/v1/ws")
+    co_return co_await send_error(request, ErrorCode::bad_value, "/v1/ws takes WebSocket upgrades only");
   co_return co_await send_file(request);
 }
 
@@ -178,7 +184,9 @@ asio::awaitable<bool> HttpSession::send_file(const HttpRequest& request) {
   http::file_body::value_type body;
   beast::error_code ec;
   body.open(file->c_str(), beast::file_mode::scan, ec);
-  if (ec) co_return co_await send_error(request, ErrorCode::not_found, "no such file: " + std::string(path_of(request.target())));
+  if (ec)
+    co_return co_await send_error(request, ErrorCode::not_found,
+                                  "no such file: " + std::string(path_of(request.target())));
   http::response<http::file_body> response{http::status::ok, request.version()};
   response.set(http::field::server, "specd");
   response.set(http::field::content_type, content_type_for(*file));
@@ -212,11 +220,14 @@ void HttpSession::on_shutdown(std::chrono::steady_clock::time_point deadline) {
     return;
   }
   // A generation in progress may finish until the deadline, then it is cancelled.
-  actors::spawn_logged(stream_.get_executor(), [self = shared_from_this(), deadline]() -> asio::awaitable<void> {
-    asio::steady_timer timer(self->stream_.get_executor(), deadline);
-    co_await timer.async_wait(use_tuple);
-    if (self->active_) self->active_->cancel();
-  }, "http shutdown deadline");
+  actors::spawn_logged(
+      stream_.get_executor(),
+      [self = shared_from_this(), deadline]() -> asio::awaitable<void> {
+        asio::steady_timer timer(self->stream_.get_executor(), deadline);
+        co_await timer.async_wait(use_tuple);
+        if (self->active_) self->active_->cancel();
+      },
+      "http shutdown deadline");
 }
 
 }  // namespace specd::net

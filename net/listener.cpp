@@ -14,8 +14,8 @@
 namespace specd::net {
 
 namespace asio = boost::asio;
-using asio::ip::tcp;
 using actors::use_tuple;
+using asio::ip::tcp;
 
 namespace {
 
@@ -45,7 +45,8 @@ tcp::endpoint Gateway::start() {
   acceptor_.bind(endpoint);
   acceptor_.listen(asio::socket_base::max_listen_connections);
   const tcp::endpoint bound = acceptor_.local_endpoint();
-  actors::spawn_logged(acceptor_.get_executor(), [self = shared_from_this()] { return self->accept_loop(); }, "gateway accept loop");
+  actors::spawn_logged(
+      acceptor_.get_executor(), [self = shared_from_this()] { return self->accept_loop(); }, "gateway accept loop");
   return bound;
 }
 
@@ -78,7 +79,8 @@ void Gateway::start_connection(tcp::socket socket) {
   auto session = std::make_shared<HttpSession>(shared_from_this(), std::move(socket), refused);
   // Released with the coroutine, however it ends.
   std::shared_ptr<void> slot(nullptr, [self = shared_from_this()](void*) { self->connections_.fetch_sub(1); });
-  actors::spawn_logged(executor, [session, slot]() { return session->run(); }, "http session");
+  actors::spawn_logged(
+      executor, [session, slot]() { return session->run(); }, "http session");
 }
 
 size_t Gateway::open_sessions() const {

@@ -69,9 +69,12 @@ void Histogram::render(std::string& out, const std::string& name) const {
 
 const char* route_name(Route route) {
   switch (route) {
-    case Route::websocket: return "websocket";
-    case Route::completions: return "completions";
-    case Route::chat_completions: return "chat_completions";
+    case Route::websocket:
+      return "websocket";
+    case Route::completions:
+      return "completions";
+    case Route::chat_completions:
+      return "chat_completions";
   }
   return "unknown";
 }
@@ -107,10 +110,12 @@ void Metrics::render_gateway(std::string& out) const {
     help(out, "specd_requests_total", "counter", "Requests finished, by route and finish reason.");
     for (const auto& [key, n] : finished_) {
       sample(out, "specd_requests_total",
-             std::string("route=\"") + route_name(key.first) + "\",finish_reason=\"" + finish_reason_name(key.second) + "\"",
+             std::string("route=\"") + route_name(key.first) + "\",finish_reason=\"" + finish_reason_name(key.second) +
+                 "\"",
              static_cast<double>(n));
     }
-    help(out, "specd_request_errors_total", "counter", "Requests and messages refused or failed, by route and error code.");
+    help(out, "specd_request_errors_total", "counter",
+         "Requests and messages refused or failed, by route and error code.");
     for (const auto& [key, n] : errors_) {
       sample(out, "specd_request_errors_total",
              std::string("route=\"") + route_name(key.first) + "\",code=\"" + error_code_name(key.second) + "\"",
@@ -119,7 +124,8 @@ void Metrics::render_gateway(std::string& out) const {
   }
   help(out, "specd_time_to_first_token_seconds", "histogram", "Submit to the first burst.");
   ttft_.render(out, "specd_time_to_first_token_seconds");
-  help(out, "specd_inter_token_latency_seconds", "histogram", "Gap between bursts divided by the burst's tokens, once per token.");
+  help(out, "specd_inter_token_latency_seconds", "histogram",
+       "Gap between bursts divided by the burst's tokens, once per token.");
   itl_.render(out, "specd_inter_token_latency_seconds");
   help(out, "specd_e2e_request_latency_seconds", "histogram", "Submit to finish.");
   e2e_.render(out, "specd_e2e_request_latency_seconds");
@@ -150,7 +156,8 @@ std::string Metrics::render(const EngineSnapshot& s) const {
   sample(out, "specd_spec_decode_num_draft_tokens_total", "", static_cast<double>(s.draft_tokens));
   help(out, "specd_spec_decode_num_accepted_tokens_total", "counter", "Draft tokens the target accepted.");
   sample(out, "specd_spec_decode_num_accepted_tokens_total", "", static_cast<double>(s.accepted_tokens));
-  help(out, "specd_spec_decode_num_accepted_tokens_per_pos_total", "counter", "Accepted draft tokens by position in the draft (0 first).");
+  help(out, "specd_spec_decode_num_accepted_tokens_per_pos_total", "counter",
+       "Accepted draft tokens by position in the draft (0 first).");
   for (size_t i = 0; i < s.accepted_per_position.size(); ++i) {
     sample(out, "specd_spec_decode_num_accepted_tokens_per_pos_total", "position=\"" + std::to_string(i) + "\"",
            static_cast<double>(s.accepted_per_position[i]));
@@ -171,7 +178,8 @@ std::string Metrics::render(const EngineSnapshot& s) const {
   help(out, "specd_decode_round_seconds_total", "counter", "Wall seconds of those rounds.");
   for (int i = 0; i < 2; ++i) sample(out, "specd_decode_round_seconds_total", kinds[i], sums[i].seconds);
   help(out, "specd_decode_round_tokens_total", "counter", "Tokens those rounds delivered.");
-  for (int i = 0; i < 2; ++i) sample(out, "specd_decode_round_tokens_total", kinds[i], static_cast<double>(sums[i].tokens));
+  for (int i = 0; i < 2; ++i)
+    sample(out, "specd_decode_round_tokens_total", kinds[i], static_cast<double>(sums[i].tokens));
   return out;
 }
 

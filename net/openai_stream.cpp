@@ -48,7 +48,9 @@ void post_event(const std::shared_ptr<Exchange>& x, Event event, bool limited) {
 
 std::atomic<uint64_t> next_number{1};
 
-Route metrics_route(OpenAiRoute r) { return r == OpenAiRoute::chat_completions ? Route::chat_completions : Route::completions; }
+Route metrics_route(OpenAiRoute r) {
+  return r == OpenAiRoute::chat_completions ? Route::chat_completions : Route::completions;
+}
 
 std::chrono::steady_clock::duration seconds(double s) {
   return std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(s));
@@ -65,8 +67,8 @@ asio::awaitable<bool> write_chunk(beast::tcp_stream& stream, double timeout, std
 std::string sse(std::string_view json) { return "data: " + std::string(json) + "\n\n"; }
 
 // The SSE events after the header: text chunks, then the finish (and usage), then [DONE].
-asio::awaitable<bool> stream_events(GenerationContext& c, Exchange& x, const OpenAiIdentity& who, const GenerateParams& p,
-                                    Event first) {
+asio::awaitable<bool> stream_events(GenerationContext& c, Exchange& x, const OpenAiIdentity& who,
+                                    const GenerateParams& p, Event first) {
   const double timeout = c.gateway.config().http_idle_seconds;
   bool sent_first = false;
   std::optional<Event> next(std::move(first));
@@ -124,10 +126,11 @@ asio::awaitable<bool> respond_stream(GenerationContext& c, const HttpRequest& re
   c.stream.expires_never();
   if (ec) co_return false;
   const bool ok = co_await stream_events(c, x, who, p, std::move(*first));
-  co_return ok && request.keep_alive();
+  co_return ok&& request.keep_alive();
 }
 
-asio::awaitable<bool> respond_whole(GenerationContext& c, const HttpRequest& request, Exchange& x, const OpenAiIdentity& who) {
+asio::awaitable<bool> respond_whole(GenerationContext& c, const HttpRequest& request, Exchange& x,
+                                    const OpenAiIdentity& who) {
   for (;;) {
     std::optional<Event> event = co_await x.queue.pop();
     if (!event) co_return false;
@@ -143,16 +146,23 @@ asio::awaitable<bool> respond_whole(GenerationContext& c, const HttpRequest& req
 
 http::status http_status_for(ErrorCode code) {
   switch (code) {
-    case ErrorCode::unauthorized: return http::status::unauthorized;
-    case ErrorCode::not_found: return http::status::not_found;
-    case ErrorCode::frame_too_large: return http::status::payload_too_large;
+    case ErrorCode::unauthorized:
+      return http::status::unauthorized;
+    case ErrorCode::not_found:
+      return http::status::not_found;
+    case ErrorCode::frame_too_large:
+      return http::status::payload_too_large;
     case ErrorCode::overloaded:
-    case ErrorCode::too_many_requests: return http::status::too_many_requests;
+    case ErrorCode::too_many_requests:
+      return http::status::too_many_requests;
     case ErrorCode::too_many_connections:
-    case ErrorCode::shutting_down: return http::status::service_unavailable;
+    case ErrorCode::shutting_down:
+      return http::status::service_unavailable;
     case ErrorCode::internal:
-    case ErrorCode::slow_consumer: return http::status::internal_server_error;
-    default: return http::status::bad_request;
+    case ErrorCode::slow_consumer:
+      return http::status::internal_server_error;
+    default:
+      return http::status::bad_request;
   }
 }
 
@@ -181,7 +191,8 @@ asio::awaitable<bool> serve_openai(GenerationContext c, const HttpRequest& reque
   GenerateRequest engine_request;
   std::optional<SpecdError> refused;
   try {
-    engine_request = make_engine_request(p, g.chat_template(), *g.engine().tokenizer(), "http-" + std::to_string(number));
+    engine_request =
+        make_engine_request(p, g.chat_template(), *g.engine().tokenizer(), "http-" + std::to_string(number));
   } catch (const SpecdError& e) {
     refused = e;
   }
@@ -191,8 +202,8 @@ asio::awaitable<bool> serve_openai(GenerationContext c, const HttpRequest& reque
     co_return co_await write_json_response(c.stream, request, http_status_for(refused->code()), std::move(body));
   }
   const bool chat = route == OpenAiRoute::chat_completions;
-  const OpenAiIdentity who{(chat ? "chatcmpl-" : "cmpl-") + std::to_string(number), static_cast<int64_t>(std::time(nullptr)),
-                           g.config().model_name, chat};
+  const OpenAiIdentity who{(chat ? "chatcmpl-" : "cmpl-") + std::to_string(number),
+                           static_cast<int64_t>(std::time(nullptr)), g.config().model_name, chat};
   auto x = std::make_shared<Exchange>(c.stream.get_executor(), static_cast<size_t>(g.config().outbound_queue_frames));
   auto timing = std::make_shared<RequestTiming>(g.metrics(), metrics_route(route), engine_request.id, g.hooks());
   const bool stream = p.stream;
@@ -208,8 +219,10 @@ asio::awaitable<bool> serve_openai(GenerationContext c, const HttpRequest& reque
       });
   c.active = &x->handle;
   bool keep_alive = false;
-  if (stream) keep_alive = co_await respond_stream(c, request, *x, who, p);
-  else keep_alive = co_await respond_whole(c, request, *x, who);
+  if (stream)
+    keep_alive = co_await respond_stream(c, request, *x, who, p);
+  else
+    keep_alive = co_await respond_whole(c, request, *x, who);
   c.active = nullptr;
   x->handle.cancel();  // a no-op once finished; stops the engine if the client went away
   co_return keep_alive;

@@ -44,7 +44,8 @@ std::string as_string(element e, std::string_view name) {
 
 bool as_bool(element e, std::string_view name) {
   bool b = false;
-  if (e.get_bool().get(b) != simdjson::SUCCESS) refuse(ErrorCode::bad_value, std::string(name) + " must be true or false");
+  if (e.get_bool().get(b) != simdjson::SUCCESS)
+    refuse(ErrorCode::bad_value, std::string(name) + " must be true or false");
   return b;
 }
 
@@ -53,18 +54,27 @@ int64_t as_integer(element e, std::string_view name, int64_t lo, int64_t hi) {
   const std::string range = " in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
   if (e.type() == element_type::UINT64) refuse(ErrorCode::bad_value, std::string(name) + " must be an integer" + range);
   int64_t v = 0;
-  if (e.get_int64().get(v) != simdjson::SUCCESS) refuse(ErrorCode::bad_value, std::string(name) + " must be an integer" + range);
-  if (v < lo || v > hi) refuse(ErrorCode::bad_value, std::string(name) + " must be an integer" + range + ", got " + std::to_string(v));
+  if (e.get_int64().get(v) != simdjson::SUCCESS)
+    refuse(ErrorCode::bad_value, std::string(name) + " must be an integer" + range);
+  if (v < lo || v > hi)
+    refuse(ErrorCode::bad_value, std::string(name) + " must be an integer" + range + ", got " + std::to_string(v));
   return v;
 }
 
 double as_number(element e, std::string_view name) {
   double v = 0;
   switch (e.type()) {
-    case element_type::INT64: v = static_cast<double>(int64_t(e)); break;
-    case element_type::UINT64: v = static_cast<double>(uint64_t(e)); break;
-    case element_type::DOUBLE: v = double(e); break;
-    default: refuse(ErrorCode::bad_value, std::string(name) + " must be a number");
+    case element_type::INT64:
+      v = static_cast<double>(int64_t(e));
+      break;
+    case element_type::UINT64:
+      v = static_cast<double>(uint64_t(e));
+      break;
+    case element_type::DOUBLE:
+      v = double(e);
+      break;
+    default:
+      refuse(ErrorCode::bad_value, std::string(name) + " must be a number");
   }
   if (!std::isfinite(v)) refuse(ErrorCode::bad_value, std::string(name) + " must be finite");
   return v;
@@ -102,9 +112,12 @@ void read_speculative(element e, SpecSettings& spec, const ProtocolLimits& limit
   }
   if (auto v = member(o, "drafter")) {
     const std::string d = as_string(*v, "speculative.drafter");
-    if (d == "model") spec.drafter = DrafterKind::model;
-    else if (d == "lookup") spec.drafter = DrafterKind::lookup;
-    else refuse(ErrorCode::bad_value, "speculative.drafter must be \"model\" or \"lookup\"");
+    if (d == "model")
+      spec.drafter = DrafterKind::model;
+    else if (d == "lookup")
+      spec.drafter = DrafterKind::lookup;
+    else
+      refuse(ErrorCode::bad_value, "speculative.drafter must be \"model\" or \"lookup\"");
   }
 }
 
@@ -114,7 +127,8 @@ void read_sampling(const object& o, GenerateParams& p, const ProtocolLimits& lim
   p.max_tokens = limits.default_max_tokens;
   if (auto v = member(o, "temperature")) {
     p.sampling.temperature = as_number(*v, "temperature");
-    if (p.sampling.temperature < 0 || p.sampling.temperature > 100) refuse(ErrorCode::bad_value, "temperature must be in [0, 100]");
+    if (p.sampling.temperature < 0 || p.sampling.temperature > 100)
+      refuse(ErrorCode::bad_value, "temperature must be in [0, 100]");
   }
   if (auto v = member(o, "top_p")) {
     p.sampling.top_p = as_number(*v, "top_p");
@@ -128,7 +142,8 @@ void read_sampling(const object& o, GenerateParams& p, const ProtocolLimits& lim
     }
   }
   if (auto v = member(o, "seed")) p.sampling.seed = static_cast<uint64_t>(as_integer(*v, "seed", 0, INT64_MAX));
-  if (auto v = member(o, "max_tokens")) p.max_tokens = static_cast<int32_t>(as_integer(*v, "max_tokens", 1, limits.max_tokens_limit));
+  if (auto v = member(o, "max_tokens"))
+    p.max_tokens = static_cast<int32_t>(as_integer(*v, "max_tokens", 1, limits.max_tokens_limit));
   if (auto v = member(o, "stop")) read_stop(*v, p, limits);
   if (auto v = member(o, "speculative")) read_speculative(*v, p.spec, limits);
   if (auto v = member(o, "ignore_eos")) p.ignore_eos = as_bool(*v, "ignore_eos");
@@ -137,7 +152,8 @@ void read_sampling(const object& o, GenerateParams& p, const ProtocolLimits& lim
 std::string message_content(element e, size_t index) {
   const std::string where = "messages[" + std::to_string(index) + "].content";
   if (e.type() == element_type::STRING) return as_string(e, where);
-  if (e.type() != element_type::ARRAY) refuse(ErrorCode::bad_value, where + " must be a string or an array of text parts");
+  if (e.type() != element_type::ARRAY)
+    refuse(ErrorCode::bad_value, where + " must be a string or an array of text parts");
   std::string text;
   for (element part : e.get_array().value_unsafe()) {
     object o;
@@ -157,9 +173,11 @@ void read_messages(element e, GenerateParams& p, const ProtocolLimits& limits) {
   if (e.get_array().get(list) != simdjson::SUCCESS) refuse(ErrorCode::bad_value, "messages must be an array");
   for (element m : list) {
     const size_t i = p.messages.size();
-    if (i >= limits.max_messages) refuse(ErrorCode::bad_value, "at most " + std::to_string(limits.max_messages) + " messages");
+    if (i >= limits.max_messages)
+      refuse(ErrorCode::bad_value, "at most " + std::to_string(limits.max_messages) + " messages");
     object o;
-    if (m.get_object().get(o) != simdjson::SUCCESS) refuse(ErrorCode::bad_value, "messages[" + std::to_string(i) + "] must be an object");
+    if (m.get_object().get(o) != simdjson::SUCCESS)
+      refuse(ErrorCode::bad_value, "messages[" + std::to_string(i) + "] must be an object");
     auto role = member(o, "role");
     if (!role) refuse(ErrorCode::missing_field, "messages[" + std::to_string(i) + "] needs a role");
     ChatMessage message{as_string(*role, "role"), {}};
@@ -167,8 +185,10 @@ void read_messages(element e, GenerateParams& p, const ProtocolLimits& limits) {
     if (message.role != "system" && message.role != "user" && message.role != "assistant") {
       refuse(ErrorCode::bad_value, "messages[" + std::to_string(i) + "].role must be system, user or assistant");
     }
-    if (auto content = member(o, "content")) message.content = message_content(*content, i);
-    else if (message.role != "assistant") refuse(ErrorCode::missing_field, "messages[" + std::to_string(i) + "] needs content");
+    if (auto content = member(o, "content"))
+      message.content = message_content(*content, i);
+    else if (message.role != "assistant")
+      refuse(ErrorCode::missing_field, "messages[" + std::to_string(i) + "] needs content");
     p.messages.push_back(std::move(message));
   }
   if (p.messages.empty()) refuse(ErrorCode::bad_value, "messages is empty");
@@ -180,8 +200,10 @@ void read_input(const object& o, GenerateParams& p, const ProtocolLimits& limits
   auto messages = member(o, "messages");
   if (prompt && messages) refuse(ErrorCode::bad_value, "give prompt or messages, not both");
   if (!prompt && !messages) refuse(ErrorCode::missing_field, "prompt or messages is required");
-  if (prompt) p.prompt = as_string(*prompt, "prompt");
-  else read_messages(*messages, p, limits);
+  if (prompt)
+    p.prompt = as_string(*prompt, "prompt");
+  else
+    read_messages(*messages, p, limits);
 }
 
 object parse_object(simdjson::dom::parser& parser, std::string_view text) {
@@ -222,7 +244,8 @@ ClientMessage parse_message_object(const object& o, const ProtocolLimits& limits
 std::optional<std::string> id_of(const object& o, const ProtocolLimits& limits) {
   auto id = member(o, "id");
   std::string_view s;
-  if (!id || id->get_string().get(s) != simdjson::SUCCESS || s.empty() || s.size() > limits.max_id_bytes) return std::nullopt;
+  if (!id || id->get_string().get(s) != simdjson::SUCCESS || s.empty() || s.size() > limits.max_id_bytes)
+    return std::nullopt;
   return std::string(s);
 }
 
@@ -275,7 +298,8 @@ std::variant<ProtocolError, GenerateParams> parse_openai_body(std::string_view b
     if (auto v = member(o, "stream")) p.stream = as_bool(*v, "stream");
     if (auto v = member(o, "stream_options")) {
       object so;
-      if (v->get_object().get(so) != simdjson::SUCCESS) refuse(ErrorCode::bad_value, "stream_options must be an object");
+      if (v->get_object().get(so) != simdjson::SUCCESS)
+        refuse(ErrorCode::bad_value, "stream_options must be an object");
       if (auto u = member(so, "include_usage")) p.include_usage = as_bool(*u, "stream_options.include_usage");
     }
     return p;
@@ -287,8 +311,10 @@ std::variant<ProtocolError, GenerateParams> parse_openai_body(std::string_view b
 std::string error_frame(const ProtocolError& error) {
   JsonWriter w;
   w.begin_object().member("type", "error").key("id");
-  if (error.id) w.value(*error.id);
-  else w.null();
+  if (error.id)
+    w.value(*error.id);
+  else
+    w.null();
   w.member("code", error_code_name(error.code)).member("message", error.message).end_object();
   return w.take();
 }

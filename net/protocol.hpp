@@ -11,10 +11,10 @@
 #include <variant>
 #include <vector>
 
-#include "engine/tokenizer/chat_template.hpp"
 #include "engine/base/errors.hpp"
 #include "engine/request/sampling_params.hpp"
 #include "engine/request/spec_settings.hpp"
+#include "engine/tokenizer/chat_template.hpp"
 
 namespace specd::net {
 
@@ -23,7 +23,7 @@ struct ProtocolLimits {
   int32_t max_tokens_limit = 4096;  // largest max_tokens a request may ask for
   int32_t default_max_tokens = 128;
   double default_temperature = 1.0;
-  int32_t k_max = 8;                // largest speculative K
+  int32_t k_max = 8;  // largest speculative K
   size_t max_stop_strings = 8;
   size_t max_messages = 256;
   size_t max_id_bytes = 128;
@@ -31,7 +31,7 @@ struct ProtocolLimits {
 
 // One generation as a client asked for it (WebSocket or HTTP).
 struct GenerateParams {
-  std::string id;                    // the client's id (WebSocket); empty for HTTP
+  std::string id;                     // the client's id (WebSocket); empty for HTTP
   std::optional<std::string> prompt;  // raw text, or
   std::vector<ChatMessage> messages;  // a conversation rendered with the chat template
   SamplingParams sampling;

@@ -39,7 +39,8 @@ void RequestTiming::burst(const Burst& b) {
   if (!last_burst_) {
     metrics_.time_to_first_token(std::chrono::duration<double>(now - submitted_).count());
   } else {
-    const double per_token = std::chrono::duration<double>(now - *last_burst_).count() / static_cast<double>(b.token_ids.size());
+    const double per_token =
+        std::chrono::duration<double>(now - *last_burst_).count() / static_cast<double>(b.token_ids.size());
     for (size_t i = 0; i < b.token_ids.size(); ++i) metrics_.inter_token(per_token);
   }
   last_burst_ = now;

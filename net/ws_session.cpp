@@ -65,7 +65,8 @@ asio::awaitable<void> WsSession::run(HttpRequest upgrade) {
   const uint64_t registration = gateway_->register_session(strand_, [weak = weak_from_this()](auto deadline) {
     if (auto s = weak.lock()) s->on_shutdown(deadline);
   });
-  actors::spawn_logged(strand_, [self] { return self->write_loop(); }, "websocket writer");
+  actors::spawn_logged(
+      strand_, [self] { return self->write_loop(); }, "websocket writer");
   co_await read_loop();
   in_flight_.clear();  // dropping the handles cancels what still runs
   outbound_.close();
@@ -77,8 +78,10 @@ asio::awaitable<void> WsSession::read_loop() {
   for (;;) {
     std::optional<Received> message = co_await read_message();
     if (!message) co_return;
-    if (message->refused) send_error(std::move(*message->refused));
-    else handle_message(message->text);
+    if (message->refused)
+      send_error(std::move(*message->refused));
+    else
+      handle_message(message->text);
   }
 }
 
@@ -89,15 +92,20 @@ asio::awaitable<std::optional<WsSession::Received>> WsSession::read_message() {
   do {
     auto [ec, n] = co_await ws_.async_read_some(buffer, 16 * 1024, use_tuple);
     if (ec) {
-      if (!ordinary_end(ec)) std::fprintf(stderr, "specd serve: websocket %llu read: %s\n", static_cast<unsigned long long>(number_), ec.message().c_str());
+      if (!ordinary_end(ec))
+        std::fprintf(stderr, "specd serve: websocket %llu read: %s\n", static_cast<unsigned long long>(number_),
+                     ec.message().c_str());
       co_return std::nullopt;
     }
     total += n;
     if (total > limit) buffer.clear();  // keep reading to the message's end, keep nothing
   } while (!ws_.is_message_done());
   if (total > limit) {
-    co_return Received{{}, ProtocolError{ErrorCode::frame_too_large, "a message of " + std::to_string(total) +
-                                             " bytes exceeds max_frame_bytes " + std::to_string(limit), std::nullopt}};
+    co_return Received{{},
+                       ProtocolError{ErrorCode::frame_too_large,
+                                     "a message of " + std::to_string(total) + " bytes exceeds max_frame_bytes " +
+                                         std::to_string(limit),
+                                     std::nullopt}};
   }
   if (ws_.got_binary()) {
     co_return Received{{}, ProtocolError{ErrorCode::binary_frame, "send JSON in text frames", std::nullopt}};
@@ -126,9 +134,12 @@ asio::awaitable<void> WsSession::write_loop() {
 
 void WsSession::handle_message(const std::string& text) {
   ClientMessage message = parse_client_message(text, gateway_->config().protocol);
-  if (auto* error = std::get_if<ProtocolError>(&message)) send_error(std::move(*error));
-  else if (auto* generate = std::get_if<GenerateParams>(&message)) start_generate(std::move(*generate));
-  else cancel_request(std::get<CancelMessage>(message).id);
+  if (auto* error = std::get_if<ProtocolError>(&message))
+    send_error(std::move(*error));
+  else if (auto* generate = std::get_if<GenerateParams>(&message))
+    start_generate(std::move(*generate));
+  else
+    cancel_request(std::get<CancelMessage>(message).id);
 }
 
 void WsSession::send_error(ProtocolError error) {
@@ -144,10 +155,12 @@ void WsSession::send_error(ProtocolError error) {
 void WsSession::start_generate(GenerateParams p) {
   const GatewayConfig& config = gateway_->config();
   if (shutting_down_) return send_error({ErrorCode::shutting_down, "the server is stopping", p.id});
-  if (in_flight_.count(p.id)) return send_error({ErrorCode::duplicate_id, "request id '" + p.id + "' is already in flight", p.id});
+  if (in_flight_.count(p.id))
+    return send_error({ErrorCode::duplicate_id, "request id '" + p.id + "' is already in flight", p.id});
   if (in_flight_.size() >= static_cast<size_t>(config.max_requests_per_connection)) {
-    return send_error({ErrorCode::too_many_requests, "at most " + std::to_string(config.max_requests_per_connection) +
-                                                         " requests in flight per connection", p.id});
+    return send_error(
+        {ErrorCode::too_many_requests,
+         "at most " + std::to_string(config.max_requests_per_connection) + " requests in flight per connection", p.id});
   }
   GenerateRequest request;
   try {
@@ -165,7 +178,8 @@ void WsSession::start_generate(GenerateParams p) {
   };
   auto on_done = [weak = weak_from_this(), strand = strand_, id = p.id, timing](GenerateResult result) {
     timing->done(result);
-    std::string frame = result.error ? error_frame({result.error->code, result.error->message, id}) : done_frame(id, result);
+    std::string frame =
+        result.error ? error_frame({result.error->code, result.error->message, id}) : done_frame(id, result);
     asio::post(strand, [weak, id, frame = std::move(frame)]() mutable {
       if (auto s = weak.lock()) s->on_done(id, std::move(frame));
     });
@@ -188,7 +202,8 @@ void WsSession::on_tokens(const std::string& id, std::string frame) {
   it->second.failed = true;
   it->second.handle.cancel();
   gateway_->metrics().request_error(Route::websocket, ErrorCode::slow_consumer);
-  outbound_.push({error_frame({ErrorCode::slow_consumer, "the client reads slower than the tokens arrive", id})}, false);
+  outbound_.push({error_frame({ErrorCode::slow_consumer, "the client reads slower than the tokens arrive", id})},
+                 false);
 }
 
 void WsSession::on_done(const std::string& id, std::string frame) {
@@ -204,11 +219,14 @@ void WsSession::on_done(const std::string& id, std::string frame) {
 void WsSession::on_shutdown(std::chrono::steady_clock::time_point deadline) {
   shutting_down_ = true;
   if (in_flight_.empty()) return close_when_idle();
-  actors::spawn_logged(strand_, [self = shared_from_this(), deadline]() -> asio::awaitable<void> {
-    asio::steady_timer timer(self->strand_, deadline);
-    co_await timer.async_wait(use_tuple);
-    for (auto& [id, entry] : self->in_flight_) entry.handle.cancel();
-  }, "websocket shutdown deadline");
+  actors::spawn_logged(
+      strand_,
+      [self = shared_from_this(), deadline]() -> asio::awaitable<void> {
+        asio::steady_timer timer(self->strand_, deadline);
+        co_await timer.async_wait(use_tuple);
+        for (auto& [id, entry] : self->in_flight_) entry.handle.cancel();
+      },
+      "websocket shutdown deadline");
 }
 
 void WsSession::close_when_idle() {

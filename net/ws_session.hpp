@@ -70,7 +70,7 @@ class WsSession : public std::enable_shared_from_this<WsSession> {
   OutboundQueue<Outgoing> outbound_;
   std::unordered_map<std::string, InFlight> in_flight_;
   RecentIds finished_;  // ids of requests that ended (done or error), most recent only
-  uint64_t number_;  // connection number: engine ids are "ws<number>:<client id>"
+  uint64_t number_;     // connection number: engine ids are "ws<number>:<client id>"
   bool shutting_down_ = false;
   bool close_queued_ = false;
 };

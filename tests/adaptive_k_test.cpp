@@ -241,9 +241,9 @@ TEST_CASE("AdaptiveK turns off at a = 0.05, c = 0.2 and then only probes with K 
   // Off from round 11 (estimate 0.198 < c); probes 16 rounds apart. The probe at 90 is
   // accepted, lifting the estimate to 0.220 > c, so round 91 drafts once more; it is
   // rejected, speculation is off again and the probe cycle restarts from round 92.
-  const std::vector<std::pair<int, int32_t>> expected{
-      {1, 3}, {2, 2}, {3, 1}, {4, 1}, {5, 1}, {6, 1}, {7, 1}, {8, 1}, {9, 1}, {10, 1},
-      {26, 1}, {42, 1}, {58, 1}, {74, 1}, {90, 1}, {91, 1}, {107, 1}, {123, 1}, {139, 1}};
+  const std::vector<std::pair<int, int32_t>> expected{{1, 3},  {2, 2},  {3, 1},   {4, 1},   {5, 1},  {6, 1},  {7, 1},
+                                                      {8, 1},  {9, 1},  {10, 1},  {26, 1},  {42, 1}, {58, 1}, {74, 1},
+                                                      {90, 1}, {91, 1}, {107, 1}, {123, 1}, {139, 1}};
   CHECK(drafting == expected);
 
   // Over a long run it stays off: only K <= 1, and little more than one round in 16.

@@ -92,7 +92,7 @@ TEST_CASE("caps bound a row's K and fixed rows keep theirs") {
   const RoundCostModel costs = linear_costs(4, 8, 1.0, 0.0, 0.01, 0.0);
   PlanRow fixed;
   fixed.fixed_k = 3;
-    fixed.acceptance = 0.5;
+  fixed.acceptance = 0.5;
   PlanRow off;  // speculation disabled: fixed at K = 0
   const std::vector<PlanRow> rows{plannable(0.95, 2), plannable(0.95, 8), fixed, off};
   const BatchPlan plan = plan_batch_k(rows, costs, 8);
@@ -106,7 +106,7 @@ TEST_CASE("no plannable rows: the plan is the fixed settings, priced") {
   const RoundCostModel costs = linear_costs(2, 4, 1.0, 0.5, 0.1, 0.0);
   PlanRow fixed;
   fixed.fixed_k = 2;
-    fixed.acceptance = 0.5;
+  fixed.acceptance = 0.5;
   const std::vector<PlanRow> rows{fixed, PlanRow{}};
   const BatchPlan plan = plan_batch_k(rows, costs, 4);
   CHECK(plan.k == std::vector<int32_t>{2, 0});

@@ -7,9 +7,9 @@
 #include <filesystem>
 #include <fstream>
 
+#include "engine/base/errors.hpp"
 #include "engine/tokenizer/bpe_tokenizer.hpp"
 #include "engine/tokenizer/byte_level.hpp"
-#include "engine/base/errors.hpp"
 
 using namespace specd;
 namespace fs = std::filesystem;
@@ -22,7 +22,8 @@ const fs::path kFixtures = fs::path(SPECD_SOURCE_DIR) / "tests/data/llama3_token
 // Fails (never skips) when setup has not fetched the tokenizer.
 fs::path llama3_tokenizer_json() {
   const fs::path file = kLlama3Dir / "tokenizer.json";
-  REQUIRE_MESSAGE(fs::exists(file), "missing " << file << ": run scripts/fetch_llama3_tokenizer.sh (scripts/setup.sh does)");
+  REQUIRE_MESSAGE(fs::exists(file),
+                  "missing " << file << ": run scripts/fetch_llama3_tokenizer.sh (scripts/setup.sh does)");
   return file;
 }
 
@@ -58,7 +59,10 @@ fs::path write_tiny_tokenizer(const std::string& name, const std::vector<std::st
   int32_t next = 0;
   const auto add = [&](const std::string& byte_level) {
     if (!vocab.empty()) vocab += ",";
-    vocab += "\"" + (byte_level == "\"" ? std::string("\\\"") : byte_level == "\\" ? std::string("\\\\") : byte_level) +
+    vocab += "\"" +
+             (byte_level == "\""   ? std::string("\\\"")
+              : byte_level == "\\" ? std::string("\\\\")
+                                   : byte_level) +
              "\":" + std::to_string(next++);
   };
   for (int b = 0; b < 256; ++b) add(bytes_to_byte_level(std::string(1, static_cast<char>(b))));
@@ -70,8 +74,8 @@ fs::path write_tiny_tokenizer(const std::string& name, const std::vector<std::st
   std::ofstream(dir / "tokenizer.json")
       << R"({"version":"1.0","added_tokens":[)" << added_tokens_json
       << R"(],"normalizer":null,"pre_tokenizer":{"type":"ByteLevel","add_prefix_space":false,"use_regex":true},)"
-      << R"("model":{"type":"BPE","ignore_merges":)" << (ignore_merges ? "true" : "false") << R"(,"vocab":{)"
-      << vocab << "},\"merges\":[" << merges_json << "]}}";
+      << R"("model":{"type":"BPE","ignore_merges":)" << (ignore_merges ? "true" : "false") << R"(,"vocab":{)" << vocab
+      << "},\"merges\":[" << merges_json << "]}}";
   return dir / "tokenizer.json";
 }
 

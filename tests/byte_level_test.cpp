@@ -31,11 +31,11 @@ TEST_CASE("byte-level strings round-trip every byte") {
 TEST_CASE("invalid UTF-8 decodes with one U+FFFD per maximal invalid subsequence") {
   const std::string r = "\xEF\xBF\xBD";
   CHECK(utf8_lossy("plain \xE2\x82\xAC") == "plain \xE2\x82\xAC");
-  CHECK(utf8_lossy("\xF0\x9F\x98") == r);             // a truncated emoji: one replacement
+  CHECK(utf8_lossy("\xF0\x9F\x98") == r);  // a truncated emoji: one replacement
   CHECK(utf8_lossy("a\xF0\x9F\x98z") == "a" + r + "z");
-  CHECK(utf8_lossy("\xFF\xFE") == r + r);             // two bytes that never start a character
-  CHECK(utf8_lossy("\xC0\xAF") == r + r);             // overlong form
-  CHECK(utf8_lossy("\xED\xA0\x80") == r + r + r);     // a surrogate
+  CHECK(utf8_lossy("\xFF\xFE") == r + r);          // two bytes that never start a character
+  CHECK(utf8_lossy("\xC0\xAF") == r + r);          // overlong form
+  CHECK(utf8_lossy("\xED\xA0\x80") == r + r + r);  // a surrogate
   CHECK(utf8_lossy("\xE2\x82") == r);
   CHECK(utf8_lossy("") == "");
 }

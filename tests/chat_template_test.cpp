@@ -7,9 +7,9 @@
 #include <filesystem>
 #include <fstream>
 
+#include "engine/base/errors.hpp"
 #include "engine/tokenizer/bpe_tokenizer.hpp"
 #include "engine/tokenizer/chat_template.hpp"
-#include "engine/base/errors.hpp"
 #include "engine/tokenizer/sentencepiece_tokenizer.hpp"
 
 using namespace specd;
@@ -118,14 +118,16 @@ TEST_CASE("speaker-turns template of the default pair: exact strings and ids") {
   const std::vector<ChatMessage> multi{{"user", "Hi"}, {"assistant", "Hello."}, {"user", "Bye"}};
   CHECK(chat.render(multi) == "<s>USER:\nHi</s>ASSISTANT:\nHello.</s>USER:\nBye</s>ASSISTANT:\n");
   const auto multi_ids = chat.encode(multi, tok);
-  CHECK(multi_ids == join({{1}, seg("USER:\nHi"), {2}, seg("ASSISTANT:\nHello."), {2}, seg("USER:\nBye"), {2},
-                           seg("ASSISTANT:\n")}));
+  CHECK(
+      multi_ids ==
+      join({{1}, seg("USER:\nHi"), {2}, seg("ASSISTANT:\nHello."), {2}, seg("USER:\nBye"), {2}, seg("ASSISTANT:\n")}));
   CHECK(std::count(multi_ids.begin(), multi_ids.end(), 2) == 3);
 
   // Contents are not trimmed in this template; an empty system message keeps its turn.
   const std::vector<ChatMessage> empty_system{{"system", ""}, {"user", " x "}};
   CHECK(chat.render(empty_system) == "<s>SYSTEM:\n</s>USER:\n x </s>ASSISTANT:\n");
-  CHECK(chat.encode(empty_system, tok) == join({{1}, seg("SYSTEM:\n"), {2}, seg("USER:\n x "), {2}, seg("ASSISTANT:\n")}));
+  CHECK(chat.encode(empty_system, tok) ==
+        join({{1}, seg("SYSTEM:\n"), {2}, seg("USER:\n x "), {2}, seg("ASSISTANT:\n")}));
 }
 
 TEST_CASE("a role other than system, user, assistant is invalid_argument") {

@@ -7,12 +7,12 @@
 
 #include <fstream>
 
-#include "engine/model/model_files.hpp"
+#include "engine/base/errors.hpp"
+#include "engine/checkpoint/model_config.hpp"
 #include "engine/model/inference_weights.hpp"
 #include "engine/model/kv_cache.hpp"
-#include "engine/base/errors.hpp"
 #include "engine/model/llama_model.hpp"
-#include "engine/checkpoint/model_config.hpp"
+#include "engine/model/model_files.hpp"
 #include "tests/support/sharded_models.hpp"
 #include "tests/support/tiny_models.hpp"
 
@@ -236,8 +236,7 @@ TEST_CASE("every unsupported architecture setting in config.json fails the load 
       {"\"hidden_size\"", "\"mlp_bias\": true,\n  \"hidden_size\"", "mlp_bias"},
       {"\"rope_scaling\": null", "\"rope_scaling\": {\"rope_type\": \"yarn\", \"factor\": 4.0}",
        "rope_scaling.rope_type"},
-      {"\"rope_scaling\": null", "\"rope_scaling\": {\"type\": \"dynamic\", \"factor\": 2.0}",
-       "rope_scaling.type"},
+      {"\"rope_scaling\": null", "\"rope_scaling\": {\"type\": \"dynamic\", \"factor\": 2.0}", "rope_scaling.type"},
   };
   for (const auto& c : cases) {
     CAPTURE(c.field);
@@ -264,7 +263,8 @@ TEST_CASE("the inference load keeps each dtype and its logits match the referenc
     auto loaded = load_model(dir.path);
     CHECK_FALSE(loaded->has_parameters());
     REQUIRE(loaded->inference_weights() != nullptr);
-    const double bytes_per_weight = static_cast<double>(loaded->inference_weights()->bytes()) / loaded->parameter_count();
+    const double bytes_per_weight =
+        static_cast<double>(loaded->inference_weights()->bytes()) / loaded->parameter_count();
     CHECK(bytes_per_weight < dtype_size(storage) * 1.25);  // packing pads blocks of 16 outputs only
     CHECK(loaded->parameter_count() == model->parameter_count());
     at::Tensor tokens = at::arange(0, 40, at::kLong).remainder(97).unsqueeze(0);

@@ -5,11 +5,11 @@
 
 #include <map>
 
-#include "engine/model/model_files.hpp"
-#include "tests/support/generation_drivers.hpp"
 #include "engine/model/kv_cache.hpp"
 #include "engine/model/llama_model.hpp"
+#include "engine/model/model_files.hpp"
 #include "engine/tokenizer/tokenizer.hpp"
+#include "tests/support/generation_drivers.hpp"
 #include "tests/support/joint_distribution.hpp"
 
 using namespace specd;
@@ -31,14 +31,28 @@ DefaultPair& pair() {
 }
 
 const char* kPrompts[] = {
-    "ROMEO:\nBut soft, what light", "KING HENRY VI:\nO God", "First Citizen:\nWe are accounted poor citizens",
-    "JULIET:\n", "MENENIUS:\nWhat work's, my countrymen, in hand?", "DUKE VINCENTIO:\nBe absolute for death;",
-    "GLOUCESTER:\nNow is the winter of our discontent\nMade glorious summer", "LADY ANNE:\nSet down, set down your honourable load,",
-    "PETRUCHIO:\nGood morrow, Kate; for that's your name, I hear.", "KATHARINA:\nWell have you heard, but something hard of hearing:",
-    "HAMLET:\nTo be, or not to be", "CLAUDIO:\nThe miserable have no other medicine", "ISABELLA:\nO, it is excellent",
-    "LUCIO:\n", "BRUTUS:\nThe people", "CORIOLANUS:\nYou common cry of curs!", "QUEEN MARGARET:\nSo now prosperity begins to mellow",
-    "Nurse:\nNow, by my maidenhead, at twelve year old,", "MERCUTIO:\nO, then, I see Queen Mab hath been with you.",
-    "FRIAR LAURENCE:\nThe grey-eyed morn smiles on the frowning night,", "BIONDELLO:\nMaster, master!", "TRANIO:\nI pray",
+    "ROMEO:\nBut soft, what light",
+    "KING HENRY VI:\nO God",
+    "First Citizen:\nWe are accounted poor citizens",
+    "JULIET:\n",
+    "MENENIUS:\nWhat work's, my countrymen, in hand?",
+    "DUKE VINCENTIO:\nBe absolute for death;",
+    "GLOUCESTER:\nNow is the winter of our discontent\nMade glorious summer",
+    "LADY ANNE:\nSet down, set down your honourable load,",
+    "PETRUCHIO:\nGood morrow, Kate; for that's your name, I hear.",
+    "KATHARINA:\nWell have you heard, but something hard of hearing:",
+    "HAMLET:\nTo be, or not to be",
+    "CLAUDIO:\nThe miserable have no other medicine",
+    "ISABELLA:\nO, it is excellent",
+    "LUCIO:\n",
+    "BRUTUS:\nThe people",
+    "CORIOLANUS:\nYou common cry of curs!",
+    "QUEEN MARGARET:\nSo now prosperity begins to mellow",
+    "Nurse:\nNow, by my maidenhead, at twelve year old,",
+    "MERCUTIO:\nO, then, I see Queen Mab hath been with you.",
+    "FRIAR LAURENCE:\nThe grey-eyed morn smiles on the frowning night,",
+    "BIONDELLO:\nMaster, master!",
+    "TRANIO:\nI pray",
 };
 
 std::vector<std::vector<int32_t>> encoded_prompts() {

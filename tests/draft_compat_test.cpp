@@ -4,9 +4,9 @@
 #include <fstream>
 #include <functional>
 
-#include "engine/speculation/draft_compat.hpp"
 #include "engine/base/errors.hpp"
 #include "engine/checkpoint/model_config.hpp"
+#include "engine/speculation/draft_compat.hpp"
 #include "engine/tokenizer/sentencepiece_tokenizer.hpp"
 #include "engine/tokenizer/tokenizer.hpp"
 
@@ -39,17 +39,15 @@ TEST_CASE("the committed pair is compatible; a different vocabulary or EOS is re
 
   ModelConfig wide = draft;
   wide.vocab_size = 32000;
-  std::string msg = error_of([&] {
-    check_draft_compatible(kModels / "target", target, *target_tok, "/tmp/other-draft", wide, *draft_tok);
-  });
+  std::string msg = error_of(
+      [&] { check_draft_compatible(kModels / "target", target, *target_tok, "/tmp/other-draft", wide, *draft_tok); });
   CHECK(msg.find("/tmp/other-draft") != std::string::npos);
   CHECK(msg.find("models/target") != std::string::npos);
   CHECK(msg.find("32000") != std::string::npos);
 
   SentencePieceTokenizer llama2(kLlama2);
-  msg = error_of([&] {
-    check_draft_compatible(kModels / "target", target, *target_tok, "/tmp/llama2-draft", draft, llama2);
-  });
+  msg = error_of(
+      [&] { check_draft_compatible(kModels / "target", target, *target_tok, "/tmp/llama2-draft", draft, llama2); });
   CHECK(msg.find("tokenizer vocabulary 32000 (draft) vs 2048 (target)") != std::string::npos);
 
   SpecialIdOverrides other_eos;

@@ -15,12 +15,12 @@
 #include <boost/json.hpp>
 
 #include "actors/engine.hpp"
-#include "engine/model/model_files.hpp"
-#include "tests/support/generation_drivers.hpp"
 #include "engine/model/kv_cache.hpp"
 #include "engine/model/llama_model.hpp"
+#include "engine/model/model_files.hpp"
 #include "engine/tokenizer/tokenizer.hpp"
 #include "tests/support/engine_runner.hpp"
+#include "tests/support/generation_drivers.hpp"
 #include "tests/support/serving_reference.hpp"
 
 using namespace specd;
@@ -38,8 +38,6 @@ EngineConfig default_config() {
   c.max_seq_len = 256;
   return c;
 }
-
-
 
 // Collects a callback-form request's bursts and result.
 struct Collector {
@@ -74,12 +72,25 @@ void submit_burst(Engine& engine, int count, std::vector<std::unique_ptr<Collect
 SpecSettings spec_variant(size_t i) {
   SpecSettings s;
   switch (i % 6) {
-    case 0: s.enabled = false; break;
-    case 1: s.k = 1; break;
-    case 2: s.k = 4; break;
-    case 3: s.k = 8; break;
-    case 4: s.adaptive = true; break;
-    case 5: s.drafter = DrafterKind::lookup; s.k = 3; break;
+    case 0:
+      s.enabled = false;
+      break;
+    case 1:
+      s.k = 1;
+      break;
+    case 2:
+      s.k = 4;
+      break;
+    case 3:
+      s.k = 8;
+      break;
+    case 4:
+      s.adaptive = true;
+      break;
+    case 5:
+      s.drafter = DrafterKind::lookup;
+      s.k = 3;
+      break;
   }
   return s;
 }
@@ -325,7 +336,8 @@ TEST_CASE("newcomers' draft prefill overlaps the running batch's verify pass on 
   collectors.push_back(std::make_unique<Collector>());
   std::atomic<int> bursts{0};
   std::vector<RequestHandle> handles;
-  handles.push_back(engine.submit(long_request, [&](const Burst&) { ++bursts; }, collectors.back()->on_done()));
+  handles.push_back(engine.submit(
+      long_request, [&](const Burst&) { ++bursts; }, collectors.back()->on_done()));
   while (bursts < 5) std::this_thread::yield();
   for (int i = 0; i < 6; ++i) {  // admitted at round boundaries while the long request runs
     collectors.push_back(std::make_unique<Collector>());

@@ -71,7 +71,7 @@ std::map<FinishReason, int> churn(Engine& engine, int count, uint64_t seed) {
         });
     if (action == 0) handle->cancel();
     if (action == 1) engine.cancel(r.id);
-    if (action == 2) handle.reset();  // dropping the handle cancels
+    if (action == 2) handle.reset();                   // dropping the handle cancels
     if (action != 2 && action != 3) handle->detach();  // the rest run to completion unowned
   }
   std::unique_lock lock(mutex);

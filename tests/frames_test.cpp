@@ -9,8 +9,9 @@ using namespace specd::net;
 
 TEST_CASE("a tokens frame carries the client's id, text, ids, per-token pieces and the round's counts") {
   Burst b{"ws1:r1", {5, 6, 7}, "a\"b\n", 4, 2, {"a", "\"b", "\n"}};
-  CHECK(tokens_frame("r1", b) ==
-        R"({"type":"tokens","id":"r1","text":"a\"b\n","token_ids":[5,6,7],"pieces":["a","\"b","\n"],"drafted":4,"accepted":2})");
+  CHECK(
+      tokens_frame("r1", b) ==
+      R"({"type":"tokens","id":"r1","text":"a\"b\n","token_ids":[5,6,7],"pieces":["a","\"b","\n"],"drafted":4,"accepted":2})");
 }
 
 TEST_CASE("a done frame carries finish reason, usage, spec statistics and timings") {
@@ -23,10 +24,11 @@ TEST_CASE("a done frame carries finish reason, usage, spec statistics and timing
   r.spec.emitted = 4;
   r.spec.accepted_per_position = {2, 0};
   r.timings = {1.5, 2, 10, 400};
-  CHECK(done_frame("r1", r) ==
-        R"({"type":"done","id":"r1","finish_reason":"length","usage":{"prompt_tokens":3,"completion_tokens":4,"total_tokens":7},)"
-        R"("spec":{"rounds":2,"drafted":8,"accepted":2,"acceptance_rate":0.25,"tokens_per_round":2,"accepted_per_position":[2,0]},)"
-        R"("timings":{"queued_ms":1.5,"first_token_ms":2,"total_ms":10,"tokens_per_second":400}})");
+  CHECK(
+      done_frame("r1", r) ==
+      R"({"type":"done","id":"r1","finish_reason":"length","usage":{"prompt_tokens":3,"completion_tokens":4,"total_tokens":7},)"
+      R"("spec":{"rounds":2,"drafted":8,"accepted":2,"acceptance_rate":0.25,"tokens_per_round":2,"accepted_per_position":[2,0]},)"
+      R"("timings":{"queued_ms":1.5,"first_token_ms":2,"total_ms":10,"tokens_per_second":400}})");
 }
 
 TEST_CASE("OpenAI chat chunks: the role in the first delta, an empty delta with the finish, usage last") {
@@ -57,15 +59,17 @@ TEST_CASE("OpenAI text completion chunk and whole bodies") {
   const std::string body = openai_body(who, r);
   CHECK(body.rfind(R"({"id":"cmpl-3","object":"text_completion","created":1700000000,"model":"m",)"
                    R"("choices":[{"index":0,"text":"ok","logprobs":null,"finish_reason":"length"}],)"
-                   R"("usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2})", 0) == 0);
+                   R"("usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2})",
+                   0) == 0);
   OpenAiIdentity chat{"chatcmpl-3", 1700000000, "m", true};
   CHECK(openai_body(chat, r).find(R"("object":"chat.completion",)") != std::string::npos);
   CHECK(openai_body(chat, r).find(R"("message":{"role":"assistant","content":"ok"})") != std::string::npos);
 }
 
 TEST_CASE("OpenAI error bodies name the code and the error type") {
-  CHECK(openai_error_body(ErrorCode::bad_value, "top_p must be in (0, 1]") ==
-        R"({"error":{"message":"top_p must be in (0, 1]","type":"invalid_request_error","param":null,"code":"bad_value"}})");
+  CHECK(
+      openai_error_body(ErrorCode::bad_value, "top_p must be in (0, 1]") ==
+      R"({"error":{"message":"top_p must be in (0, 1]","type":"invalid_request_error","param":null,"code":"bad_value"}})");
   CHECK(openai_error_body(ErrorCode::overloaded, "full") ==
         R"({"error":{"message":"full","type":"server_error","param":null,"code":"overloaded"}})");
 }

@@ -84,9 +84,10 @@ TEST_CASE("bad configurations are refused naming the key") {
   CHECK(refusal("[limits]\nmax_connections = 0\n") == "bad_value: config: max_connections must be > 0");
   CHECK(refusal("[limits]\nfinished_ids_per_connection = -1\n") ==
         "bad_value: config: finished_ids_per_connection must be >= 0");
-  CHECK(refusal("[defaults]\nmax_tokens = 5000\n") == "bad_value: config: defaults.max_tokens must be in [1, limits.max_tokens]");
+  CHECK(refusal("[defaults]\nmax_tokens = 5000\n") ==
+        "bad_value: config: defaults.max_tokens must be in [1, limits.max_tokens]");
   CHECK(refusal("[engine]\noverlap = 1\n") == "bad_value: test.toml: engine.overlap: must be true or false");
   CHECK(refusal("[server\nport = 1\n").rfind("malformed_json: test.toml:1: ", 0) == 0);
-  CHECK_THROWS_WITH_AS(load_gateway_config("/nonexistent/specd.toml"), "missing_file: cannot read config /nonexistent/specd.toml",
-                       SpecdError);
+  CHECK_THROWS_WITH_AS(load_gateway_config("/nonexistent/specd.toml"),
+                       "missing_file: cannot read config /nonexistent/specd.toml", SpecdError);
 }

@@ -7,10 +7,10 @@
 #include <cmath>
 
 #include "engine/base/errors.hpp"
-#include "tests/support/generation_drivers.hpp"
 #include "engine/model/kv_cache.hpp"
 #include "engine/model/llama_model.hpp"
 #include "engine/sampling/sampling.hpp"
+#include "tests/support/generation_drivers.hpp"
 #include "tests/support/tiny_models.hpp"
 
 using namespace specd;
@@ -76,17 +76,17 @@ TEST_CASE("generation stops on an EOS id, keeps it, and never exceeds max_tokens
   auto capped = generate_target_only(*model, small, request_for({1, 3, 4}, 0.0, 0, 100));
   CHECK(capped.tokens.size() == 6);  // 3 prompt + 5 fed generated tokens fill 8 positions, +1 sampled
   CHECK(capped.finish_reason == FinishReason::length);
-  CHECK_THROWS_AS(generate_target_only(*model, small, request_for(std::vector<int32_t>(8, 4), 0.0, 0, 1)),
-                  SpecdError);
+  CHECK_THROWS_AS(generate_target_only(*model, small, request_for(std::vector<int32_t>(8, 4), 0.0, 0, 1)), SpecdError);
 }
 
 TEST_CASE("sampling parameters are validated") {
   SamplingParams p;
   CHECK_NOTHROW(validate(p));
   using Breaker = void (*)(SamplingParams&);
-  for (Breaker bad : std::vector<Breaker>{[](SamplingParams& s) { s.temperature = -1; }, [](SamplingParams& s) { s.temperature = NAN; },
-                   [](SamplingParams& s) { s.top_p = 0; }, [](SamplingParams& s) { s.top_p = 1.5; },
-                   [](SamplingParams& s) { s.top_k = -2; }, [](SamplingParams& s) { s.repetition_penalty = 0; }}) {
+  for (Breaker bad : std::vector<Breaker>{
+           [](SamplingParams& s) { s.temperature = -1; }, [](SamplingParams& s) { s.temperature = NAN; },
+           [](SamplingParams& s) { s.top_p = 0; }, [](SamplingParams& s) { s.top_p = 1.5; },
+           [](SamplingParams& s) { s.top_k = -2; }, [](SamplingParams& s) { s.repetition_penalty = 0; }}) {
     SamplingParams s;
     bad(s);
     CHECK_THROWS_AS(validate(s), SpecdError);
@@ -99,7 +99,8 @@ TEST_CASE("top-k, top-p, temperature and repetition penalty follow their definit
   p.temperature = 1.0;
   CHECK(at::allclose(sampling_distribution(logits, p, {}), at::tensor({0.5, 0.2, 0.15, 0.1, 0.05}, at::kFloat)));
   p.top_k = 2;
-  CHECK(at::allclose(sampling_distribution(logits, p, {}), at::tensor({0.5 / 0.7, 0.2 / 0.7, 0.0, 0.0, 0.0}, at::kFloat)));
+  CHECK(at::allclose(sampling_distribution(logits, p, {}),
+                     at::tensor({0.5 / 0.7, 0.2 / 0.7, 0.0, 0.0, 0.0}, at::kFloat)));
   p.top_k = 0;
   p.top_p = 0.8;  // 0.5 + 0.2 = 0.7 < 0.8, so 0.15 is needed too
   CHECK(at::allclose(sampling_distribution(logits, p, {}),

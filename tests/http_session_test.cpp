@@ -105,8 +105,9 @@ TEST_CASE("POST /v1/completions stream:false returns the greedy text in OpenAI's
 
 TEST_CASE("POST /v1/completions stream:true sends SSE chunks whose text is the greedy text, then [DONE]") {
   auto& f = shared_fixture();
-  Reply r = request(f.port(), http::verb::post, "/v1/completions",
-                    R"({"prompt":"JULIET:\n","max_tokens":20,"temperature":0,"stream":true,"stream_options":{"include_usage":true}})");
+  Reply r = request(
+      f.port(), http::verb::post, "/v1/completions",
+      R"({"prompt":"JULIET:\n","max_tokens":20,"temperature":0,"stream":true,"stream_options":{"include_usage":true}})");
   CHECK(r.status == 200);
   CHECK(r.content_type == "text/event-stream");
   auto events = sse_events(r.body);
@@ -129,8 +130,9 @@ TEST_CASE("POST /v1/completions stream:true sends SSE chunks whose text is the g
 
 TEST_CASE("POST /v1/chat/completions renders the chat template; streamed deltas add up to the whole answer") {
   auto& f = shared_fixture();
-  const std::string body = R"({"messages":[{"role":"system","content":"Be brief."},{"role":"user","content":"Who goes there?"}],)"
-                           R"("max_tokens":12,"temperature":0)";
+  const std::string body =
+      R"({"messages":[{"role":"system","content":"Be brief."},{"role":"user","content":"Who goes there?"}],)"
+      R"("max_tokens":12,"temperature":0)";
   Reply whole = request(f.port(), http::verb::post, "/v1/chat/completions", body + "}");
   CHECK(whole.status == 200);
   simdjson::dom::parser parser;
@@ -198,19 +200,20 @@ TEST_CASE("GET /v1/models, /health and static files") {
 
 TEST_CASE("GET /metrics: request counters, latency histograms, engine gauges and speculative counters") {
   auto& f = shared_fixture();
-  Reply done = request(f.port(), http::verb::post, "/v1/completions", R"({"prompt":"HAMLET:\n","max_tokens":8,"temperature":0})");
+  Reply done = request(f.port(), http::verb::post, "/v1/completions",
+                       R"({"prompt":"HAMLET:\n","max_tokens":8,"temperature":0})");
   REQUIRE(done.status == 200);
   Reply m = request(f.port(), http::verb::get, "/metrics");
   CHECK(m.status == 200);
   CHECK(m.content_type == "text/plain; version=0.0.4; charset=utf-8");
-  for (const char* series : {"# TYPE specd_requests_total counter", "specd_requests_total{route=\"completions\",finish_reason=",
-                             "# TYPE specd_time_to_first_token_seconds histogram", "specd_time_to_first_token_seconds_bucket{le=\"+Inf\"}",
-                             "specd_inter_token_latency_seconds_count", "specd_e2e_request_latency_seconds_sum",
-                             "specd_queue_depth 0", "specd_kv_slots_in_use{model=\"target\"} 0", "specd_kv_slots_total 32",
-                             "specd_spec_decode_num_drafts_total", "specd_spec_decode_num_draft_tokens_total",
-                             "specd_spec_decode_num_accepted_tokens_total",
-                             "specd_spec_decode_num_accepted_tokens_per_pos_total{position=\"0\"}",
-                             "specd_request_errors_total{route=\"completions\",code=\"bad_value\"}"}) {
+  for (const char* series :
+       {"# TYPE specd_requests_total counter", "specd_requests_total{route=\"completions\",finish_reason=",
+        "# TYPE specd_time_to_first_token_seconds histogram", "specd_time_to_first_token_seconds_bucket{le=\"+Inf\"}",
+        "specd_inter_token_latency_seconds_count", "specd_e2e_request_latency_seconds_sum", "specd_queue_depth 0",
+        "specd_kv_slots_in_use{model=\"target\"} 0", "specd_kv_slots_total 32", "specd_spec_decode_num_drafts_total",
+        "specd_spec_decode_num_draft_tokens_total", "specd_spec_decode_num_accepted_tokens_total",
+        "specd_spec_decode_num_accepted_tokens_per_pos_total{position=\"0\"}",
+        "specd_request_errors_total{route=\"completions\",code=\"bad_value\"}"}) {
     CAPTURE(series);
     CHECK(m.body.find(series) != std::string::npos);
   }

@@ -97,7 +97,7 @@ TEST_CASE("16-bit conversions are exact and round to nearest even") {
   CHECK(f16_to_float(0x3C00) == 1.0f);
   CHECK(f16_to_float(0x0001) == std::ldexp(1.0f, -24));
   CHECK(float_to_f16(1.0f + std::ldexp(1.0f, -11)) == 0x3C00);  // a tie goes to even
-  CHECK(float_to_bf16(1.0f + std::ldexp(1.0f, -8)) == 0x3F80);   // a tie goes to even
+  CHECK(float_to_bf16(1.0f + std::ldexp(1.0f, -8)) == 0x3F80);  // a tie goes to even
   CHECK(float_to_bf16(1.0f + 3 * std::ldexp(1.0f, -8)) == 0x3F82);
   CHECK(bf16_to_float(0xC040) == -3.0f);
 }
@@ -108,7 +108,8 @@ TEST_CASE("PackedWeight keeps the checkpoint dtype and every stored value") {
     const std::vector<float> f = random_floats(s.out * s.in, 7);
     std::vector<uint16_t> h(f.size());
     for (size_t i = 0; i < f.size(); ++i) h[i] = d == Dtype::f16 ? float_to_f16(f[i]) : float_to_bf16(f[i]);
-    const PackedWeight w = PackedWeight::pack(d == Dtype::f32 ? static_cast<const void*>(f.data()) : h.data(), s.out, s.in, d);
+    const PackedWeight w =
+        PackedWeight::pack(d == Dtype::f32 ? static_cast<const void*>(f.data()) : h.data(), s.out, s.in, d);
     CHECK(w.out() == 19);
     CHECK(w.in() == 37);
     CHECK(w.dtype() == d);

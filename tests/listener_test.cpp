@@ -29,7 +29,8 @@ TEST_CASE("beyond max_connections a connection is refused with 503 too_many_conn
     CHECK(streams["a"].tokens == solo_greedy("ROMEO:\n", 10));
     // A slot frees when a connection closes.
     co_await b.close();
-    for (int i = 0; i < 100 && fixture.gateway().open_sessions() > 1; ++i) co_await sleep_for(std::chrono::milliseconds(10));
+    for (int i = 0; i < 100 && fixture.gateway().open_sessions() > 1; ++i)
+      co_await sleep_for(std::chrono::milliseconds(10));
     net::WsClient d(executor);
     CHECK_FALSE(co_await d.connect("127.0.0.1", fixture.port()));
   });
@@ -48,7 +49,8 @@ TEST_CASE("graceful stop: short streams finish, long ones end with done cancelle
     co_await client.send_text(generate_json("long", "JULIET:\n", 1000, R"(,"ignore_eos":true)"));
     net::WsClient::Frame first = co_await client.read();  // both are running
     REQUIRE_FALSE(first.ec);
-    asio::co_spawn(asio::make_strand(fixture.io()), fixture.gateway().stop(), [stopped](std::exception_ptr) { *stopped = true; });
+    asio::co_spawn(asio::make_strand(fixture.io()), fixture.gateway().stop(),
+                   [stopped](std::exception_ptr) { *stopped = true; });
     auto streams = co_await collect(client, {"short", "long"});
     const ServerFrame head = parse_frame(first.text);
     auto& early = streams[head.id].tokens;

@@ -24,9 +24,7 @@ at::Tensor random_tokens(int64_t n, int64_t vocab, uint64_t seed) {
   return at::randint(0, vocab, {n}, at::kLong);
 }
 
-at::Tensor full_logits(LlamaModel& m, const at::Tensor& tokens) {
-  return m.forward_full(tokens.unsqueeze(0))[0];
-}
+at::Tensor full_logits(LlamaModel& m, const at::Tensor& tokens) { return m.forward_full(tokens.unsqueeze(0))[0]; }
 
 double max_diff(const at::Tensor& a, const at::Tensor& b) { return (a - b).abs().max().item<double>(); }
 
@@ -74,7 +72,8 @@ TEST_CASE("batched rows of different lengths and cache positions match each row 
     // Prefill: right-padded [4, 17].
     const int64_t T = *std::max_element(lengths.begin(), lengths.end());
     at::Tensor batch_tokens = at::zeros({4, T}, at::kLong);
-    for (size_t r = 0; r < lengths.size(); ++r) batch_tokens[r].narrow(0, 0, lengths[r]).copy_(seqs[r].narrow(0, 0, lengths[r]));
+    for (size_t r = 0; r < lengths.size(); ++r)
+      batch_tokens[r].narrow(0, 0, lengths[r]).copy_(seqs[r].narrow(0, 0, lengths[r]));
     ForwardBatch prefill{batch_tokens, slots, lengths};
     at::Tensor all = model->forward(prefill, cache, LogitsFor::all_positions);
     for (size_t r = 0; r < lengths.size(); ++r) {
@@ -113,7 +112,8 @@ TEST_CASE("truncating the cache and re-feeding gives the same logits as never ha
   // Write 5 wrong tokens past position 12 (like rejected drafts), then roll back.
   model->forward({at::full({1, 5}, 42, at::kLong), {slot}, {5}}, cache, LogitsFor::all_positions);
   cache.truncate_to(slot, 12);
-  at::Tensor out = model->forward({tokens.narrow(0, 12, 8).unsqueeze(0), {slot}, {8}}, cache, LogitsFor::all_positions)[0];
+  at::Tensor out =
+      model->forward({tokens.narrow(0, 12, 8).unsqueeze(0), {slot}, {8}}, cache, LogitsFor::all_positions)[0];
   CHECK(max_diff(out, reference.narrow(0, 12, 8)) < 1e-4);
 }
 
@@ -170,7 +170,7 @@ TEST_CASE("RoPE inverse frequencies follow theta, and llama3 scaling follows its
     CAPTURE(i);
     CHECK(scaled[i].item<double>() == doctest::Approx(expected).epsilon(1e-6));
   }
-  CHECK(scaled[63].item<double>() < plain[63].item<double>() / 31.0);  // longest wavelength divided by 32
+  CHECK(scaled[63].item<double>() < plain[63].item<double>() / 31.0);           // longest wavelength divided by 32
   CHECK(scaled[0].item<double>() == doctest::Approx(plain[0].item<double>()));  // short ones kept
 }
 

@@ -36,9 +36,11 @@ TEST_CASE("percentiles are nearest-rank over the samples") {
 TEST_CASE("WebSocket frames give ttft, per-token gaps, counts and the finish reason") {
   const auto sent = Clock::now();
   StreamTimer t(sent);
-  CHECK_FALSE(on_ws_frame(t, frame(R"({"type":"tokens","id":"a","text":"x","token_ids":[1,2,3],"drafted":4,"accepted":2})"),
-                          sent + milliseconds(40)));
-  CHECK_FALSE(on_ws_frame(t, frame(R"({"type":"tokens","id":"a","text":"y","token_ids":[4,5],"drafted":4,"accepted":1})"),
+  CHECK_FALSE(
+      on_ws_frame(t, frame(R"({"type":"tokens","id":"a","text":"x","token_ids":[1,2,3],"drafted":4,"accepted":2})"),
+                  sent + milliseconds(40)));
+  CHECK_FALSE(on_ws_frame(t,
+                          frame(R"({"type":"tokens","id":"a","text":"y","token_ids":[4,5],"drafted":4,"accepted":1})"),
                           sent + milliseconds(60)));
   CHECK(on_ws_frame(t, frame(R"({"type":"done","id":"a","finish_reason":"length","usage":{"completion_tokens":5}})"),
                     sent + milliseconds(70)));
@@ -75,8 +77,10 @@ TEST_CASE("SSE chunks count as bursts and the usage chunk sets the token total")
                           sent + milliseconds(30)));
   CHECK_FALSE(on_sse_data(t, R"({"choices":[{"index":0,"delta":{"content":"cd"},"finish_reason":null}]})",
                           sent + milliseconds(50)));
-  CHECK_FALSE(on_sse_data(t, R"({"choices":[{"index":0,"text":"","finish_reason":"length"}]})", sent + milliseconds(51)));
-  CHECK_FALSE(on_sse_data(t, R"({"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":7}})", sent + milliseconds(52)));
+  CHECK_FALSE(
+      on_sse_data(t, R"({"choices":[{"index":0,"text":"","finish_reason":"length"}]})", sent + milliseconds(51)));
+  CHECK_FALSE(
+      on_sse_data(t, R"({"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":7}})", sent + milliseconds(52)));
   CHECK(on_sse_data(t, "[DONE]", sent + milliseconds(53)));
   const StreamRecord& r = t.record();
   CHECK_FALSE(r.error.has_value());

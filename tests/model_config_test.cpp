@@ -93,8 +93,7 @@ void check_error(const std::string& json, ErrorCode code, std::initializer_list<
     const std::string what = e.what();
     CHECK_MESSAGE(e.code() == code, what);
     CHECK_MESSAGE(what.find("models/x/config.json") != std::string::npos, what);
-    for (const auto& m : mentions)
-      CHECK_MESSAGE(what.find(m) != std::string::npos, "'", m, "' not in ", what);
+    for (const auto& m : mentions) CHECK_MESSAGE(what.find(m) != std::string::npos, "'", m, "' not in ", what);
   }
 }
 
@@ -169,21 +168,19 @@ TEST_CASE("rope_scaling accepts the older key 'type' and treats 'default' as non
 }
 
 TEST_CASE("unknown fields are ignored and 'dtype' stands in for 'torch_dtype'") {
-  std::string json =
-      with_field(kLlama32Config, "torch_dtype", R"("float16", "some_future_field": {"a": [1, 2]})");
+  std::string json = with_field(kLlama32Config, "torch_dtype", R"("float16", "some_future_field": {"a": [1, 2]})");
   CHECK(parse_model_config(json, "config.json").torch_dtype == "float16");
   std::string renamed = std::regex_replace(kLlama32Config, std::regex("\"torch_dtype\""), "\"dtype\"");
   CHECK(parse_model_config(renamed, "config.json").torch_dtype == "bfloat16");
 }
 
 TEST_CASE("missing required fields are missing_field naming the field") {
-  for (const char* key : {"vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers",
-                          "num_attention_heads", "model_type", "architectures"}) {
+  for (const char* key : {"vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
+                          "model_type", "architectures"}) {
     CAPTURE(key);
-    std::string json =
-        std::string(key) == "architectures"
-            ? std::regex_replace(kLlama32Config, std::regex("\"architectures\": \\[[^\\]]*\\],"), "")
-            : without_field(kLlama32Config, key);
+    std::string json = std::string(key) == "architectures"
+                           ? std::regex_replace(kLlama32Config, std::regex("\"architectures\": \\[[^\\]]*\\],"), "")
+                           : without_field(kLlama32Config, key);
     check_error(json, ErrorCode::missing_field, {std::string("'") + key + "'"});
   }
   check_error(with_field(kLlama32Config, "rope_scaling", R"({"factor": 8.0})"), ErrorCode::missing_field,
@@ -193,24 +190,19 @@ TEST_CASE("missing required fields are missing_field naming the field") {
 }
 
 TEST_CASE("wrong JSON types are bad_value naming the field") {
-  check_error(with_field(kLlama32Config, "hidden_size", "\"2048\""), ErrorCode::bad_value,
-              {"hidden_size", "integer"});
-  check_error(with_field(kLlama32Config, "num_hidden_layers", "16.5"), ErrorCode::bad_value,
-              {"num_hidden_layers"});
+  check_error(with_field(kLlama32Config, "hidden_size", "\"2048\""), ErrorCode::bad_value, {"hidden_size", "integer"});
+  check_error(with_field(kLlama32Config, "num_hidden_layers", "16.5"), ErrorCode::bad_value, {"num_hidden_layers"});
   check_error(with_field(kLlama32Config, "rms_norm_eps", "\"1e-5\""), ErrorCode::bad_value, {"rms_norm_eps"});
-  check_error(with_field(kLlama32Config, "tie_word_embeddings", "1"), ErrorCode::bad_value,
-              {"tie_word_embeddings"});
+  check_error(with_field(kLlama32Config, "tie_word_embeddings", "1"), ErrorCode::bad_value, {"tie_word_embeddings"});
   check_error(with_field(kLlama32Config, "rope_scaling", "32"), ErrorCode::bad_value, {"rope_scaling"});
   check_error(with_field(kLlama32Config, "factor", "\"32\""), ErrorCode::bad_value, {"rope_scaling.factor"});
   check_error(with_field(kLlama32Config, "bos_token_id", "-1"), ErrorCode::bad_value, {"bos_token_id"});
-  check_error(with_field(kLlama32Config, "vocab_size", "9999999999999999999"), ErrorCode::bad_value,
-              {"vocab_size"});
+  check_error(with_field(kLlama32Config, "vocab_size", "9999999999999999999"), ErrorCode::bad_value, {"vocab_size"});
 }
 
 TEST_CASE("non-positive sizes and inconsistent heads are bad_value naming the field") {
-  for (const char* key :
-       {"vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
-        "num_key_value_heads", "head_dim", "max_position_embeddings"}) {
+  for (const char* key : {"vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
+                          "num_key_value_heads", "head_dim", "max_position_embeddings"}) {
     CAPTURE(key);
     check_error(with_field(kLlama32Config, key, "0"), ErrorCode::bad_value, {key, "positive"});
     check_error(with_field(kLlama32Config, key, "-4"), ErrorCode::bad_value, {key});
@@ -219,8 +211,7 @@ TEST_CASE("non-positive sizes and inconsistent heads are bad_value naming the fi
   check_error(with_field(kLlama32Config, "rope_theta", "-1.0"), ErrorCode::bad_value, {"rope_theta"});
   check_error(with_field(kLlama32Config, "num_key_value_heads", "5"), ErrorCode::bad_value,
               {"num_key_value_heads", "num_attention_heads"});
-  check_error(with_field(kMinimalConfig, "hidden_size", "100"), ErrorCode::bad_value,
-              {"head_dim", "hidden_size"});
+  check_error(with_field(kMinimalConfig, "hidden_size", "100"), ErrorCode::bad_value, {"head_dim", "hidden_size"});
   check_error(with_field(kLlama32Config, "high_freq_factor", "1.0"), ErrorCode::bad_value,
               {"rope_scaling.high_freq_factor"});
 }
@@ -270,8 +261,7 @@ TEST_CASE("to_json output parses back to the same config") {
       CHECK(b.rope_scaling->factor == a.rope_scaling->factor);
       CHECK(b.rope_scaling->low_freq_factor == a.rope_scaling->low_freq_factor);
       CHECK(b.rope_scaling->high_freq_factor == a.rope_scaling->high_freq_factor);
-      CHECK(b.rope_scaling->original_max_position_embeddings ==
-            a.rope_scaling->original_max_position_embeddings);
+      CHECK(b.rope_scaling->original_max_position_embeddings == a.rope_scaling->original_max_position_embeddings);
     }
     CHECK(b.tie_word_embeddings == a.tie_word_embeddings);
     CHECK(b.hidden_act == a.hidden_act);
@@ -294,8 +284,7 @@ TEST_CASE("to_json writes HF-style text: architectures array, floats with a poin
 }
 
 TEST_CASE("load_model_config reads a file and names a missing one") {
-  const auto dir =
-      std::filesystem::temp_directory_path() / ("specd_model_config_test_" + std::to_string(::getpid()));
+  const auto dir = std::filesystem::temp_directory_path() / ("specd_model_config_test_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   std::ofstream(dir / "config.json") << kLlama32Config;
   CHECK(load_model_config(dir / "config.json").hidden_size == 2048);

@@ -10,13 +10,13 @@
 #include <string>
 #include <vector>
 
-#include "engine/model/model_files.hpp"
 #include "engine/base/errors.hpp"
-#include "tests/support/generation_drivers.hpp"
+#include "engine/checkpoint/weight_files.hpp"
 #include "engine/model/kv_cache.hpp"
 #include "engine/model/llama_model.hpp"
+#include "engine/model/model_files.hpp"
 #include "engine/tokenizer/tokenizer.hpp"
-#include "engine/checkpoint/weight_files.hpp"
+#include "tests/support/generation_drivers.hpp"
 #include "tests/support/tiny_models.hpp"
 #include "tools/pad_model/model_padder.hpp"
 
@@ -58,8 +58,8 @@ at::Tensor all_logits(LlamaModel& model, const std::vector<int32_t>& prompt) {
   KvCache cache(model.config(), 1, 256);
   const int32_t slot = *cache.allocate();
   const int64_t length = static_cast<int64_t>(prompt.size());
-  ForwardBatch batch{at::tensor(std::vector<int64_t>(prompt.begin(), prompt.end()), at::kLong).unsqueeze(0),
-                     {slot}, {length}};
+  ForwardBatch batch{
+      at::tensor(std::vector<int64_t>(prompt.begin(), prompt.end()), at::kLong).unsqueeze(0), {slot}, {length}};
   return model.forward(batch, cache, LogitsFor::all_positions);
 }
 
@@ -160,7 +160,8 @@ TEST_CASE("the target padded 384 -> 576 with extra layers and MLP keeps its func
   CHECK(files.tensor("model.layers.0.mlp.up_proj.weight").dtype == DType::F16);
   // The source block is stored bit for bit; what is new around it adds nothing.
   const at::Tensor q = read_tensor(files, "model.layers.0.self_attn.q_proj.weight");
-  CHECK(at::equal(q.narrow(0, 0, 384).narrow(1, 0, 384), read_tensor(source, "model.layers.0.self_attn.q_proj.weight")));
+  CHECK(
+      at::equal(q.narrow(0, 0, 384).narrow(1, 0, 384), read_tensor(source, "model.layers.0.self_attn.q_proj.weight")));
   CHECK(at::all(q.narrow(0, 0, 384).narrow(1, 384, 192) == 0).item<bool>());
   CHECK(at::any(q.narrow(0, 384, 192) != 0).item<bool>());  // the extra heads compute
   const at::Tensor o = read_tensor(files, "model.layers.0.self_attn.o_proj.weight");

@@ -62,7 +62,8 @@ TEST_CASE("a full generate message parses into exact native values") {
 }
 
 TEST_CASE("defaults come from the limits; k auto is adaptive up to k_max") {
-  GenerateParams p = generate(R"({"type":"generate","id":"a","messages":[{"role":"user","content":"hi"}],"speculative":{"k":"auto"}})");
+  GenerateParams p = generate(
+      R"({"type":"generate","id":"a","messages":[{"role":"user","content":"hi"}],"speculative":{"k":"auto"}})");
   CHECK(p.max_tokens == 32);
   CHECK(p.sampling.temperature == 0.0);
   REQUIRE(p.messages.size() == 1);
@@ -99,7 +100,8 @@ TEST_CASE("unknown type and missing fields; the id is echoed when the message ha
   ProtocolError no_input = refusal(R"({"type":"generate","id":"r3"})");
   CHECK(no_input.code == ErrorCode::missing_field);
   CHECK(no_input.id == std::optional<std::string>("r3"));
-  CHECK(code_of(R"({"type":"generate","id":"r1","prompt":"x","messages":[{"role":"user","content":"y"}]})") == ErrorCode::bad_value);
+  CHECK(code_of(R"({"type":"generate","id":"r1","prompt":"x","messages":[{"role":"user","content":"y"}]})") ==
+        ErrorCode::bad_value);
 }
 
 TEST_CASE("wrong types are bad_value") {
@@ -114,7 +116,8 @@ TEST_CASE("wrong types are bad_value") {
   CHECK(code_of(R"({"type":"generate","id":"r1","prompt":"x","speculative":{"enabled":1}})") == ErrorCode::bad_value);
   CHECK(code_of(R"({"type":"generate","id":"r1","messages":[{"role":"user","content":3}]})") == ErrorCode::bad_value);
   CHECK(code_of(R"({"type":"generate","id":"r1","messages":"hi"})") == ErrorCode::bad_value);
-  CHECK(code_of(R"({"type":"generate","id":"r1","messages":[{"role":"narrator","content":"x"}]})") == ErrorCode::bad_value);
+  CHECK(code_of(R"({"type":"generate","id":"r1","messages":[{"role":"narrator","content":"x"}]})") ==
+        ErrorCode::bad_value);
   CHECK(code_of(R"({"type":"generate","id":"r1","messages":[{"content":"x"}]})") == ErrorCode::missing_field);
 }
 

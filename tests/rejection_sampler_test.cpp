@@ -156,9 +156,8 @@ TEST_CASE("K=3 unigram-per-position: each emitted position j has distribution p_
                                {0.40, 0.05, 0.05, 0.20, 0.0, 0.30},
                                {0.05, 0.05, 0.50, 0.15, 0.15, 0.10},
                                {0.20, 0.0, 0.10, 0.30, 0.25, 0.15}};
-  const std::vector<Dist> q = {{0.15, 0.20, 0.30, 0.10, 0.15, 0.10},
-                               {0.30, 0.10, 0.05, 0.20, 0.10, 0.25},
-                               {0.10, 0.10, 0.40, 0.10, 0.20, 0.10}};
+  const std::vector<Dist> q = {
+      {0.15, 0.20, 0.30, 0.10, 0.15, 0.10}, {0.30, 0.10, 0.05, 0.20, 0.10, 0.25}, {0.10, 0.10, 0.40, 0.10, 0.20, 0.10}};
   constexpr size_t k = 3;
   std::vector<at::Tensor> targets, drafts;
   for (const Dist& d : p) targets.push_back(tensor_of(d));

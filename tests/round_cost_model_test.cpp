@@ -64,7 +64,7 @@ TEST_CASE("a bucket holds the median of its last nine passes: one stall does not
 }
 
 TEST_CASE("an observation between buckets stays a point at its own size") {
-  CostCurve curve(16);  // buckets 1 2 3 4 6 8 12 16
+  CostCurve curve(16);    // buckets 1 2 3 4 6 8 12 16
   curve.observe(5, 1.0);  // nearest bucket on a log scale: 6
   curve.observe(7, 1.0);  // nearest: 8
   CHECK(curve.at(5) == doctest::Approx(1.0));

@@ -43,12 +43,8 @@ std::vector<uint16_t> to_bits16(const std::vector<std::byte>& bytes) {
   return out;
 }
 
-uint16_t to_f16(float f) {
-  return to_bits16(convert_from_float32(std::span<const float>(&f, 1), DType::F16))[0];
-}
-uint16_t to_bf16(float f) {
-  return to_bits16(convert_from_float32(std::span<const float>(&f, 1), DType::BF16))[0];
-}
+uint16_t to_f16(float f) { return to_bits16(convert_from_float32(std::span<const float>(&f, 1), DType::F16))[0]; }
+uint16_t to_bf16(float f) { return to_bits16(convert_from_float32(std::span<const float>(&f, 1), DType::BF16))[0]; }
 
 float widen(uint16_t bits, DType dtype) {
   TensorView t{"t", dtype, {1}, reinterpret_cast<const std::byte*>(&bits), 2};
@@ -66,8 +62,7 @@ void write_raw(const std::filesystem::path& path, const std::string& header, siz
   out << header << std::string(data_bytes, '\x01');
 }
 
-void check_open_error(const std::filesystem::path& path, ErrorCode code,
-                      std::initializer_list<std::string> mentions) {
+void check_open_error(const std::filesystem::path& path, ErrorCode code, std::initializer_list<std::string> mentions) {
   try {
     SafetensorsFile::open(path);
     FAIL("expected SpecdError ", error_code_name(code));
@@ -75,8 +70,7 @@ void check_open_error(const std::filesystem::path& path, ErrorCode code,
     const std::string what = e.what();
     CHECK_MESSAGE(e.code() == code, what);
     CHECK_MESSAGE(what.find(path.string()) != std::string::npos, what);
-    for (const auto& m : mentions)
-      CHECK_MESSAGE(what.find(m) != std::string::npos, "'", m, "' not in ", what);
+    for (const auto& m : mentions) CHECK_MESSAGE(what.find(m) != std::string::npos, "'", m, "' not in ", what);
   }
 }
 
@@ -100,8 +94,7 @@ TEST_CASE("F32, F16 and BF16 tensors round-trip with exact bytes, shapes and ord
 
   SafetensorsFile file = SafetensorsFile::open(path);
   CHECK(file.path() == path);
-  CHECK(file.names() ==
-        std::vector<std::string>{"brain", "empty", "half", "model.layers.0.weight", "scalar"});
+  CHECK(file.names() == std::vector<std::string>{"brain", "empty", "half", "model.layers.0.weight", "scalar"});
   CHECK(file.metadata().empty());
   for (const auto& expected : tensors) {
     CAPTURE(expected.name);
@@ -122,8 +115,7 @@ TEST_CASE("F32, F16 and BF16 tensors round-trip with exact bytes, shapes and ord
 TEST_CASE("the header is padded to 8 bytes, data follows in the given order, the length is little-endian") {
   TempDir dir;
   const std::vector<float> a = {1.0f}, b = {2.0f, 3.0f};
-  const std::vector<TensorToWrite> tensors = {{"z", DType::F32, {1}, as_bytes(a)},
-                                              {"a", DType::F32, {2}, as_bytes(b)}};
+  const std::vector<TensorToWrite> tensors = {{"z", DType::F32, {1}, as_bytes(a)}, {"a", DType::F32, {2}, as_bytes(b)}};
   write_safetensors(dir.path / "x.safetensors", tensors);
   std::ifstream in(dir.path / "x.safetensors", std::ios::binary);
   std::string bytes{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
@@ -175,15 +167,14 @@ TEST_CASE("the writer rejects bytes that do not fit the shape and repeated names
   const std::vector<float> v = {1.0f, 2.0f, 3.0f};
   const auto path = dir.path / "bad.safetensors";
   auto attempt = [&](std::vector<TensorToWrite> tensors) { write_safetensors(path, tensors); };
-  CHECK_THROWS_WITH_AS(attempt({{"w", DType::F32, {2, 2}, as_bytes(v)}}), doctest::Contains("'w'"),
-                       SpecdError);
+  CHECK_THROWS_WITH_AS(attempt({{"w", DType::F32, {2, 2}, as_bytes(v)}}), doctest::Contains("'w'"), SpecdError);
   CHECK_THROWS_WITH_AS(attempt({{"w", DType::F32, {-3}, as_bytes(v)}}), doctest::Contains("shape_mismatch"),
                        SpecdError);
   CHECK_THROWS_WITH_AS(attempt({{"w", DType::F32, {3}, as_bytes(v)}, {"w", DType::F32, {3}, as_bytes(v)}}),
                        doctest::Contains("invalid_argument"), SpecdError);
   CHECK_FALSE(std::filesystem::exists(path));
-  CHECK_THROWS_WITH_AS(write_safetensors(dir.path / "no" / "dir.safetensors", {}),
-                       doctest::Contains("missing_file"), SpecdError);
+  CHECK_THROWS_WITH_AS(write_safetensors(dir.path / "no" / "dir.safetensors", {}), doctest::Contains("missing_file"),
+                       SpecdError);
 }
 
 TEST_CASE("F16 conversion matches known bit patterns") {
@@ -236,11 +227,10 @@ TEST_CASE("BF16 conversion matches known bit patterns and widens exactly") {
   CHECK(to_bf16(-std::numeric_limits<float>::infinity()) == 0xff80);
   CHECK(to_bf16(std::numeric_limits<float>::max()) == 0x7f80);  // overflows to inf
   CHECK(std::isnan(widen(to_bf16(std::numeric_limits<float>::quiet_NaN()), DType::BF16)));
-  CHECK(std::isnan(
-      widen(to_bf16(std::bit_cast<float>(0x7f800001u)), DType::BF16)));  // payload only in low bits
-  CHECK(to_bf16(1.0f + 0x1p-8f) == 0x3f80);                              // tie: even
-  CHECK(to_bf16(1.0f + 0x3p-8f) == 0x3f82);                              // tie: even
-  CHECK(to_bf16(1.0f + 0x1p-8f + 0x1p-20f) == 0x3f81);                   // above the tie
+  CHECK(std::isnan(widen(to_bf16(std::bit_cast<float>(0x7f800001u)), DType::BF16)));  // payload only in low bits
+  CHECK(to_bf16(1.0f + 0x1p-8f) == 0x3f80);                                           // tie: even
+  CHECK(to_bf16(1.0f + 0x3p-8f) == 0x3f82);                                           // tie: even
+  CHECK(to_bf16(1.0f + 0x1p-8f + 0x1p-20f) == 0x3f81);                                // above the tie
   CHECK(widen(0x3f80, DType::BF16) == 1.0f);
   CHECK(widen(0xc020, DType::BF16) == -2.5f);
   CHECK(widen(0x0001, DType::BF16) == std::bit_cast<float>(0x00010000u));
@@ -289,8 +279,7 @@ TEST_CASE("opening a missing, short or truncated file names the file and the siz
   write_safetensors(truncated, std::vector<TensorToWrite>{{"w", DType::F32, {4, 4}, as_bytes(v)}});
   const auto full = std::filesystem::file_size(truncated);
   std::filesystem::resize_file(truncated, full - 10);
-  check_open_error(truncated, ErrorCode::truncated_file,
-                   {"'w'", std::to_string(full), std::to_string(full - 10)});
+  check_open_error(truncated, ErrorCode::truncated_file, {"'w'", std::to_string(full), std::to_string(full - 10)});
 }
 
 TEST_CASE("opening a file with a corrupt header gives the right code naming file and tensor") {

@@ -51,8 +51,7 @@ void write_file(const fs::path& path, const std::string& text) {
 
 // A model directory holding a link to the Llama 2 model and, unless empty, the
 // given config files.
-void make_model_dir(const fs::path& dir, const std::string& generation_config,
-                    const std::string& config = "") {
+void make_model_dir(const fs::path& dir, const std::string& generation_config, const std::string& config = "") {
   fs::create_symlink(fs::absolute(kLlama2Model), dir / "tokenizer.model");
   if (!generation_config.empty()) write_file(dir / "generation_config.json", generation_config);
   if (!config.empty()) write_file(dir / "config.json", config);
@@ -215,9 +214,9 @@ TEST_CASE("generation_config.json wins over config.json, which wins over the mod
 }
 
 TEST_CASE("malformed generation_config.json is malformed_json") {
-  for (const char* json : {R"({"eos_token_id": [2, 7)", R"({"eos_token_id": 2,})",
-                           R"({"other": tru, "eos_token_id": 2})", R"({"nested": {"a": [1,}})",
-                           R"({"eos_token_id": 2} trailing)", "", "[2, 7]"}) {
+  for (const char* json :
+       {R"({"eos_token_id": [2, 7)", R"({"eos_token_id": 2,})", R"({"other": tru, "eos_token_id": 2})",
+        R"({"nested": {"a": [1,}})", R"({"eos_token_id": 2} trailing)", "", "[2, 7]"}) {
     const std::string text = json;
     CAPTURE(text);
     check_generation_config_error(json, ErrorCode::malformed_json);
@@ -225,9 +224,8 @@ TEST_CASE("malformed generation_config.json is malformed_json") {
 }
 
 TEST_CASE("special ids of the wrong type or outside the vocabulary are bad_value") {
-  for (const char* json :
-       {R"({"eos_token_id": "2"})", R"({"eos_token_id": [2, "x"]})", R"({"bos_token_id": -1})",
-        R"({"eos_token_id": [2, 32000]})", R"({"bos_token_id": 1.5})"}) {
+  for (const char* json : {R"({"eos_token_id": "2"})", R"({"eos_token_id": [2, "x"]})", R"({"bos_token_id": -1})",
+                           R"({"eos_token_id": [2, 32000]})", R"({"bos_token_id": 1.5})"}) {
     const std::string text = json;
     CAPTURE(text);
     check_generation_config_error(json, ErrorCode::bad_value);
@@ -238,20 +236,17 @@ TEST_CASE("load_tokenizer reports missing directories and tokenizer files") {
   TempDir dir;
   const std::string absent = (dir.path() / "absent").string();
   check_error([&] { specd::load_tokenizer(absent); }, ErrorCode::missing_file, absent);
-  check_error([&] { specd::load_tokenizer(dir.path()); }, ErrorCode::missing_file,
-              dir.path().string());
+  check_error([&] { specd::load_tokenizer(dir.path()); }, ErrorCode::missing_file, dir.path().string());
   // tokenizer.json is read by the BPE tokenizer now; an empty one lacks its model.
   write_file(dir.path() / "tokenizer.json", "{}");
-  check_error([&] { specd::load_tokenizer(dir.path()); }, ErrorCode::missing_field,
-              "tokenizer.json");
-  check_error([&] { SentencePieceTokenizer t(absent + ".model"); }, ErrorCode::missing_file,
-              absent + ".model");
+  check_error([&] { specd::load_tokenizer(dir.path()); }, ErrorCode::missing_field, "tokenizer.json");
+  check_error([&] { SentencePieceTokenizer t(absent + ".model"); }, ErrorCode::missing_file, absent + ".model");
 }
 
 TEST_CASE("a file that is not a SentencePiece model is tokenizer_error") {
   TempDir dir;
-  for (const std::string& garbage : {std::string("this is not a protobuf \xff\xfe\x01\x02", 27),
-                                     std::string(), std::string(4096, 'z')}) {
+  for (const std::string& garbage :
+       {std::string("this is not a protobuf \xff\xfe\x01\x02", 27), std::string(), std::string(4096, 'z')}) {
     write_file(dir.path() / "tokenizer.model", garbage);
     check_error([&] { specd::load_tokenizer(dir.path()); }, ErrorCode::tokenizer_error,
                 (dir.path() / "tokenizer.model").string());
@@ -269,8 +264,7 @@ TEST_CASE("train_sentencepiece trains a small BPE model that loads and round-tri
   write_file(dir.path() / "corpus.txt", corpus);
 
   const fs::path prefix = dir.path() / "tiny";
-  specd::train_sentencepiece("--input=" + (dir.path() / "corpus.txt").string() +
-                             " --model_prefix=" + prefix.string() +
+  specd::train_sentencepiece("--input=" + (dir.path() / "corpus.txt").string() + " --model_prefix=" + prefix.string() +
                              " --vocab_size=320 --model_type=bpe --byte_fallback=true"
                              // Llama 2's settings: keep text as is, so newlines and runs
                              // of spaces round-trip (through byte fallback).
@@ -297,11 +291,9 @@ TEST_CASE("train_sentencepiece reports bad arguments as tokenizer_error") {
   const std::string input = (dir.path() / "absent.txt").string();
   check_error(
       [&] {
-        specd::train_sentencepiece("--input=" + input +
-                                   " --model_prefix=" + (dir.path() / "m").string() +
+        specd::train_sentencepiece("--input=" + input + " --model_prefix=" + (dir.path() / "m").string() +
                                    " --vocab_size=300 --minloglevel=2");
       },
       ErrorCode::tokenizer_error, input);
-  check_error([&] { specd::train_sentencepiece("--no_such_flag=1"); }, ErrorCode::tokenizer_error,
-              "no_such_flag");
+  check_error([&] { specd::train_sentencepiece("--no_such_flag=1"); }, ErrorCode::tokenizer_error, "no_such_flag");
 }

@@ -6,11 +6,11 @@
 #include <map>
 
 #include "engine/base/errors.hpp"
-#include "tests/support/generation_drivers.hpp"
 #include "engine/model/kv_cache.hpp"
-#include "engine/speculation/prefill.hpp"
 #include "engine/planning/round_cost_model.hpp"
+#include "engine/speculation/prefill.hpp"
 #include "engine/speculation/speculative_round.hpp"
+#include "tests/support/generation_drivers.hpp"
 #include "tests/support/joint_distribution.hpp"
 #include "tests/support/spec_pairs.hpp"
 
@@ -61,7 +61,8 @@ void check_greedy_grid(TestPair& pair, const std::vector<int32_t>& ks, const std
       CAPTURE(batch);
       for (size_t first = 0; first < prompts.size(); first += batch) {
         std::vector<SpecRequest> reqs;
-        for (size_t i = first; i < std::min(prompts.size(), first + batch); ++i) reqs.push_back(spec_request(prompts[i], k, 24));
+        for (size_t i = first; i < std::min(prompts.size(), first + batch); ++i)
+          reqs.push_back(spec_request(prompts[i], k, 24));
         SpecModels models = pair.models();
         auto results = generate_speculative(models, reqs, nullptr);
         for (size_t i = 0; i < results.size(); ++i) {

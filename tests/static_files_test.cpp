@@ -17,7 +17,8 @@ TEST_CASE("targets map to files under the root; / is index.html") {
 
 TEST_CASE("traversal, NUL, backslashes and bad escapes are refused") {
   const std::filesystem::path root = "/srv/web";
-  for (const char* bad : {"/../etc/passwd", "/a/../../b", "/%2e%2e/x", "/a%00b", "/a\\b", "/%zz", "/%4", "relative", ""}) {
+  for (const char* bad :
+       {"/../etc/passwd", "/a/../../b", "/%2e%2e/x", "/a%00b", "/a\\b", "/%zz", "/%4", "relative", ""}) {
     CAPTURE(bad);
     CHECK(resolve_static_path(root, bad) == std::nullopt);
   }

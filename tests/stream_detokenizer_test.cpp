@@ -29,9 +29,10 @@ bool valid_utf8(const std::string& s) {
 
 TEST_CASE("streamed pieces concatenate to the full decode and are whole UTF-8 characters") {
   SentencePieceTokenizer tok(kLlama2);
-  for (const std::string text : {"Hello world, how are you?", "  leading spaces and\ttabs\nnew lines\n\n",
-                                 "caf\xC3\xA9 na\xC3\xAFve \xE6\x97\xA5\xE6\x9C\xAC\xE8\xAA\x9E \xF0\x9F\x98\x80\xF0\x9F\x8E\x89 done",
-                                 "\xF0\x9F\xA6\x99\xF0\x9F\xA6\x99"}) {
+  for (const std::string text :
+       {"Hello world, how are you?", "  leading spaces and\ttabs\nnew lines\n\n",
+        "caf\xC3\xA9 na\xC3\xAFve \xE6\x97\xA5\xE6\x9C\xAC\xE8\xAA\x9E \xF0\x9F\x98\x80\xF0\x9F\x8E\x89 done",
+        "\xF0\x9F\xA6\x99\xF0\x9F\xA6\x99"}) {
     CAPTURE(text);
     const auto ids = tok.encode(text, true);
     StreamDetokenizer stream(tok);
@@ -86,8 +87,9 @@ TEST_CASE("byte-level BPE: an emoji and CJK split across Llama 3 tokens stream a
   CHECK(stream.flush().empty());
 
   // Mixed text: every piece is whole UTF-8 and the pieces rebuild the decode.
-  for (const std::string text : {"I \xE2\x9D\xA4\xEF\xB8\x8F you \xF0\x9F\x91\xA8\xE2\x80\x8D\xF0\x9F\x91\xA9 family",
-                                 "\xE4\xB8\xAD\xE6\x96\x87\xE5\x88\x86\xE8\xAF\x8D \xF0\x9F\xA6\x99\xF0\x9F\xA6\x99 end"}) {
+  for (const std::string text :
+       {"I \xE2\x9D\xA4\xEF\xB8\x8F you \xF0\x9F\x91\xA8\xE2\x80\x8D\xF0\x9F\x91\xA9 family",
+        "\xE4\xB8\xAD\xE6\x96\x87\xE5\x88\x86\xE8\xAF\x8D \xF0\x9F\xA6\x99\xF0\x9F\xA6\x99 end"}) {
     CAPTURE(text);
     const auto ids = tok.encode(text, true);
     StreamDetokenizer s(tok);

@@ -80,7 +80,8 @@ TEST_CASE("the affinity mask is read from the calling thread") {
   cpu_set_t saved;
   REQUIRE(sched_getaffinity(0, sizeof(saved), &saved) == 0);
   const int first = [&] {
-    for (int c = 0; c < CPU_SETSIZE; ++c) if (CPU_ISSET(c, &saved)) return c;
+    for (int c = 0; c < CPU_SETSIZE; ++c)
+      if (CPU_ISSET(c, &saved)) return c;
     return 0;
   }();
   cpu_set_t one;

@@ -7,9 +7,9 @@
 #include <iterator>
 #include <regex>
 
-#include "engine/model/model_files.hpp"
 #include "engine/base/errors.hpp"
 #include "engine/checkpoint/weight_files.hpp"
+#include "engine/model/model_files.hpp"
 #include "tests/support/sharded_models.hpp"
 #include "tests/support/tiny_models.hpp"
 
@@ -94,9 +94,8 @@ TEST_CASE("broken sharded sets are errors naming the index, the shard and the te
   SUBCASE("a tensor the index lists in a shard that does not hold it") {
     // Point the embeddings at the second shard.
     const std::string first = written.files[0].filename().string();
-    std::string text = std::regex_replace(
-        good, std::regex("\"model.embed_tokens.weight\": \"" + first + "\""),
-        "\"model.embed_tokens.weight\": \"" + second + "\"");
+    std::string text = std::regex_replace(good, std::regex("\"model.embed_tokens.weight\": \"" + first + "\""),
+                                          "\"model.embed_tokens.weight\": \"" + second + "\"");
     REQUIRE(text != good);
     write_text(index, text);
     auto e = open_error(dir.path);

@@ -2,7 +2,8 @@
 // pair: 64 simultaneous streams each get exactly their own target-only greedy tokens,
 // many requests share a connection, every bad input gets its error code and the
 // connection survives where the protocol allows, cancel and disconnect end requests
-// (a cancel that crosses its request's done frame is silent), a slow reader is cancelled without slowing anyone else, and idle peers time out.
+// (a cancel that crosses its request's done frame is silent), a slow reader is cancelled without slowing anyone else,
+// and idle peers time out.
 #include "tests/support/doctest_torch.hpp"
 
 #include <boost/beast/websocket/error.hpp>
@@ -15,8 +16,8 @@ namespace websocket = boost::beast::websocket;
 
 namespace {
 
-asio::awaitable<std::map<std::string, Stream>> one_stream(uint16_t port, std::string id, std::string prompt, int max_tokens,
-                                                          std::string extra) {
+asio::awaitable<std::map<std::string, Stream>> one_stream(uint16_t port, std::string id, std::string prompt,
+                                                          int max_tokens, std::string extra) {
   net::WsClient client(co_await asio::this_coro::executor);
   auto ec = co_await client.connect("127.0.0.1", port);
   REQUIRE_FALSE(ec);
@@ -28,7 +29,8 @@ asio::awaitable<std::map<std::string, Stream>> one_stream(uint16_t port, std::st
 }
 
 // Sends `messages` and returns the frames of the replies, in order, until `replies` arrived.
-asio::awaitable<std::vector<ServerFrame>> exchange(net::WsClient& client, std::vector<std::string> messages, size_t replies) {
+asio::awaitable<std::vector<ServerFrame>> exchange(net::WsClient& client, std::vector<std::string> messages,
+                                                   size_t replies) {
   for (auto& m : messages) {
     auto ec = co_await client.send_text(std::move(m));
     REQUIRE_FALSE(ec);
@@ -51,9 +53,9 @@ TEST_CASE("64 simultaneous WebSocket streams each receive exactly their own gree
                             R"(,"speculative":{"enabled":false})", R"(,"speculative":{"drafter":"lookup"})"};
   std::vector<std::future<std::map<std::string, Stream>>> results;
   for (size_t i = 0; i < prompts.size(); ++i) {
-    results.push_back(asio::co_spawn(asio::make_strand(fixture.io()),
-                                     one_stream(fixture.port(), "s" + std::to_string(i), prompts[i], 24, variants[i % 5]),
-                                     asio::use_future));
+    results.push_back(asio::co_spawn(
+        asio::make_strand(fixture.io()),
+        one_stream(fixture.port(), "s" + std::to_string(i), prompts[i], 24, variants[i % 5]), asio::use_future));
   }
   for (size_t i = 0; i < prompts.size(); ++i) {
     auto streams = results[i].get();
@@ -109,7 +111,8 @@ TEST_CASE("bad input gets an error frame with its code and the connection keeps 
         {R"({"type":"generate","id":"x7","prompt":"a","speculative":{"k":99}})", "bad_value", "x7"},
         {R"({"type":"cancel","id":"nobody"})", "unknown_id", "nobody"},
         {R"({"type":"generate","id":"x8","prompt":""})", "bad_value", "x8"},
-        {std::string(R"({"type":"generate","id":"x9","prompt":")") + std::string(5000, 'a') + "\"}", "frame_too_large", ""},
+        {std::string(R"({"type":"generate","id":"x9","prompt":")") + std::string(5000, 'a') + "\"}", "frame_too_large",
+         ""},
     };
     // (No CAPTURE here: doctest's scoped context is thread-local, and this coroutine
     // may resume on another io thread.)
@@ -125,9 +128,11 @@ TEST_CASE("bad input gets an error frame with its code and the connection keeps 
     REQUIRE(binary.size() == 1);
     CHECK(binary[0].code == "binary_frame");
     // Duplicate ids and the per-connection limit: three long requests in flight.
-    auto limited = co_await exchange(client, {generate_json("d", "ROMEO:", 200), generate_json("d", "ROMEO:", 200),
-                                              generate_json("e", "ROMEO:", 200), generate_json("f", "ROMEO:", 200),
-                                              generate_json("g", "ROMEO:", 200)}, 2);
+    auto limited = co_await exchange(
+        client,
+        {generate_json("d", "ROMEO:", 200), generate_json("d", "ROMEO:", 200), generate_json("e", "ROMEO:", 200),
+         generate_json("f", "ROMEO:", 200), generate_json("g", "ROMEO:", 200)},
+        2);
     std::map<std::string, std::string> errors;
     for (const auto& f : limited) errors[f.id] = f.code;
     CHECK(errors == std::map<std::string, std::string>{{"d", "duplicate_id"}, {"g", "too_many_requests"}});
@@ -226,7 +231,8 @@ TEST_CASE("a disconnect cancels the connection's requests and frees the engine")
       boost::system::error_code ignored;
       boost::beast::get_lowest_layer(client.stream()).socket().close(ignored);
     }
-    for (int i = 0; i < 200 && fixture.engine().live_requests() > 0; ++i) co_await sleep_for(std::chrono::milliseconds(10));
+    for (int i = 0; i < 200 && fixture.engine().live_requests() > 0; ++i)
+      co_await sleep_for(std::chrono::milliseconds(10));
     CHECK(fixture.engine().live_requests() == 0);
     EngineSnapshot s = co_await fixture.engine().snapshot();
     CHECK(s.requests_cancelled == 2);

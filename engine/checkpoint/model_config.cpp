@@ -21,14 +21,21 @@ using simdjson::dom::object;
 
 const char* json_type_name(element e) {
   switch (e.type()) {
-    case element_type::ARRAY: return "an array";
-    case element_type::OBJECT: return "an object";
+    case element_type::ARRAY:
+      return "an array";
+    case element_type::OBJECT:
+      return "an object";
     case element_type::INT64:
-    case element_type::UINT64: return "an integer";
-    case element_type::DOUBLE: return "a number with a fraction";
-    case element_type::STRING: return "a string";
-    case element_type::BOOL: return "a boolean";
-    case element_type::NULL_VALUE: return "null";
+    case element_type::UINT64:
+      return "an integer";
+    case element_type::DOUBLE:
+      return "a number with a fraction";
+    case element_type::STRING:
+      return "a string";
+    case element_type::BOOL:
+      return "a boolean";
+    case element_type::NULL_VALUE:
+      return "null";
   }
   return "an unknown JSON value";
 }
@@ -127,17 +134,14 @@ void read_architecture(const FieldReader& r, ModelConfig& c) {
            "is '" + c.architecture + "'; specd supports only LlamaForCausalLM");
   c.model_type = r.to_string(r.require("model_type"), "model_type");
   if (c.model_type != "llama")
-    r.fail(ErrorCode::unsupported_architecture, "model_type",
-           "is '" + c.model_type + "'; specd supports only 'llama'");
+    r.fail(ErrorCode::unsupported_architecture, "model_type", "is '" + c.model_type + "'; specd supports only 'llama'");
   c.hidden_act = r.text("hidden_act", "silu");
   if (c.hidden_act != "silu")
-    r.fail(ErrorCode::unsupported_architecture, "hidden_act",
-           "is '" + c.hidden_act + "'; specd supports only 'silu'");
+    r.fail(ErrorCode::unsupported_architecture, "hidden_act", "is '" + c.hidden_act + "'; specd supports only 'silu'");
   // Biased projections change the weights the loader expects; refuse rather than ignore.
   for (std::string_view key : {"attention_bias", "mlp_bias"})
     if (r.boolean(key, false))
-      r.fail(ErrorCode::unsupported_architecture, key,
-             "is true; specd supports only bias-free Llama projections");
+      r.fail(ErrorCode::unsupported_architecture, key, "is true; specd supports only bias-free Llama projections");
 }
 
 void read_sizes(const FieldReader& r, ModelConfig& c) {
@@ -230,8 +234,8 @@ std::string number(double v) {
   const double magnitude = std::fabs(v);
   const bool fixed = magnitude == 0 || (magnitude >= 1e-4 && magnitude < 1e16);
   char buf[64];
-  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v,
-                                 fixed ? std::chars_format::fixed : std::chars_format::scientific);
+  auto [end, ec] =
+      std::to_chars(buf, buf + sizeof buf, v, fixed ? std::chars_format::fixed : std::chars_format::scientific);
   std::string s(buf, end);
   if (fixed && s.find('.') == std::string::npos) s += ".0";
   return s;
@@ -253,8 +257,7 @@ std::string eos_json(const std::vector<int32_t>& ids) {
   if (ids.empty()) return "null";
   if (ids.size() == 1) return std::to_string(ids[0]);
   std::string out = "[\n";
-  for (size_t i = 0; i < ids.size(); ++i)
-    out += "    " + std::to_string(ids[i]) + (i + 1 < ids.size() ? ",\n" : "\n");
+  for (size_t i = 0; i < ids.size(); ++i) out += "    " + std::to_string(ids[i]) + (i + 1 < ids.size() ? ",\n" : "\n");
   return out + "  ]";
 }
 
@@ -264,8 +267,7 @@ ModelConfig parse_model_config(std::string_view json_text, const std::string& so
   simdjson::dom::parser parser;
   element root;
   if (auto err = parser.parse(json_text.data(), json_text.size()).get(root))
-    throw SpecdError(ErrorCode::malformed_json,
-                     source_name + ": invalid JSON: " + simdjson::error_message(err));
+    throw SpecdError(ErrorCode::malformed_json, source_name + ": invalid JSON: " + simdjson::error_message(err));
   object obj;
   if (root.get_object().get(obj))
     throw SpecdError(ErrorCode::malformed_json,

@@ -24,9 +24,12 @@ static_assert(std::endian::native == std::endian::little, "specd assumes a littl
 
 const char* dtype_name(DType dtype) {
   switch (dtype) {
-    case DType::F32: return "F32";
-    case DType::F16: return "F16";
-    case DType::BF16: return "BF16";
+    case DType::F32:
+      return "F32";
+    case DType::F16:
+      return "F16";
+    case DType::BF16:
+      return "BF16";
   }
   return "unknown";
 }
@@ -61,9 +64,7 @@ class HeaderParser {
     buffer_size_ = file_size_ - 8 - n;
     element root;
     auto err = parser_.parse(reinterpret_cast<const char*>(base_ + 8), n).get(root);
-    if (err)
-      fail(ErrorCode::malformed_json,
-           std::string("header is not valid JSON: ") + simdjson::error_message(err));
+    if (err) fail(ErrorCode::malformed_json, std::string("header is not valid JSON: ") + simdjson::error_message(err));
     simdjson::dom::object top;
     if (root.get_object().get(top)) fail(ErrorCode::malformed_json, "header is not a JSON object");
     ParsedHeader out;
@@ -98,8 +99,7 @@ class HeaderParser {
   element field(simdjson::dom::object obj, std::string_view tensor, std::string_view key) const {
     element e;
     if (obj.at_key(key).get(e))
-      fail(ErrorCode::missing_field,
-           "tensor '" + std::string(tensor) + "' has no '" + std::string(key) + "'");
+      fail(ErrorCode::missing_field, "tensor '" + std::string(tensor) + "' has no '" + std::string(key) + "'");
     return e;
   }
 
@@ -113,20 +113,19 @@ class HeaderParser {
       out.push_back(v);
     }
     if (!ok)
-      fail(ErrorCode::bad_value, "tensor '" + std::string(tensor) + "' " + std::string(key) +
-                                     " is not an array of non-negative integers");
+      fail(ErrorCode::bad_value,
+           "tensor '" + std::string(tensor) + "' " + std::string(key) + " is not an array of non-negative integers");
     return out;
   }
 
   DType parse_dtype(element e, std::string_view tensor) const {
     std::string_view s;
-    if (e.get_string().get(s))
-      fail(ErrorCode::bad_value, "tensor '" + std::string(tensor) + "' dtype is not a string");
+    if (e.get_string().get(s)) fail(ErrorCode::bad_value, "tensor '" + std::string(tensor) + "' dtype is not a string");
     if (s == "F32") return DType::F32;
     if (s == "F16") return DType::F16;
     if (s == "BF16") return DType::BF16;
-    fail(ErrorCode::unsupported_dtype, "tensor '" + std::string(tensor) + "' has dtype '" + std::string(s) +
-                                           "'; specd reads only F32, F16 and BF16");
+    fail(ErrorCode::unsupported_dtype,
+         "tensor '" + std::string(tensor) + "' has dtype '" + std::string(s) + "'; specd reads only F32, F16 and BF16");
   }
 
   TensorView parse_tensor(std::string_view name, element value) const {
@@ -142,21 +141,19 @@ class HeaderParser {
     }
     auto offsets = uint_array(field(obj, name, "data_offsets"), name, "data_offsets");
     if (offsets.size() != 2 || offsets[0] > offsets[1])
-      fail(ErrorCode::bad_value,
-           "tensor '" + tensor + "' data_offsets must be [begin, end] with begin <= end");
+      fail(ErrorCode::bad_value, "tensor '" + tensor + "' data_offsets must be [begin, end] with begin <= end");
     const std::string span = "[" + std::to_string(offsets[0]) + ", " + std::to_string(offsets[1]) + "]";
     if (offsets[1] > buffer_size_)
       fail(ErrorCode::truncated_file, "tensor '" + tensor + "' data_offsets " + span + " end past the " +
-                                          std::to_string(buffer_size_) +
-                                          "-byte data buffer: expected at least " +
-                                          std::to_string(file_size_ - buffer_size_ + offsets[1]) +
-                                          " bytes, file has " + std::to_string(file_size_));
+                                          std::to_string(buffer_size_) + "-byte data buffer: expected at least " +
+                                          std::to_string(file_size_ - buffer_size_ + offsets[1]) + " bytes, file has " +
+                                          std::to_string(file_size_));
     uint64_t expected = 0;
     if (__builtin_mul_overflow(numel, dtype_size(t.dtype), &expected) || expected != offsets[1] - offsets[0])
       fail(ErrorCode::shape_mismatch, "tensor '" + tensor + "' of " + dtype_name(t.dtype) + " shape with " +
-                                          std::to_string(numel) + " elements needs " +
-                                          std::to_string(expected) + " bytes but data_offsets " + span +
-                                          " hold " + std::to_string(offsets[1] - offsets[0]));
+                                          std::to_string(numel) + " elements needs " + std::to_string(expected) +
+                                          " bytes but data_offsets " + span + " hold " +
+                                          std::to_string(offsets[1] - offsets[0]));
     t.data = buffer_ + offsets[0];
     t.nbytes = offsets[1] - offsets[0];
     return t;
@@ -202,14 +199,14 @@ std::string checked_shape(const TensorToWrite& t, const std::string& file) {
   uint64_t nbytes = 0;
   ok = ok && !__builtin_mul_overflow(numel, dtype_size(t.dtype), &nbytes) && nbytes == t.bytes.size();
   if (!ok)
-    throw SpecdError(ErrorCode::shape_mismatch,
-                     file + ": tensor '" + t.name + "' has " + std::to_string(t.bytes.size()) +
-                         " bytes, which does not fit " + dtype_name(t.dtype) + " shape [" + text + "]");
+    throw SpecdError(ErrorCode::shape_mismatch, file + ": tensor '" + t.name + "' has " +
+                                                    std::to_string(t.bytes.size()) + " bytes, which does not fit " +
+                                                    dtype_name(t.dtype) + " shape [" + text + "]");
   return text;
 }
 
-std::string build_header(std::span<const TensorToWrite> tensors,
-                         const std::map<std::string, std::string>& metadata, const std::string& file) {
+std::string build_header(std::span<const TensorToWrite> tensors, const std::map<std::string, std::string>& metadata,
+                         const std::string& file) {
   std::string h = "{";
   if (!metadata.empty()) {
     h += "\"__metadata__\":{";
@@ -221,12 +218,10 @@ std::string build_header(std::span<const TensorToWrite> tensors,
   uint64_t offset = 0;
   for (const auto& t : tensors) {
     if (t.name == "__metadata__" || !seen.insert(t.name).second)
-      throw SpecdError(ErrorCode::invalid_argument,
-                       file + ": tensor name '" + t.name + "' is reserved or repeated");
+      throw SpecdError(ErrorCode::invalid_argument, file + ": tensor name '" + t.name + "' is reserved or repeated");
     const std::string shape = checked_shape(t, file);
-    h += (h.size() > 1 ? "," : "") + json_quoted(t.name) + ":{\"dtype\":\"" + dtype_name(t.dtype) +
-         "\",\"shape\":[" + shape + "],\"data_offsets\":[" + std::to_string(offset) + "," +
-         std::to_string(offset + t.bytes.size()) + "]}";
+    h += (h.size() > 1 ? "," : "") + json_quoted(t.name) + ":{\"dtype\":\"" + dtype_name(t.dtype) + "\",\"shape\":[" +
+         shape + "],\"data_offsets\":[" + std::to_string(offset) + "," + std::to_string(offset + t.bytes.size()) + "]}";
     offset += t.bytes.size();
   }
   h += "}";
@@ -265,9 +260,8 @@ SafetensorsFile SafetensorsFile::open(const std::filesystem::path& path) {
   int fd = ::open(name.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     const int err = errno;
-    throw SpecdError(
-        ErrorCode::missing_file,
-        name + (err == ENOENT ? ": no such file" : ": cannot open: " + std::string(std::strerror(err))));
+    throw SpecdError(ErrorCode::missing_file,
+                     name + (err == ENOENT ? ": no such file" : ": cannot open: " + std::string(std::strerror(err))));
   }
   struct stat st {};
   const bool regular = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
@@ -277,11 +271,10 @@ SafetensorsFile SafetensorsFile::open(const std::filesystem::path& path) {
   ::close(fd);  // the mapping keeps the file alive
   if (!regular) throw SpecdError(ErrorCode::missing_file, name + ": not a regular file");
   if (size < 8)
-    throw SpecdError(ErrorCode::truncated_file, name + ": file has " + std::to_string(size) +
-                                                    " bytes, expected at least 8 for the header length");
+    throw SpecdError(ErrorCode::truncated_file,
+                     name + ": file has " + std::to_string(size) + " bytes, expected at least 8 for the header length");
   if (mapping == MAP_FAILED)
-    throw SpecdError(ErrorCode::missing_file,
-                     name + ": cannot map: " + std::string(std::strerror(map_errno)));
+    throw SpecdError(ErrorCode::missing_file, name + ": cannot map: " + std::string(std::strerror(map_errno)));
   SafetensorsFile file;
   file.path_ = path;
   file.mapping_ = mapping;
@@ -324,8 +317,7 @@ bool SafetensorsFile::contains(std::string_view name) const { return tensors_.fi
 const TensorView& SafetensorsFile::tensor(std::string_view name) const {
   auto it = tensors_.find(name);
   if (it == tensors_.end())
-    throw SpecdError(ErrorCode::missing_tensor,
-                     path_.string() + ": no tensor named '" + std::string(name) + "'");
+    throw SpecdError(ErrorCode::missing_tensor, path_.string() + ": no tensor named '" + std::string(name) + "'");
   return it->second;
 }
 
@@ -343,8 +335,8 @@ void write_safetensors(const std::filesystem::path& path, std::span<const Tensor
   static std::atomic<uint64_t> counter{0};
   // Same directory as the target, so the rename stays within one filesystem.
   const std::filesystem::path temp =
-      path.parent_path() / ("." + path.filename().string() + ".tmp." + std::to_string(::getpid()) + "." +
-                            std::to_string(counter++));
+      path.parent_path() /
+      ("." + path.filename().string() + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++));
   const bool written = write_file(temp.string(), header, tensors);
   const int err = errno;
   if (!written || ::rename(temp.c_str(), path.c_str()) != 0) {

@@ -51,8 +51,8 @@ std::string header_for(std::span<const TensorSpec> tensors, const Shard& shard, 
     const uint64_t bytes = uint64_t(t.numel()) * dtype_size(dtype);
     std::string shape;
     for (size_t d = 0; d < t.shape.size(); ++d) shape += (d ? "," : "") + std::to_string(t.shape[d]);
-    h += ",\"" + t.name + "\":{\"dtype\":\"" + dtype_name(dtype) + "\",\"shape\":[" + shape +
-         "],\"data_offsets\":[" + std::to_string(offset) + "," + std::to_string(offset + bytes) + "]}";
+    h += ",\"" + t.name + "\":{\"dtype\":\"" + dtype_name(dtype) + "\",\"shape\":[" + shape + "],\"data_offsets\":[" +
+         std::to_string(offset) + "," + std::to_string(offset + bytes) + "]}";
     offset += bytes;
   }
   h += "}";
@@ -123,7 +123,8 @@ void write_index(const fs::path& dir, std::span<const TensorSpec> tensors, const
   for (const auto& [name, file] : weight_map)
     out << "    \"" << name << "\": \"" << file << "\"" << (++k < weight_map.size() ? ",\n" : "\n");
   out << "  }\n}\n";
-  if (!out) throw SpecdError(ErrorCode::missing_file, (dir / "model.safetensors.index.json").string() + ": cannot write");
+  if (!out)
+    throw SpecdError(ErrorCode::missing_file, (dir / "model.safetensors.index.json").string() + ": cannot write");
 }
 
 }  // namespace
@@ -136,7 +137,8 @@ WrittenWeights write_weights_streaming(const fs::path& dir, std::span<const Tens
     // Names go into JSON unescaped; HF tensor names never need escaping.
     if (t.name.empty() || t.name == "__metadata__" || t.name.find_first_of("\"\\") != std::string::npos ||
         !seen.insert(t.name).second)
-      throw SpecdError(ErrorCode::invalid_argument, "tensor name '" + t.name + "' is empty, reserved, repeated or needs escaping");
+      throw SpecdError(ErrorCode::invalid_argument,
+                       "tensor name '" + t.name + "' is empty, reserved, repeated or needs escaping");
   }
   fs::create_directories(dir);
   const std::vector<Shard> shards = plan_shards(tensors, storage, max_shard_bytes);

@@ -33,10 +33,10 @@ struct WrittenWeights {
   uint64_t tensor_bytes = 0;                 // the index's metadata.total_size
 };
 
-// Tensors keep their order, each stored as spec.stored_as(storage); a shard is closed before a tensor that would push it past
-// max_shard_bytes (a larger single tensor gets a shard of its own). Each file is written
-// under a temporary name and renamed. Throws SpecdError(missing_file) on a write error,
-// invalid_argument for a repeated or unusable name. progress (may be empty) gets bytes written.
+// Tensors keep their order, each stored as spec.stored_as(storage); a shard is closed before a tensor that would push
+// it past max_shard_bytes (a larger single tensor gets a shard of its own). Each file is written under a temporary name
+// and renamed. Throws SpecdError(missing_file) on a write error, invalid_argument for a repeated or unusable name.
+// progress (may be empty) gets bytes written.
 WrittenWeights write_weights_streaming(const std::filesystem::path& dir, std::span<const TensorSpec> tensors,
                                        DType storage, uint64_t max_shard_bytes, const TensorFill& fill,
                                        const std::function<void(uint64_t)>& progress = {});

@@ -33,9 +33,8 @@ std::map<std::string, std::string, std::less<>> parse_weight_index(std::string_v
                        source_name + ": weight_map entry '" + std::string(key) + "' must be a file name string");
     // Shards live beside the index; a path could reach outside the model directory.
     if (file.empty() || file == "." || file == ".." || file.find('/') != std::string_view::npos)
-      throw SpecdError(ErrorCode::bad_value, source_name + ": weight_map entry '" + std::string(key) +
-                                                 "' names '" + std::string(file) +
-                                                 "', not a file name in the model directory");
+      throw SpecdError(ErrorCode::bad_value, source_name + ": weight_map entry '" + std::string(key) + "' names '" +
+                                                 std::string(file) + "', not a file name in the model directory");
     out.emplace(std::string(key), std::string(file));
   }
   if (out.empty()) throw SpecdError(ErrorCode::bad_value, source_name + ": weight_map is empty");
@@ -61,8 +60,8 @@ WeightFiles WeightFiles::open(const fs::path& dir) {
   if (!fs::exists(index_path, ec)) {
     w.source_ = dir / kSingleWeightsFile;
     if (!fs::exists(w.source_, ec))
-      throw SpecdError(ErrorCode::missing_file, w.source_.string() + " does not exist (nor does " +
-                                                    index_path.filename().string() + ")");
+      throw SpecdError(ErrorCode::missing_file,
+                       w.source_.string() + " does not exist (nor does " + index_path.filename().string() + ")");
     w.shards_.push_back(SafetensorsFile::open(w.source_));
     for (const auto& name : w.shards_[0].names()) w.where_.emplace(name, 0);
     w.total_bytes_ = fs::file_size(w.source_);
@@ -76,8 +75,8 @@ WeightFiles WeightFiles::open(const fs::path& dir) {
     if (added) {
       const fs::path shard_path = dir / file;
       if (!fs::exists(shard_path, ec))
-        throw SpecdError(ErrorCode::missing_file, index_path.string() + " lists shard " + file + " (for " +
-                                                      tensor + "), but " + shard_path.string() + " does not exist");
+        throw SpecdError(ErrorCode::missing_file, index_path.string() + " lists shard " + file + " (for " + tensor +
+                                                      "), but " + shard_path.string() + " does not exist");
       w.shards_.push_back(SafetensorsFile::open(shard_path));
       w.total_bytes_ += fs::file_size(shard_path);
     }

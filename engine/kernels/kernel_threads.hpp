@@ -69,9 +69,9 @@ class KernelThreads {
   // because a worker that woke late may read them while the next job is being set up.
   std::atomic<const RangeFn*> fn_{nullptr};
   std::atomic<int64_t> n_{0}, chunks_{0};
-  uint32_t generation_ = 0;              // the current job's number (caller only)
-  std::atomic<uint64_t> claim_{0};       // job number << 32 | next chunk to take
-  std::atomic<int64_t> done_{0};         // chunks of the current job finished
+  uint32_t generation_ = 0;         // the current job's number (caller only)
+  std::atomic<uint64_t> claim_{0};  // job number << 32 | next chunk to take
+  std::atomic<int64_t> done_{0};    // chunks of the current job finished
   std::atomic<bool> stop_{false};
   double stall_share_ = 0;         // moving average of the waiting share (caller only)
   int32_t serial_calls_left_ = 0;  // > 0: a recent stall, the caller runs calls alone

@@ -27,10 +27,14 @@ bool cpu_has_isa(Isa isa) {
   const bool f16c = __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C);
   const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && f16c;
   switch (isa) {
-    case Isa::reference: return true;
-    case Isa::avx2: return avx2;
-    case Isa::avx512f: return avx2 && __builtin_cpu_supports("avx512f");
-    case Isa::avx512bf16: return avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bf16");
+    case Isa::reference:
+      return true;
+    case Isa::avx2:
+      return avx2;
+    case Isa::avx512f:
+      return avx2 && __builtin_cpu_supports("avx512f");
+    case Isa::avx512bf16:
+      return avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bf16");
   }
   return false;
 #else
@@ -51,10 +55,14 @@ Isa choose_isa() {
 BlockKernel kernel_for(Isa isa, Dtype d) {
 #if defined(SPECD_KERNELS_X86)
   switch (isa) {
-    case Isa::reference: break;
-    case Isa::avx2: return detail::avx2_kernel(d);
-    case Isa::avx512f: return detail::avx512f_kernel(d);
-    case Isa::avx512bf16: return d == Dtype::bf16 ? detail::avx512bf16_kernel() : detail::avx512f_kernel(d);
+    case Isa::reference:
+      break;
+    case Isa::avx2:
+      return detail::avx2_kernel(d);
+    case Isa::avx512f:
+      return detail::avx512f_kernel(d);
+    case Isa::avx512bf16:
+      return d == Dtype::bf16 ? detail::avx512bf16_kernel() : detail::avx512f_kernel(d);
   }
 #endif
   return detail::reference_kernel(d);
@@ -96,10 +104,14 @@ void prepare_activations(const PackedWeight& w, const float* x, int64_t m, bool 
 
 const char* isa_name(Isa isa) {
   switch (isa) {
-    case Isa::reference: return "reference";
-    case Isa::avx2: return "avx2";
-    case Isa::avx512f: return "avx512f";
-    case Isa::avx512bf16: return "avx512bf16";
+    case Isa::reference:
+      return "reference";
+    case Isa::avx2:
+      return "avx2";
+    case Isa::avx512f:
+      return "avx512f";
+    case Isa::avx512bf16:
+      return "avx512bf16";
   }
   return "?";
 }

@@ -115,9 +115,12 @@ void blocks(const KernelCall& c, int64_t b_begin, int64_t b_end) {
 
 BlockKernel avx512f_kernel(Dtype d) {
   switch (d) {
-    case Dtype::f32: return blocks<F32>;
-    case Dtype::f16: return blocks<F16>;
-    case Dtype::bf16: return blocks<BF16>;
+    case Dtype::f32:
+      return blocks<F32>;
+    case Dtype::f16:
+      return blocks<F16>;
+    case Dtype::bf16:
+      return blocks<BF16>;
   }
   return nullptr;
 }

@@ -20,8 +20,12 @@ float stored(Dtype d, const std::byte* p) {
       std::memcpy(&f, p, 4);
       return f;
     }
-    case Dtype::f16: std::memcpy(&h, p, 2); return f16_to_float(h);
-    case Dtype::bf16: std::memcpy(&h, p, 2); return bf16_to_float(h);
+    case Dtype::f16:
+      std::memcpy(&h, p, 2);
+      return f16_to_float(h);
+    case Dtype::bf16:
+      std::memcpy(&h, p, 2);
+      return bf16_to_float(h);
   }
   return 0;
 }
@@ -53,9 +57,12 @@ void reference_blocks(const KernelCall& c, int64_t block_begin, int64_t block_en
 
 BlockKernel reference_kernel(Dtype d) {
   switch (d) {
-    case Dtype::f32: return reference_blocks<Dtype::f32>;
-    case Dtype::f16: return reference_blocks<Dtype::f16>;
-    case Dtype::bf16: return reference_blocks<Dtype::bf16>;
+    case Dtype::f32:
+      return reference_blocks<Dtype::f32>;
+    case Dtype::f16:
+      return reference_blocks<Dtype::f16>;
+    case Dtype::bf16:
+      return reference_blocks<Dtype::bf16>;
   }
   return nullptr;
 }

@@ -11,9 +11,12 @@ namespace specd::kernels {
 
 const char* dtype_name(Dtype d) {
   switch (d) {
-    case Dtype::f32: return "f32";
-    case Dtype::f16: return "f16";
-    case Dtype::bf16: return "bf16";
+    case Dtype::f32:
+      return "f32";
+    case Dtype::f16:
+      return "f16";
+    case Dtype::bf16:
+      return "bf16";
   }
   return "?";
 }
@@ -48,7 +51,7 @@ float bf16_to_float(uint16_t b) { return std::bit_cast<float>(static_cast<uint32
 uint16_t float_to_bf16(float f) {
   const uint32_t x = std::bit_cast<uint32_t>(f);
   if ((x & 0x7fffffff) > 0x7f800000) return uint16_t((x >> 16) | 0x40);  // keep NaN a quiet NaN
-  return uint16_t(round_shift_rne(x, 16));  // overflow carries into inf, as it should
+  return uint16_t(round_shift_rne(x, 16));                               // overflow carries into inf, as it should
 }
 
 uint16_t float_to_f16(float f) {
@@ -73,9 +76,12 @@ namespace {
 
 float load_source(const void* data, Dtype d, int64_t index) {
   switch (d) {
-    case Dtype::f32: return static_cast<const float*>(data)[index];
-    case Dtype::f16: return f16_to_float(static_cast<const uint16_t*>(data)[index]);
-    case Dtype::bf16: return bf16_to_float(static_cast<const uint16_t*>(data)[index]);
+    case Dtype::f32:
+      return static_cast<const float*>(data)[index];
+    case Dtype::f16:
+      return f16_to_float(static_cast<const uint16_t*>(data)[index]);
+    case Dtype::bf16:
+      return bf16_to_float(static_cast<const uint16_t*>(data)[index]);
   }
   return 0;
 }

@@ -41,7 +41,8 @@ PackedWeight pack_stacked(const TensorSource& source, const std::vector<std::pai
     const RawTensor t = source(name, {part_rows, in});
     if (dtype && *dtype != t.dtype) {
       throw SpecdError(ErrorCode::unsupported_dtype, "tensor " + name + " is " + kernels::dtype_name(t.dtype) +
-                                                         ", the tensors fused with it are " + kernels::dtype_name(*dtype));
+                                                         ", the tensors fused with it are " +
+                                                         kernels::dtype_name(*dtype));
     }
     dtype = t.dtype;
     const size_t bytes = static_cast<size_t>(part_rows * in) * kernels::dtype_size(t.dtype);
@@ -69,9 +70,9 @@ LayerWeights pack_layer(const ModelConfig& c, const TensorSource& source, int64_
                        c.hidden_size);
   l.o = pack_stacked(source, {{p + "self_attn.o_proj.weight", c.hidden_size}}, q_rows);
   l.post_attention_norm = norm_weights(source, p + "post_attention_layernorm.weight", c.hidden_size);
-  l.gate_up = pack_stacked(source,
-                           {{p + "mlp.gate_proj.weight", c.intermediate_size}, {p + "mlp.up_proj.weight", c.intermediate_size}},
-                           c.hidden_size);
+  l.gate_up = pack_stacked(
+      source, {{p + "mlp.gate_proj.weight", c.intermediate_size}, {p + "mlp.up_proj.weight", c.intermediate_size}},
+      c.hidden_size);
   l.down = pack_stacked(source, {{p + "mlp.down_proj.weight", c.hidden_size}}, c.intermediate_size);
   return l;
 }

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/kernels/packed_weight.hpp"
 #include "engine/checkpoint/model_config.hpp"
+#include "engine/kernels/packed_weight.hpp"
 
 namespace specd {
 

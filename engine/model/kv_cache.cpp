@@ -41,8 +41,8 @@ void KvCache::release(int32_t slot) {
 
 void KvCache::set_length(int32_t slot, int64_t length) {
   if (length < 0 || length > max_seq_len_) {
-    throw SpecdError(ErrorCode::out_of_capacity, "KV length " + std::to_string(length) +
-                                                     " outside [0, " + std::to_string(max_seq_len_) + "]");
+    throw SpecdError(ErrorCode::out_of_capacity,
+                     "KV length " + std::to_string(length) + " outside [0, " + std::to_string(max_seq_len_) + "]");
   }
   lengths_.at(slot) = length;
 }

@@ -41,13 +41,9 @@ Projection::Projection(int64_t in, int64_t out) { weight = register_parameter("w
 
 at::Tensor Projection::forward(const at::Tensor& x) const { return at::linear(x, weight); }
 
-RmsNorm::RmsNorm(int64_t dim, double eps_) : eps(eps_) {
-  weight = register_parameter("weight", at::ones({dim}));
-}
+RmsNorm::RmsNorm(int64_t dim, double eps_) : eps(eps_) { weight = register_parameter("weight", at::ones({dim})); }
 
-at::Tensor RmsNorm::forward(const at::Tensor& x) const {
-  return x * at::rsqrt(x.pow(2).mean(-1, true) + eps) * weight;
-}
+at::Tensor RmsNorm::forward(const at::Tensor& x) const { return x * at::rsqrt(x.pow(2).mean(-1, true) + eps) * weight; }
 
 Attention::Attention(const ModelConfig& c) {
   q_proj = register_module("q_proj", make_linear(c.hidden_size, c.num_attention_heads * c.head_dim));
@@ -78,8 +74,8 @@ LlamaBody::LlamaBody(const ModelConfig& c) {
   // An explicit weight skips Embedding's random init (seconds at 128K x 3072).
   embed_tokens = register_module(
       "embed_tokens",
-      torch::nn::Embedding(torch::nn::EmbeddingOptions(c.vocab_size, c.hidden_size)
-                               ._weight(at::empty({c.vocab_size, c.hidden_size}))));
+      torch::nn::Embedding(
+          torch::nn::EmbeddingOptions(c.vocab_size, c.hidden_size)._weight(at::empty({c.vocab_size, c.hidden_size}))));
   torch::nn::ModuleList list;
   for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
     layers.push_back(std::make_shared<DecoderLayer>(c));
@@ -206,7 +202,8 @@ at::Tensor additive_mask(const at::Tensor& allowed) {
 
 at::Tensor LlamaModel::forward_full(const at::Tensor& tokens) {
   if (!model_) {
-    throw SpecdError(ErrorCode::invalid_argument, "forward_full needs float32 parameters; this model was loaded for inference");
+    throw SpecdError(ErrorCode::invalid_argument,
+                     "forward_full needs float32 parameters; this model was loaded for inference");
   }
   const int64_t B = tokens.size(0), T = tokens.size(1);
   Step step;

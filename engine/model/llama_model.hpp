@@ -109,9 +109,9 @@ class LlamaModel : public torch::nn::Module {
   at::Tensor attention(int32_t layer, const at::Tensor& x, const Step& step);
 
   ModelConfig config_;
-  std::shared_ptr<LlamaBody> model_;     // null without parameters
-  std::shared_ptr<Projection> lm_head_;  // absent when embeddings are tied
-  at::Tensor inv_freq_;                 // [head_dim / 2]
+  std::shared_ptr<LlamaBody> model_;       // null without parameters
+  std::shared_ptr<Projection> lm_head_;    // absent when embeddings are tied
+  at::Tensor inv_freq_;                    // [head_dim / 2]
   std::unique_ptr<ForwardRunner> runner_;  // the inference weights and the step's buffers
 };
 

@@ -10,11 +10,11 @@
 #include <vector>
 
 #include "engine/base/errors.hpp"
-#include "engine/model/inference_weights.hpp"
-#include "engine/model/llama_model.hpp"
 #include "engine/checkpoint/load_progress.hpp"
 #include "engine/checkpoint/model_config.hpp"
 #include "engine/checkpoint/weight_files.hpp"
+#include "engine/model/inference_weights.hpp"
+#include "engine/model/llama_model.hpp"
 
 namespace specd {
 
@@ -79,16 +79,15 @@ struct OpenedCheckpoint {
   WeightFiles files;
 };
 
-
 // Llama 3.2 ties lm_head to the embeddings and ships no lm_head.weight; a file that
 // disagrees with the config would silently use the wrong output matrix.
 void check_tie_consistent(const ModelConfig& config, const WeightFiles& files, const std::filesystem::path& dir) {
   constexpr const char* kHead = "lm_head.weight";
   const std::string config_name = (dir / "config.json").string();
   if (config.tie_word_embeddings && files.contains(kHead)) {
-    throw SpecdError(ErrorCode::unsupported_architecture,
-                     config_name + ": field 'tie_word_embeddings' is true, but " + files.describe(kHead) +
-                         " holds a separate " + kHead + "; fix the config or drop the tensor");
+    throw SpecdError(ErrorCode::unsupported_architecture, config_name + ": field 'tie_word_embeddings' is true, but " +
+                                                              files.describe(kHead) + " holds a separate " + kHead +
+                                                              "; fix the config or drop the tensor");
   }
   if (!config.tie_word_embeddings && !files.contains(kHead)) {
     throw SpecdError(ErrorCode::missing_tensor, files.source().string() + ": tensor " + kHead + " is missing (" +

@@ -15,8 +15,8 @@ class LlamaModel;
 
 // What a load cost, for benchmarks and logs.
 struct LoadInfo {
-  double seconds = 0;        // config parse to packed, ready model
-  uint64_t file_bytes = 0;   // bytes of the weight files
+  double seconds = 0;       // config parse to packed, ready model
+  uint64_t file_bytes = 0;  // bytes of the weight files
   size_t shard_count = 0;
 };
 

@@ -10,9 +10,7 @@ namespace specd {
 
 namespace {
 
-[[noreturn]] void fail(const std::string& what) {
-  throw SpecdError(ErrorCode::invalid_argument, what);
-}
+[[noreturn]] void fail(const std::string& what) { throw SpecdError(ErrorCode::invalid_argument, what); }
 
 void check_cost_ratio(double c) {
   if (!std::isfinite(c) || c < 0) fail("cost ratio c must be a finite number >= 0");
@@ -99,9 +97,7 @@ int32_t AdaptiveK::next_k() {
   return 1;
 }
 
-void AdaptiveK::observe(int32_t drafted, int32_t accepted) {
-  estimator_.observe(drafted, accepted);
-}
+void AdaptiveK::observe(int32_t drafted, int32_t accepted) { estimator_.observe(drafted, accepted); }
 
 double AdaptiveK::acceptance() const { return estimator_.estimate(); }
 

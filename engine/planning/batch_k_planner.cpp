@@ -43,8 +43,7 @@ struct RoundShape {
 
 }  // namespace
 
-BatchPlan plan_batch_k(std::span<const PlanRow> rows, const RoundCostModel& model, int32_t k_max,
-                       PlanOptions options) {
+BatchPlan plan_batch_k(std::span<const PlanRow> rows, const RoundCostModel& model, int32_t k_max, PlanOptions options) {
   const size_t n = rows.size();
   std::vector<size_t> plannable;
   for (size_t i = 0; i < n; ++i) {

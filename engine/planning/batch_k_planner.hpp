@@ -16,11 +16,11 @@
 namespace specd {
 
 struct PlanRow {
-  bool plannable = false;    // adaptive K: the planner chooses
-  int32_t fixed_k = 0;       // otherwise this K is used (0: no speculation)
-  bool draft_model = true;   // its drafts cost draft-model steps (false: prompt lookup, free)
-  double acceptance = 0;     // the request's per-token acceptance estimate
-  int32_t k_cap = 0;         // plannable rows: room left (cache, max_tokens), at most k_max
+  bool plannable = false;   // adaptive K: the planner chooses
+  int32_t fixed_k = 0;      // otherwise this K is used (0: no speculation)
+  bool draft_model = true;  // its drafts cost draft-model steps (false: prompt lookup, free)
+  double acceptance = 0;    // the request's per-token acceptance estimate
+  int32_t k_cap = 0;        // plannable rows: room left (cache, max_tokens), at most k_max
 };
 
 struct BatchPlan {

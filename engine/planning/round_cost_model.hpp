@@ -39,10 +39,10 @@ class CostCurve {
     int32_t size;  // nominal: observations go to the nearest on a log scale
     std::array<double, kWindow> sizes{};
     std::array<double, kWindow> seconds{};
-    int count = 0;  // observations held, up to kWindow
-    int next = 0;   // ring position of the next observation
-    double x = 0;   // median size held
-    double y = 0;   // median seconds held
+    int count = 0;           // observations held, up to kWindow
+    int next = 0;            // ring position of the next observation
+    double x = 0;            // median size held
+    double y = 0;            // median seconds held
     int64_t last_seen = -1;  // observations_ when it was last fed
   };
   // The bucket nearest a size on a log scale.

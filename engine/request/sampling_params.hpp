@@ -6,9 +6,9 @@
 namespace specd {
 
 struct SamplingParams {
-  double temperature = 0.0;  // 0 means greedy (argmax)
-  int32_t top_k = 0;         // 0 keeps every token
-  double top_p = 1.0;        // nucleus mass kept, in (0, 1]
+  double temperature = 0.0;         // 0 means greedy (argmax)
+  int32_t top_k = 0;                // 0 keeps every token
+  double top_p = 1.0;               // nucleus mass kept, in (0, 1]
   double repetition_penalty = 1.0;  // CTRL-style, on tokens already in the context
   uint64_t seed = 0;
 

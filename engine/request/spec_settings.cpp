@@ -25,7 +25,8 @@ void SpecStats::add(const SpecStats& other) {
   if (accepted_per_position.size() < other.accepted_per_position.size()) {
     accepted_per_position.resize(other.accepted_per_position.size(), 0);
   }
-  for (std::size_t i = 0; i < other.accepted_per_position.size(); ++i) accepted_per_position[i] += other.accepted_per_position[i];
+  for (std::size_t i = 0; i < other.accepted_per_position.size(); ++i)
+    accepted_per_position[i] += other.accepted_per_position[i];
 }
 
 }  // namespace specd

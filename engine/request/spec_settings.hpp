@@ -21,11 +21,11 @@ struct SpecSettings {
 
 // Per-request statistics (the figures vLLM and llama.cpp report).
 struct SpecStats {
-  int64_t rounds = 0;    // rounds in which this request drafted at least one token
+  int64_t rounds = 0;  // rounds in which this request drafted at least one token
   int64_t drafted = 0;
   int64_t accepted = 0;
-  int64_t emitted = 0;   // tokens produced by those rounds (accepted + correction/bonus)
-  int64_t rejections = 0;  // rounds that ended on a rejected draft token (the rest accepted all)
+  int64_t emitted = 0;                         // tokens produced by those rounds (accepted + correction/bonus)
+  int64_t rejections = 0;                      // rounds that ended on a rejected draft token (the rest accepted all)
   std::vector<int64_t> accepted_per_position;  // [i]: rounds whose draft token i+1 was accepted
 
   // Accepted over drafted, as vLLM reports it (drafts after a rejection count as not accepted).

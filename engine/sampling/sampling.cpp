@@ -19,8 +19,7 @@ void validate(const SamplingParams& p) {
   }
 }
 
-at::Tensor penalized_logits(const at::Tensor& logits, const SamplingParams& params,
-                            std::span<const int32_t> context) {
+at::Tensor penalized_logits(const at::Tensor& logits, const SamplingParams& params, std::span<const int32_t> context) {
   at::Tensor out = logits.to(at::kFloat).contiguous().clone();
   if (params.repetition_penalty == 1.0 || context.empty()) return out;
   float* data = out.data_ptr<float>();
@@ -75,8 +74,8 @@ int32_t draw_from(const at::Tensor& probs, Rng& rng) {
   return static_cast<int32_t>(last_positive);  // rounding left target at the very end
 }
 
-int32_t sample_token(const at::Tensor& logits, const SamplingParams& params,
-                     std::span<const int32_t> context, Rng& rng) {
+int32_t sample_token(const at::Tensor& logits, const SamplingParams& params, std::span<const int32_t> context,
+                     Rng& rng) {
   if (params.greedy()) return static_cast<int32_t>(penalized_logits(logits, params, context).argmax().item<int64_t>());
   return draw_from(sampling_distribution(logits, params, context), rng);
 }

@@ -13,8 +13,7 @@
 namespace specd {
 
 // Logits [vocab] after the repetition penalty on `context`.
-at::Tensor penalized_logits(const at::Tensor& logits, const SamplingParams& params,
-                            std::span<const int32_t> context);
+at::Tensor penalized_logits(const at::Tensor& logits, const SamplingParams& params, std::span<const int32_t> context);
 
 // The distribution [vocab] (float32, sums to 1) that sampling draws from: penalty,
 // temperature, top-k, top-p. Requires temperature > 0.
@@ -25,7 +24,7 @@ at::Tensor sampling_distribution(const at::Tensor& logits, const SamplingParams&
 int32_t draw_from(const at::Tensor& probs, Rng& rng);
 
 // Greedy argmax of the penalized logits, or a draw from sampling_distribution.
-int32_t sample_token(const at::Tensor& logits, const SamplingParams& params,
-                     std::span<const int32_t> context, Rng& rng);
+int32_t sample_token(const at::Tensor& logits, const SamplingParams& params, std::span<const int32_t> context,
+                     Rng& rng);
 
 }  // namespace specd

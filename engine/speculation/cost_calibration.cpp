@@ -106,8 +106,9 @@ int32_t measure(LlamaModel& model, KvCache& cache, std::vector<std::pair<int32_t
   std::sort(shapes.begin(), shapes.end(), [&](const auto& x, const auto& y) { return tokens(x) < tokens(y); });
   int32_t widest = 0;
   for (const auto& shape : shapes) widest = std::max(widest, shape.second);
-  ContextSlots slots(model, cache,
-                     static_cast<int32_t>(std::max<int64_t>(0, std::min<int64_t>(limits.context, cache.max_seq_len() - widest))));
+  ContextSlots slots(
+      model, cache,
+      static_cast<int32_t>(std::max<int64_t>(0, std::min<int64_t>(limits.context, cache.max_seq_len() - widest))));
   const auto start = Clock::now();
   double largest_seconds = 0;
   int32_t largest_tokens = 1, measured = 0;

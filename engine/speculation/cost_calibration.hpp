@@ -15,10 +15,10 @@ class LlamaModel;
 class RoundCostModel;
 
 struct CalibrationLimits {
-  int32_t max_rows = 32;       // up to the KV slots available
-  int32_t k_max = 8;           // verify widths 1..k_max+1
-  double budget_seconds = 2;   // per call; the largest shapes are skipped when it runs out
-  int32_t context = 64;        // tokens already in each slot (capped by the cache's length)
+  int32_t max_rows = 32;      // up to the KV slots available
+  int32_t k_max = 8;          // verify widths 1..k_max+1
+  double budget_seconds = 2;  // per call; the largest shapes are skipped when it runs out
+  int32_t context = 64;       // tokens already in each slot (capped by the cache's length)
 };
 
 // Returns the number of shapes measured.

@@ -34,7 +34,8 @@ void check_draft_compatible(const std::filesystem::path& target_dir, const Model
     mismatch("tokenizer vocabulary", std::to_string(target_tok.vocab_size()), std::to_string(draft_tok.vocab_size()));
   }
   if (target_tok.bos_id() != draft_tok.bos_id()) {
-    mismatch("bos id", std::to_string(target_tok.bos_id().value_or(-1)), std::to_string(draft_tok.bos_id().value_or(-1)));
+    mismatch("bos id", std::to_string(target_tok.bos_id().value_or(-1)),
+             std::to_string(draft_tok.bos_id().value_or(-1)));
   }
   if (target_tok.eos_ids() != draft_tok.eos_ids()) {
     mismatch("eos ids", id_list(target_tok.eos_ids()), id_list(draft_tok.eos_ids()));

@@ -26,13 +26,13 @@ std::optional<size_t> find_earlier_ngram(std::span<const int32_t> context, size_
 
 }  // namespace
 
-std::vector<int32_t> propose_by_lookup(std::span<const int32_t> context, int32_t k,
-                                       int32_t max_ngram, int32_t min_ngram) {
+std::vector<int32_t> propose_by_lookup(std::span<const int32_t> context, int32_t k, int32_t max_ngram,
+                                       int32_t min_ngram) {
   if (k < 0) throw SpecdError(ErrorCode::invalid_argument, "prompt lookup: k must be >= 0");
   if (min_ngram < 1 || max_ngram < min_ngram) {
     throw SpecdError(ErrorCode::invalid_argument,
-                     "prompt lookup: need 1 <= min_ngram <= max_ngram, got min_ngram=" +
-                         std::to_string(min_ngram) + " max_ngram=" + std::to_string(max_ngram));
+                     "prompt lookup: need 1 <= min_ngram <= max_ngram, got min_ngram=" + std::to_string(min_ngram) +
+                         " max_ngram=" + std::to_string(max_ngram));
   }
   if (k == 0) return {};
   for (int32_t n = max_ngram; n >= min_ngram; --n) {

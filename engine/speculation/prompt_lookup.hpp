@@ -19,7 +19,7 @@ namespace specd {
 // compares in the worst case, about one per position in practice. With max_ngram 3 an 8k
 // context costs at most ~50k compares per call (microseconds).
 // Throws SpecdError(invalid_argument) for k < 0, min_ngram < 1 or max_ngram < min_ngram.
-std::vector<int32_t> propose_by_lookup(std::span<const int32_t> context, int32_t k,
-                                       int32_t max_ngram = 3, int32_t min_ngram = 1);
+std::vector<int32_t> propose_by_lookup(std::span<const int32_t> context, int32_t k, int32_t max_ngram = 3,
+                                       int32_t min_ngram = 1);
 
 }  // namespace specd

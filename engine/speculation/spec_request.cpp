@@ -9,11 +9,13 @@ namespace specd {
 
 void CostMeter::observe(const RoundResult& round, double round_seconds, std::span<SpecSequence* const> batch) {
   for (size_t i = 0; i < batch.size() && i < round.rows.size(); ++i) {
-    if (round.rows[i].drafted > 0) acceptance.observe(batch[i]->spec.drafter, round.rows[i].drafted, round.rows[i].accepted);
+    if (round.rows[i].drafted > 0)
+      acceptance.observe(batch[i]->spec.drafter, round.rows[i].drafted, round.rows[i].accepted);
   }
   if (rounds) {
     record_round_costs(*rounds, round);
-    if (round_seconds > 0) rounds->observe_overhead(std::max(0.0, round_seconds - round.draft_seconds - round.verify_phase_seconds));
+    if (round_seconds > 0)
+      rounds->observe_overhead(std::max(0.0, round_seconds - round.draft_seconds - round.verify_phase_seconds));
   }
   // Exponential averages: recent rounds matter most, one outlier does not swing K.
   constexpr double w = 0.1;
@@ -40,7 +42,8 @@ void validate_request(const SpecRequest& r, int32_t vocab_size, int64_t max_seq_
                                                      " tokens does not fit max_seq_len " + std::to_string(max_seq_len));
   }
   for (int32_t id : r.prompt) {
-    if (id < 0 || id >= vocab_size) throw SpecdError(ErrorCode::invalid_argument, "prompt id " + std::to_string(id) + " outside the vocabulary");
+    if (id < 0 || id >= vocab_size)
+      throw SpecdError(ErrorCode::invalid_argument, "prompt id " + std::to_string(id) + " outside the vocabulary");
   }
 }
 

@@ -2,14 +2,14 @@
 // A request as the scheduler runs it (token ids, sampling, limits, speculation), its
 // validation, and the measured costs that adaptive K and the batch planner read.
 #include <cstdint>
-#include <string>
 #include <optional>
 #include <span>
+#include <string>
 #include <vector>
 
+#include "engine/planning/round_cost_model.hpp"
 #include "engine/request/finish_reason.hpp"
 #include "engine/request/sampling_params.hpp"
-#include "engine/planning/round_cost_model.hpp"
 #include "engine/speculation/speculative_round.hpp"
 
 namespace specd {
@@ -34,9 +34,9 @@ void validate_request(const SpecRequest& request, int32_t vocab_size, int64_t ma
 // `rounds` is set (calibrated: cost_calibration.hpp), for the batch K planner.
 struct CostMeter {
   std::optional<RoundCostModel> rounds;
-  RecentAcceptance acceptance;     // where new requests' acceptance estimates start
-  double draft_step_seconds = 0;   // mean batched draft step
-  double verify_seconds = 0;       // mean batched target pass
+  RecentAcceptance acceptance;                         // where new requests' acceptance estimates start
+  double draft_step_seconds = 0;                       // mean batched draft step
+  double verify_seconds = 0;                           // mean batched target pass
   static constexpr double kUnmeasuredCostRatio = 0.1;  // until the first rounds are measured
   double cost_ratio(double fallback = kUnmeasuredCostRatio) const {
     return draft_step_seconds > 0 && verify_seconds > 0 ? draft_step_seconds / verify_seconds : fallback;

@@ -6,13 +6,13 @@
 #include <algorithm>
 #include <chrono>
 
-#include "engine/planning/batch_k_planner.hpp"
 #include "engine/base/errors.hpp"
 #include "engine/model/kv_cache.hpp"
 #include "engine/model/llama_model.hpp"
-#include "engine/speculation/prompt_lookup.hpp"
-#include "engine/sampling/rejection_sampler.hpp"
+#include "engine/planning/batch_k_planner.hpp"
 #include "engine/planning/round_cost_model.hpp"
+#include "engine/sampling/rejection_sampler.hpp"
+#include "engine/speculation/prompt_lookup.hpp"
 
 namespace specd {
 
@@ -20,7 +20,6 @@ DraftedRow::DraftedRow() = default;
 DraftedRow::~DraftedRow() = default;
 DraftedRow::DraftedRow(DraftedRow&&) noexcept = default;
 DraftedRow& DraftedRow::operator=(DraftedRow&&) noexcept = default;
-
 
 SpecSequence::SpecSequence(std::vector<int32_t> context, int32_t target_slot_, int32_t draft_slot_,
                            SamplingParams sampling_, SpecSettings spec_, double cost_ratio, double acceptance_prior)
@@ -81,8 +80,8 @@ int32_t run_draft(SpecModels& m, std::vector<DraftedRow*>& rows, std::vector<Dra
     slots.push_back(r->seq->draft_slot);
   }
   std::vector<int64_t> lengths;
-  at::Tensor logits = m.draft->forward({to_batch(feed, lengths), slots, lengths}, *m.draft_cache,
-                                       LogitsFor::last_position);
+  at::Tensor logits =
+      m.draft->forward({to_batch(feed, lengths), slots, lengths}, *m.draft_cache, LogitsFor::last_position);
   for (size_t b = 0; b < rows.size(); ++b) take_draft_token(*rows[b], logits[b]);
   // After a drafting round a row's draft cache lacks at most the last draft and the
   // target's token. A wider first step catches up a cache that fell behind (plain
@@ -93,7 +92,8 @@ int32_t run_draft(SpecModels& m, std::vector<DraftedRow*>& rows, std::vector<Dra
   int32_t steps = 1;
   for (int32_t j = 1;; ++j, ++steps) {
     std::vector<DraftedRow*> active;
-    for (DraftedRow* r : rows) if (r->k > j) active.push_back(r);
+    for (DraftedRow* r : rows)
+      if (r->k > j) active.push_back(r);
     if (active.empty()) break;
     step_start = Clock::now();
     std::vector<std::vector<int32_t>> step_feed;
@@ -222,7 +222,8 @@ RoundResult verify_phase(SpecModels& m, RoundDrafts& drafts) {
   }
   std::vector<int64_t> lengths;
   const auto t0 = Clock::now();
-  at::Tensor logits = m.target.forward({to_batch(feed, lengths), slots, lengths}, m.target_cache, LogitsFor::all_positions);
+  at::Tensor logits =
+      m.target.forward({to_batch(feed, lengths), slots, lengths}, m.target_cache, LogitsFor::all_positions);
   result.verify_seconds = seconds_since(t0);
 
   for (size_t b = 0; b < rows.size(); ++b) {

@@ -11,9 +11,9 @@
 #include <span>
 #include <vector>
 
+#include "engine/base/rng.hpp"
 #include "engine/planning/adaptive_k.hpp"
 #include "engine/planning/batch_k_planner.hpp"
-#include "engine/base/rng.hpp"
 #include "engine/request/sampling_params.hpp"
 #include "engine/request/spec_settings.hpp"
 
@@ -99,7 +99,7 @@ struct RoundResult {
   std::vector<RoundOutput> rows;  // one per sequence, in batch order
   int32_t draft_steps = 0;        // batched draft forward calls (0 when no row drafted with the model)
   double draft_seconds = 0;
-  double verify_seconds = 0;      // the one batched target pass
+  double verify_seconds = 0;  // the one batched target pass
   std::vector<DraftStepTime> draft_step_times;
   int32_t verify_tokens = 0;        // tokens the target pass fed: sum of K+1
   double verify_phase_seconds = 0;  // the pass plus accept/reject and cache truncation

@@ -4,9 +4,9 @@
 #include <queue>
 #include <system_error>
 
+#include "engine/base/errors.hpp"
 #include "engine/tokenizer/bpe_tokenizer_file.hpp"
 #include "engine/tokenizer/byte_level.hpp"
-#include "engine/base/errors.hpp"
 #include "engine/tokenizer/pretokenizer_regex.hpp"
 #include "engine/tokenizer/tokenizer_config.hpp"
 
@@ -26,8 +26,7 @@ constexpr size_t kCacheCapacity = 1 << 16;
 
 }  // namespace
 
-BpeTokenizer::BpeTokenizer(const fs::path& tokenizer_file, SpecialIdOverrides overrides)
-    : file_(tokenizer_file) {
+BpeTokenizer::BpeTokenizer(const fs::path& tokenizer_file, SpecialIdOverrides overrides) : file_(tokenizer_file) {
   BpeTokenizerFile file = read_bpe_tokenizer_file(tokenizer_file);
   build(file);
   std::error_code ec;
@@ -38,8 +37,8 @@ BpeTokenizer::BpeTokenizer(const fs::path& tokenizer_file, SpecialIdOverrides ov
       if (!token) return std::nullopt;
       const auto id = token_id(*token);
       if (!id) {
-        throw SpecdError(ErrorCode::bad_value, config_file.string() + ": special token " + *token +
-                                                   " is not in " + file_.string());
+        throw SpecdError(ErrorCode::bad_value,
+                         config_file.string() + ": special token " + *token + " is not in " + file_.string());
       }
       return id;
     };
@@ -85,7 +84,7 @@ void BpeTokenizer::build(BpeTokenizerFile& file) {
     const auto l = left_bytes ? bytes_to_id_.find(*left_bytes) : bytes_to_id_.end();
     const auto r = right_bytes ? bytes_to_id_.find(*right_bytes) : bytes_to_id_.end();
     const auto m = l != bytes_to_id_.end() && r != bytes_to_id_.end() ? bytes_to_id_.find(*left_bytes + *right_bytes)
-                                                                     : bytes_to_id_.end();
+                                                                      : bytes_to_id_.end();
     if (m == bytes_to_id_.end()) {
       throw SpecdError(ErrorCode::tokenizer_error,
                        file_.string() + ": merge \"" + left + " " + right + "\" uses a token not in the vocabulary");
@@ -100,7 +99,8 @@ void BpeTokenizer::build(BpeTokenizerFile& file) {
     added_by_first_byte_[static_cast<unsigned char>(token.content[0])].emplace_back(token.content, token.id);
   }
   for (auto& group : added_by_first_byte_) {
-    std::stable_sort(group.begin(), group.end(), [](const auto& a, const auto& b) { return a.first.size() > b.first.size(); });
+    std::stable_sort(group.begin(), group.end(),
+                     [](const auto& a, const auto& b) { return a.first.size() > b.first.size(); });
   }
   for (const auto& pattern : file.split_patterns) splitters_.push_back(std::make_unique<PretokenizerRegex>(pattern));
   ignore_merges_ = file.ignore_merges;

@@ -18,8 +18,8 @@ struct AddedTokenSpec {
 };
 
 struct BpeTokenizerFile {
-  std::vector<std::pair<std::string, int32_t>> vocab;          // byte-level token text, id
-  std::vector<std::pair<std::string, std::string>> merges;     // byte-level texts, in rank order
+  std::vector<std::pair<std::string, int32_t>> vocab;       // byte-level token text, id
+  std::vector<std::pair<std::string, std::string>> merges;  // byte-level texts, in rank order
   std::vector<AddedTokenSpec> added_tokens;
   std::vector<std::string> split_patterns;  // pre-tokenizer regexes, applied in order
   bool ignore_merges = false;               // a word that is itself in the vocabulary is one token

@@ -64,9 +64,12 @@ ChatTemplate ChatTemplate::from_model_dir(const std::filesystem::path& model_dir
 
 const char* ChatTemplate::name() const {
   switch (kind_) {
-    case ChatTemplateKind::llama3: return "llama3";
-    case ChatTemplateKind::llama3_dated: return "llama3-dated";
-    case ChatTemplateKind::speaker_turns: return "speaker-turns";
+    case ChatTemplateKind::llama3:
+      return "llama3";
+    case ChatTemplateKind::llama3_dated:
+      return "llama3-dated";
+    case ChatTemplateKind::speaker_turns:
+      return "speaker-turns";
   }
   return "?";
 }

@@ -26,14 +26,13 @@ struct MatchDataDeleter {
 
 }  // namespace
 
-PretokenizerRegex::PretokenizerRegex(const std::string& pattern)
-    : pattern_(pattern), code_(std::make_unique<Code>()) {
+PretokenizerRegex::PretokenizerRegex(const std::string& pattern) : pattern_(pattern), code_(std::make_unique<Code>()) {
   int error = 0;
   PCRE2_SIZE offset = 0;
   // UCP makes \s, \w and case folding Unicode-aware, as in the Rust/Oniguruma regex
   // HF tokenizers uses.
-  code_->code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(),
-                              PCRE2_UTF | PCRE2_UCP, &error, &offset, nullptr);
+  code_->code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(), PCRE2_UTF | PCRE2_UCP,
+                              &error, &offset, nullptr);
   if (code_->code == nullptr) {
     throw SpecdError(ErrorCode::tokenizer_error, "pre-tokenizer regex does not compile at offset " +
                                                      std::to_string(offset) + ": " + pcre2_message(error) +

@@ -3,8 +3,8 @@
 #include <dlfcn.h>
 
 #include <charconv>
-#include <mutex>
 #include <cstdlib>
+#include <mutex>
 #include <system_error>
 #include <variant>
 
@@ -56,8 +56,7 @@ template <class Fn>
 void resolve(void* library, const char* name, Fn& fn, const fs::path& path) {
   void* symbol = dlsym(library, name);
   if (symbol == nullptr) {
-    throw SpecdError(ErrorCode::tokenizer_error,
-                     "sentencepiece shim " + path.string() + " lacks symbol " + name);
+    throw SpecdError(ErrorCode::tokenizer_error, "sentencepiece shim " + path.string() + " lacks symbol " + name);
   }
   fn = reinterpret_cast<Fn>(symbol);
 }
@@ -67,8 +66,7 @@ SpmApi load_api() {
   std::error_code ec;
   if (path.has_parent_path() && !fs::exists(path, ec)) {
     throw SpecdError(ErrorCode::missing_file,
-                     "sentencepiece shim library not found: " + path.string() +
-                         " (set SPECD_SPM_SHIM to its path)");
+                     "sentencepiece shim library not found: " + path.string() + " (set SPECD_SPM_SHIM to its path)");
   }
   // A namespace of its own keeps libsentencepiece's protobuf 3.14 away from
   // libtorch's 3.21. Not RTLD_DEEPBIND: sanitizer runtimes refuse it.
@@ -76,17 +74,15 @@ SpmApi load_api() {
   if (library == nullptr) {
     const char* why = dlerror();
     const std::string reason = why != nullptr ? why : "unknown error";
-    throw SpecdError(ErrorCode::tokenizer_error,
-                     "cannot load sentencepiece shim " + path.string() + ": " + reason);
+    throw SpecdError(ErrorCode::tokenizer_error, "cannot load sentencepiece shim " + path.string() + ": " + reason);
   }
   SpmApi api{};
   try {
     resolve(library, "specd_spm_abi_version", api.abi_version, path);
     if (api.abi_version() != SPECD_SPM_ABI_VERSION) {
-      throw SpecdError(ErrorCode::tokenizer_error,
-                       "sentencepiece shim " + path.string() + " has ABI version " +
-                           std::to_string(api.abi_version()) + ", expected " +
-                           std::to_string(SPECD_SPM_ABI_VERSION));
+      throw SpecdError(ErrorCode::tokenizer_error, "sentencepiece shim " + path.string() + " has ABI version " +
+                                                       std::to_string(api.abi_version()) + ", expected " +
+                                                       std::to_string(SPECD_SPM_ABI_VERSION));
     }
     resolve(library, "specd_spm_create", api.create, path);
     resolve(library, "specd_spm_destroy", api.destroy, path);
@@ -155,8 +151,7 @@ std::string piece_surface(std::string_view piece) {
 std::string byte_piece_value(std::string_view piece) {
   unsigned value = 0;
   const bool framed = piece.size() == 6 && piece.substr(0, 3) == "<0x" && piece.back() == '>';
-  if (!framed ||
-      std::from_chars(piece.data() + 3, piece.data() + 5, value, 16).ptr != piece.data() + 5) {
+  if (!framed || std::from_chars(piece.data() + 3, piece.data() + 5, value, 16).ptr != piece.data() + 5) {
     throw SpecdError(ErrorCode::tokenizer_error, "malformed byte piece " + std::string(piece));
   }
   return std::string(1, static_cast<char>(value));
@@ -183,21 +178,18 @@ void SentencePieceTokenizer::HandleDeleter::operator()(specd_spm* handle) const 
   spm_api().destroy(handle);
 }
 
-SentencePieceTokenizer::SentencePieceTokenizer(const fs::path& model_file,
-                                               SpecialIdOverrides overrides)
+SentencePieceTokenizer::SentencePieceTokenizer(const fs::path& model_file, SpecialIdOverrides overrides)
     : model_file_(model_file) {
   std::error_code ec;
   if (!fs::is_regular_file(model_file, ec)) {
-    throw SpecdError(ErrorCode::missing_file,
-                     "sentencepiece model not found: " + model_file.string());
+    throw SpecdError(ErrorCode::missing_file, "sentencepiece model not found: " + model_file.string());
   }
   const SpmApi& api = spm_api();
   std::lock_guard lock(shim_mutex());
   char err[kErrorCapacity] = {};
   handle_.reset(api.create(model_file.c_str(), err, sizeof err));
   if (!handle_) {
-    throw SpecdError(ErrorCode::tokenizer_error,
-                     "cannot load sentencepiece model " + model_file.string() + ": " + err);
+    throw SpecdError(ErrorCode::tokenizer_error, "cannot load sentencepiece model " + model_file.string() + ": " + err);
   }
   vocab_size_ = api.piece_count(handle_.get());
   load_piece_texts();
@@ -228,10 +220,9 @@ void SentencePieceTokenizer::load_piece_texts() {
 void SentencePieceTokenizer::set_special_ids(const SpecialIdOverrides& overrides) {
   const auto check_special = [&](int32_t id, const char* what, const fs::path& file) {
     if (id < 0 || id >= vocab_size_) {
-      throw SpecdError(ErrorCode::bad_value,
-                       file.string() + ": " + what + " " + std::to_string(id) +
-                           " is outside the vocabulary of " + model_file_.string() + " (" +
-                           std::to_string(vocab_size_) + " pieces)");
+      throw SpecdError(ErrorCode::bad_value, file.string() + ": " + what + " " + std::to_string(id) +
+                                                 " is outside the vocabulary of " + model_file_.string() + " (" +
+                                                 std::to_string(vocab_size_) + " pieces)");
     }
   };
   const SpmApi& api = spm_api();
@@ -259,8 +250,8 @@ std::vector<int32_t> SentencePieceTokenizer::encode(std::string_view text, bool 
   for (;;) {
     const size_t capacity = ids.size() - prefix;
     std::unique_lock lock(shim_mutex());
-    const int64_t n = spm_api().encode(handle_.get(), text.data(), text.size(), ids.data() + prefix,
-                                       capacity, err, sizeof err);
+    const int64_t n =
+        spm_api().encode(handle_.get(), text.data(), text.size(), ids.data() + prefix, capacity, err, sizeof err);
     if (n < 0) {
       throw SpecdError(ErrorCode::tokenizer_error,
                        "sentencepiece encode failed (" + model_file_.string() + "): " + err);
@@ -279,8 +270,7 @@ std::string SentencePieceTokenizer::decode(std::span<const int32_t> ids) const {
   for (;;) {
     const size_t capacity = text.size();
     std::unique_lock lock(shim_mutex());
-    const int64_t n = spm_api().decode(handle_.get(), ids.data(), ids.size(), text.data(), capacity,
-                                       err, sizeof err);
+    const int64_t n = spm_api().decode(handle_.get(), ids.data(), ids.size(), text.data(), capacity, err, sizeof err);
     if (n < 0) {
       throw SpecdError(ErrorCode::tokenizer_error,
                        "sentencepiece decode failed (" + model_file_.string() + "): " + err);
@@ -308,9 +298,9 @@ bool SentencePieceTokenizer::is_byte(int32_t id) const {
 
 void SentencePieceTokenizer::check_id(int32_t id) const {
   if (id < 0 || id >= vocab_size_) {
-    throw SpecdError(ErrorCode::invalid_argument,
-                     "token id " + std::to_string(id) + " is outside the vocabulary of " +
-                         model_file_.string() + " (" + std::to_string(vocab_size_) + " pieces)");
+    throw SpecdError(ErrorCode::invalid_argument, "token id " + std::to_string(id) + " is outside the vocabulary of " +
+                                                      model_file_.string() + " (" + std::to_string(vocab_size_) +
+                                                      " pieces)");
   }
 }
 
@@ -318,8 +308,7 @@ void train_sentencepiece(const std::string& trainer_args) {
   char err[kErrorCapacity] = {};
   std::unique_lock lock(shim_mutex());
   if (spm_api().train(trainer_args.c_str(), err, sizeof err) != 0) {
-    throw SpecdError(ErrorCode::tokenizer_error,
-                     "sentencepiece training failed (" + trainer_args + "): " + err);
+    throw SpecdError(ErrorCode::tokenizer_error, "sentencepiece training failed (" + trainer_args + "): " + err);
   }
 }
 

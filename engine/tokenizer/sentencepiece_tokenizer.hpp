@@ -24,8 +24,7 @@ class SentencePieceTokenizer final : public Tokenizer {
   // Throws SpecdError: missing_file when model_file does not exist, tokenizer_error
   // when it is not a SentencePiece model or the shim cannot be loaded, bad_value
   // when an override is outside the vocabulary.
-  explicit SentencePieceTokenizer(const std::filesystem::path& model_file,
-                                  SpecialIdOverrides overrides = {});
+  explicit SentencePieceTokenizer(const std::filesystem::path& model_file, SpecialIdOverrides overrides = {});
   ~SentencePieceTokenizer() override;
   SentencePieceTokenizer(const SentencePieceTokenizer&) = delete;
   SentencePieceTokenizer& operator=(const SentencePieceTokenizer&) = delete;

@@ -37,7 +37,8 @@ std::string StreamDetokenizer::flush() {
   const std::string before = decode_from(prefix_offset_, read_offset_);
   const std::string now = decode_from(prefix_offset_, tokens_.size());
   prefix_offset_ = read_offset_ = tokens_.size();
-  return now.size() > before.size() && now.compare(0, before.size(), before) == 0 ? now.substr(before.size()) : std::string();
+  return now.size() > before.size() && now.compare(0, before.size(), before) == 0 ? now.substr(before.size())
+                                                                                  : std::string();
 }
 
 }  // namespace specd

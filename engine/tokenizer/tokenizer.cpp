@@ -4,8 +4,8 @@
 
 #include <system_error>
 
-#include "engine/tokenizer/bpe_tokenizer.hpp"
 #include "engine/base/errors.hpp"
+#include "engine/tokenizer/bpe_tokenizer.hpp"
 #include "engine/tokenizer/sentencepiece_tokenizer.hpp"
 
 namespace specd {
@@ -42,8 +42,8 @@ void validate_value(od::value value) {
 int32_t token_id(od::value value, const fs::path& file, std::string_view field) {
   int64_t id = 0;
   if (value.get_int64().get(id) != simdjson::SUCCESS || id < 0 || id > INT32_MAX) {
-    throw SpecdError(ErrorCode::bad_value, file.string() + ": " + std::string(field) +
-                                               " must be a non-negative integer token id");
+    throw SpecdError(ErrorCode::bad_value,
+                     file.string() + ": " + std::string(field) + " must be a non-negative integer token id");
   }
   return static_cast<int32_t>(id);
 }
@@ -107,8 +107,7 @@ std::unique_ptr<Tokenizer> load_tokenizer(const fs::path& model_dir) {
   const fs::path spm_file = model_dir / "tokenizer.model";
   const bool bpe = fs::exists(bpe_file, ec);
   if (!bpe && !fs::exists(spm_file, ec)) {
-    throw SpecdError(ErrorCode::missing_file,
-                     "no tokenizer.model or tokenizer.json in " + model_dir.string());
+    throw SpecdError(ErrorCode::missing_file, "no tokenizer.model or tokenizer.json in " + model_dir.string());
   }
   // generation_config.json is what generation follows, so it wins over config.json.
   SpecialIdOverrides overrides;

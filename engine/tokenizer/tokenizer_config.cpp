@@ -20,8 +20,8 @@ std::optional<std::string> token_text(od::value value, const std::filesystem::pa
       return std::string(content);
     }
   }
-  throw SpecdError(ErrorCode::bad_value, file.string() + ": " + std::string(key) +
-                                             " must be a string or an object with \"content\"");
+  throw SpecdError(ErrorCode::bad_value,
+                   file.string() + ": " + std::string(key) + " must be a string or an object with \"content\"");
 }
 
 std::optional<std::string> string_field(od::value value, const std::filesystem::path& file, std::string_view key) {
@@ -48,10 +48,14 @@ TokenizerConfig read_tokenizer_config(const std::filesystem::path& file) {
     for (auto field : doc.get_object()) {
       const std::string_view key = field.unescaped_key();
       od::value value = field.value();
-      if (key == "bos_token") config.bos_token = token_text(value, file, key);
-      else if (key == "eos_token") config.eos_token = token_text(value, file, key);
-      else if (key == "chat_template") config.chat_template = string_field(value, file, key);
-      else if (key == "specd_chat_template") config.specd_chat_template = string_field(value, file, key);
+      if (key == "bos_token")
+        config.bos_token = token_text(value, file, key);
+      else if (key == "eos_token")
+        config.eos_token = token_text(value, file, key);
+      else if (key == "chat_template")
+        config.chat_template = string_field(value, file, key);
+      else if (key == "specd_chat_template")
+        config.specd_chat_template = string_field(value, file, key);
     }
   } catch (const simdjson::simdjson_error& e) {
     throw SpecdError(ErrorCode::malformed_json, file.string() + ": " + e.what());

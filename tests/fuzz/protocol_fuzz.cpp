@@ -50,8 +50,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   for (OpenAiRoute route : {OpenAiRoute::completions, OpenAiRoute::chat_completions}) {
     auto body = parse_openai_body(text, route, limits);
-    if (auto* e = std::get_if<ProtocolError>(&body)) check_error_frame(*e);
-    else check_params(std::get<GenerateParams>(body), limits);
+    if (auto* e = std::get_if<ProtocolError>(&body))
+      check_error_frame(*e);
+    else
+      check_params(std::get<GenerateParams>(body), limits);
   }
   return 0;
 }

@@ -53,17 +53,28 @@ Args parse_args(int argc, char** argv) {
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
     const char* v = argv[i + 1];
-    if (flag == "--seconds") a.options.seconds = std::atof(v);
-    else if (flag == "--clients") a.options.clients = std::atoi(v);
-    else if (flag == "--sse-every") a.options.sse_every = std::atoi(v);
-    else if (flag == "--cancel") a.options.cancel = std::atof(v);
-    else if (flag == "--disconnect") a.options.disconnect = std::atof(v);
-    else if (flag == "--max-tokens") a.options.max_tokens = std::atoi(v);
-    else if (flag == "--seed") a.options.seed = std::strtoull(v, nullptr, 10);
-    else if (flag == "--rss-growth") a.rss_growth = std::atof(v);
-    else if (flag == "--port") a.options.port = static_cast<uint16_t>(std::atoi(v));
-    else if (flag == "--server-pid") a.server_pid = std::atoi(v);
-    else throw std::runtime_error("unknown option " + flag);
+    if (flag == "--seconds")
+      a.options.seconds = std::atof(v);
+    else if (flag == "--clients")
+      a.options.clients = std::atoi(v);
+    else if (flag == "--sse-every")
+      a.options.sse_every = std::atoi(v);
+    else if (flag == "--cancel")
+      a.options.cancel = std::atof(v);
+    else if (flag == "--disconnect")
+      a.options.disconnect = std::atof(v);
+    else if (flag == "--max-tokens")
+      a.options.max_tokens = std::atoi(v);
+    else if (flag == "--seed")
+      a.options.seed = std::strtoull(v, nullptr, 10);
+    else if (flag == "--rss-growth")
+      a.rss_growth = std::atof(v);
+    else if (flag == "--port")
+      a.options.port = static_cast<uint16_t>(std::atoi(v));
+    else if (flag == "--server-pid")
+      a.server_pid = std::atoi(v);
+    else
+      throw std::runtime_error("unknown option " + flag);
   }
   if (a.options.port == 0) throw std::runtime_error("no port: set SPECD_PORT or --port");
   return a;
@@ -88,13 +99,15 @@ struct RssSample {
 asio::awaitable<void> sample_rss(SoakContext& ctx, int pid, std::vector<RssSample>& out) {
   const auto start = Clock::now();
   asio::steady_timer timer(co_await asio::this_coro::executor);
-  const auto step = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(ctx.options.seconds / 10));
+  const auto step =
+      std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(ctx.options.seconds / 10));
   for (auto next = start; !ctx.over(); next += step) {
     const double at = std::chrono::duration<double>(Clock::now() - start).count();
     out.push_back({at, rss_kib(pid)});
     std::fprintf(stderr, "gateway_soak: %.0f s: rss %lld KiB, ws %lld requests, sse %lld, errors %lld\n", at,
                  static_cast<long long>(out.back().kib), static_cast<long long>(ctx.ws.requests),
-                 static_cast<long long>(ctx.sse.requests), static_cast<long long>(ctx.ws.error_count() + ctx.sse.error_count()));
+                 static_cast<long long>(ctx.sse.requests),
+                 static_cast<long long>(ctx.ws.error_count() + ctx.sse.error_count()));
     timer.expires_at(std::min(next + step, ctx.end));
     co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
   }
@@ -146,12 +159,14 @@ asio::awaitable<std::map<std::string, double>> leftovers(const SoakOptions& o) {
 boost::json::object tally_json(const Tally& t) {
   boost::json::object errors;
   for (const auto& [code, n] : t.errors) errors[code] = n;
-  return {{"requests", t.requests}, {"completed", t.completed}, {"cancelled", t.cancelled},
-          {"cancel_crossed_done", t.cancel_crossed}, {"dropped", t.disconnected}, {"tokens", t.tokens},
+  return {{"requests", t.requests},     {"completed", t.completed},
+          {"cancelled", t.cancelled},   {"cancel_crossed_done", t.cancel_crossed},
+          {"dropped", t.disconnected},  {"tokens", t.tokens},
           {"errors", std::move(errors)}};
 }
 
-int report(const Args& a, const SoakContext& ctx, const std::vector<RssSample>& rss, const std::map<std::string, double>& left) {
+int report(const Args& a, const SoakContext& ctx, const std::vector<RssSample>& rss,
+           const std::map<std::string, double>& left) {
   const int64_t errors = ctx.ws.error_count() + ctx.sse.error_count();
   bool slots_free = true;
   boost::json::object left_json;
@@ -168,10 +183,16 @@ int report(const Args& a, const SoakContext& ctx, const std::vector<RssSample>& 
   boost::json::array samples;
   for (const auto& s : rss) samples.push_back(boost::json::array{s.seconds, s.kib});
   const bool flat = a.server_pid <= 0 || growth <= a.rss_growth;
-  boost::json::object out{{"seconds", a.options.seconds}, {"clients", a.options.clients},
-                          {"websocket", tally_json(ctx.ws)}, {"sse", tally_json(ctx.sse)}, {"errors", errors},
-                          {"left_in_use", std::move(left_json)}, {"rss_kib_samples", std::move(samples)},
-                          {"rss_baseline_kib", baseline}, {"rss_end_kib", end}, {"rss_growth", growth},
+  boost::json::object out{{"seconds", a.options.seconds},
+                          {"clients", a.options.clients},
+                          {"websocket", tally_json(ctx.ws)},
+                          {"sse", tally_json(ctx.sse)},
+                          {"errors", errors},
+                          {"left_in_use", std::move(left_json)},
+                          {"rss_kib_samples", std::move(samples)},
+                          {"rss_baseline_kib", baseline},
+                          {"rss_end_kib", end},
+                          {"rss_growth", growth},
                           {"ok", errors == 0 && slots_free && flat}};
   std::cout << serialize_json(out) << std::endl;
   return errors == 0 && slots_free && flat && ctx.ws.requests + ctx.sse.requests > 0 ? 0 : 1;
@@ -187,14 +208,17 @@ int run(const Args& a) {
   };
   for (int32_t i = 0; i < a.options.clients; ++i) {
     const bool sse = a.options.sse_every > 0 && i % a.options.sse_every == a.options.sse_every - 1;
-    if (sse) asio::co_spawn(io, run_sse_client(ctx), rethrow);
-    else asio::co_spawn(io, run_ws_client(ctx, i), rethrow);
+    if (sse)
+      asio::co_spawn(io, run_sse_client(ctx), rethrow);
+    else
+      asio::co_spawn(io, run_ws_client(ctx, i), rethrow);
   }
   asio::co_spawn(io, sample_rss(ctx, a.server_pid, rss), rethrow);
   io.run();
   std::map<std::string, double> left;
   io.restart();
-  asio::co_spawn(io, [&]() -> asio::awaitable<void> { left = co_await leftovers(a.options); }, rethrow);
+  asio::co_spawn(
+      io, [&]() -> asio::awaitable<void> { left = co_await leftovers(a.options); }, rethrow);
   io.run();
   rss.push_back({std::chrono::duration<double>(Clock::now() - (ctx.end - seconds)).count(), rss_kib(a.server_pid)});
   return report(a, ctx, rss, left);

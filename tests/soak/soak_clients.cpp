@@ -184,7 +184,9 @@ Plan SoakContext::plan() {
   std::uniform_real_distribution<double> unit(0, 1);
   Plan p;
   const double roll = unit(rng);
-  p.fate = roll < options.cancel ? Fate::cancel : roll < options.cancel + options.disconnect ? Fate::disconnect : Fate::finish;
+  p.fate = roll < options.cancel                        ? Fate::cancel
+           : roll < options.cancel + options.disconnect ? Fate::disconnect
+                                                        : Fate::finish;
   p.after = std::uniform_int_distribution<int32_t>(0, 3)(rng);
   p.max_tokens = std::uniform_int_distribution<int32_t>(1, std::max(1, options.max_tokens))(rng);
   p.number = next_number++;

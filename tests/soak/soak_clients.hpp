@@ -23,10 +23,10 @@ struct SoakOptions {
   uint16_t port = 0;
   std::string token;
   int32_t clients = 64;
-  int32_t sse_every = 4;      // every sse_every-th client speaks SSE, the others WebSocket
-  double cancel = 0.10;       // fraction of requests cancelled mid-stream
-  double disconnect = 0.10;   // fraction whose connection is dropped mid-stream
-  int32_t max_tokens = 48;    // each request asks for 1..max_tokens
+  int32_t sse_every = 4;     // every sse_every-th client speaks SSE, the others WebSocket
+  double cancel = 0.10;      // fraction of requests cancelled mid-stream
+  double disconnect = 0.10;  // fraction whose connection is dropped mid-stream
+  int32_t max_tokens = 48;   // each request asks for 1..max_tokens
   double seconds = 600;
   uint64_t seed = 1;
 };

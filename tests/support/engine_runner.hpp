@@ -2,8 +2,8 @@
 // Helpers for tests of the actor engine: an io_context run on background threads for
 // the test's lifetime, and blocking wrappers that post work to it and wait.
 #include <boost/asio/co_spawn.hpp>
-#include <boost/asio/io_context.hpp>
 #include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
 #include <boost/asio/use_future.hpp>
 
 #include <cstdlib>

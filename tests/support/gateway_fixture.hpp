@@ -2,6 +2,7 @@
 // Helpers for gateway tests: the engine on the committed default pair and a Gateway
 // on a free loopback port, run on background io threads; a config for tests; frame
 // parsing; and the target-only greedy tokens every stream must reproduce.
+#include <simdjson.h>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/executor_work_guard.hpp>
@@ -9,7 +10,6 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/asio/use_future.hpp>
-#include <simdjson.h>
 
 #include <map>
 #include <memory>
@@ -18,15 +18,15 @@
 #include <vector>
 
 #include "actors/engine.hpp"
-#include "engine/model/model_files.hpp"
-#include "tests/support/generation_drivers.hpp"
 #include "engine/model/kv_cache.hpp"
 #include "engine/model/llama_model.hpp"
+#include "engine/model/model_files.hpp"
 #include "engine/tokenizer/tokenizer.hpp"
 #include "net/gateway_config.hpp"
 #include "net/listener.hpp"
 #include "net/ws_client.hpp"
 #include "tests/support/engine_runner.hpp"
+#include "tests/support/generation_drivers.hpp"
 #include "tests/support/serving_reference.hpp"
 
 namespace specd::testing {
@@ -69,10 +69,14 @@ class GatewayFixture {
   void stop() {
     if (stopped_) return;
     stopped_ = true;
-    asio::co_spawn(asio::make_strand(io_), [this]() -> asio::awaitable<void> {
-      co_await gateway_->stop();
-      co_await engine_->stop(std::chrono::seconds(2));
-    }, asio::use_future).get();
+    asio::co_spawn(
+        asio::make_strand(io_),
+        [this]() -> asio::awaitable<void> {
+          co_await gateway_->stop();
+          co_await engine_->stop(std::chrono::seconds(2));
+        },
+        asio::use_future)
+        .get();
   }
 
   // Runs a client coroutine on its own strand (a Beast stream's operations must not
@@ -167,17 +171,20 @@ inline asio::awaitable<void> sleep_for(std::chrono::milliseconds d) {
   co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
 }
 
-
 // {"type":"generate",...} for a greedy prompt; `extra` is spliced in (",\"k\":..." style).
-inline std::string generate_json(const std::string& id, const std::string& prompt, int max_tokens, const std::string& extra = "") {
+inline std::string generate_json(const std::string& id, const std::string& prompt, int max_tokens,
+                                 const std::string& extra = "") {
   std::string escaped;
   for (char c : prompt) {
-    if (c == '\n') escaped += "\\n";
-    else if (c == '"' || c == '\\') (escaped += '\\') += c;
-    else escaped += c;
+    if (c == '\n')
+      escaped += "\\n";
+    else if (c == '"' || c == '\\')
+      (escaped += '\\') += c;
+    else
+      escaped += c;
   }
-  return "{\"type\":\"generate\",\"id\":\"" + id + "\",\"prompt\":\"" + escaped + "\",\"max_tokens\":" +
-         std::to_string(max_tokens) + ",\"temperature\":0" + extra + "}";
+  return "{\"type\":\"generate\",\"id\":\"" + id + "\",\"prompt\":\"" + escaped +
+         "\",\"max_tokens\":" + std::to_string(max_tokens) + ",\"temperature\":0" + extra + "}";
 }
 
 }  // namespace specd::testing

@@ -4,16 +4,16 @@
 #include <torch/csrc/autograd/grad_mode.h>
 
 #include <algorithm>
-#include <string>
 #include <chrono>
 #include <memory>
 #include <optional>
+#include <string>
 
 #include "engine/base/errors.hpp"
 #include "engine/model/kv_cache.hpp"
 #include "engine/model/llama_model.hpp"
-#include "engine/speculation/prefill.hpp"
 #include "engine/request/stop_conditions.hpp"
+#include "engine/speculation/prefill.hpp"
 #include "engine/tokenizer/stream_detokenizer.hpp"
 #include "engine/tokenizer/tokenizer.hpp"
 
@@ -105,14 +105,17 @@ void finish(SpecModels& m, Active& a, SpecResult& res, const Tokenizer* tok) {
 std::vector<SpecResult> generate_speculative(SpecModels& m, const std::vector<SpecRequest>& requests,
                                              const Tokenizer* tokenizer, CostMeter* meter) {
   for (const auto& r : requests) {
-    validate_request(r, static_cast<int32_t>(m.target.config().vocab_size), m.target_cache.max_seq_len(), tokenizer != nullptr);
+    validate_request(r, static_cast<int32_t>(m.target.config().vocab_size), m.target_cache.max_seq_len(),
+                     tokenizer != nullptr);
   }
   torch::InferenceMode inference;
   CostMeter local_meter;
   CostMeter& cost = meter ? *meter : local_meter;
   std::vector<SpecResult> results(requests.size());
   std::vector<Active> active;
-  auto cleanup = [&] { for (auto& a : active) release(m, a); };
+  auto cleanup = [&] {
+    for (auto& a : active) release(m, a);
+  };
   try {
     for (size_t i = 0; i < requests.size(); ++i) {
       active.push_back({i, admit(m, requests[i], cost), std::nullopt, std::nullopt, {}, false, {}});
@@ -176,7 +179,6 @@ std::vector<SpecResult> generate_speculative(SpecModels& m, const std::vector<Sp
 
 // ---- target-only reference ----
 
-
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -191,8 +193,7 @@ struct SlotLease {
 };
 
 at::Tensor last_logits(LlamaModel& model, KvCache& cache, int32_t slot, const std::vector<int32_t>& ids) {
-  ForwardBatch batch{at::tensor(ids, at::kInt).to(at::kLong).unsqueeze(0), {slot},
-                     {static_cast<int64_t>(ids.size())}};
+  ForwardBatch batch{at::tensor(ids, at::kInt).to(at::kLong).unsqueeze(0), {slot}, {static_cast<int64_t>(ids.size())}};
   return model.forward(batch, cache, LogitsFor::last_position)[0];
 }
 

@@ -10,8 +10,8 @@
 #include "engine/model/kv_cache.hpp"
 #include "engine/model/llama_model.hpp"
 #include "engine/sampling/sampling.hpp"
-#include "tests/support/generation_drivers.hpp"
 #include "tests/support/chi_square.hpp"
+#include "tests/support/generation_drivers.hpp"
 
 namespace specd::testing {
 
@@ -49,7 +49,8 @@ inline std::map<Continuation, double> exact_joint3(LlamaModel& target, const std
       auto c2 = c1;
       c2.push_back(b);
       at::Tensor p3 = dist(c2);
-      for (int32_t c : support(p3)) exact[{a, b, c}] = p1[a].item<double>() * p2[b].item<double>() * p3[c].item<double>();
+      for (int32_t c : support(p3))
+        exact[{a, b, c}] = p1[a].item<double>() * p2[b].item<double>() * p3[c].item<double>();
     }
   }
   return exact;

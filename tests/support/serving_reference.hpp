@@ -6,20 +6,22 @@
 #include <string>
 #include <vector>
 
-#include "engine/model/model_files.hpp"
-#include "tests/support/generation_drivers.hpp"
 #include "engine/model/kv_cache.hpp"
 #include "engine/model/llama_model.hpp"
+#include "engine/model/model_files.hpp"
 #include "engine/tokenizer/tokenizer.hpp"
+#include "tests/support/generation_drivers.hpp"
 
 namespace specd::testing {
 
 // n chat-style prompts of varied length over eight speaker heads.
 inline std::vector<std::string> test_prompts(size_t n) {
-  const char* heads[] = {"ROMEO:\n", "JULIET:\n", "KING HENRY VI:\n", "First Citizen:\n", "MENENIUS:\n",
-                         "GLOUCESTER:\n", "HAMLET:\n", "LUCIO:\n"};
-  const char* bodies[] = {"But soft, what light", "O God", "We are accounted poor", "", "What work's, my countrymen",
-                          "Now is the winter", "To be, or not to be", "Good morrow"};
+  const char* heads[] = {"ROMEO:\n",    "JULIET:\n",     "KING HENRY VI:\n", "First Citizen:\n",
+                         "MENENIUS:\n", "GLOUCESTER:\n", "HAMLET:\n",        "LUCIO:\n"};
+  const char* bodies[] = {"But soft, what light",       "O God",
+                          "We are accounted poor",      "",
+                          "What work's, my countrymen", "Now is the winter",
+                          "To be, or not to be",        "Good morrow"};
   std::vector<std::string> out;
   for (size_t i = 0; i < n; ++i) out.push_back(std::string(heads[i % 8]) + bodies[(i / 8 + i) % 8]);
   return out;

@@ -7,9 +7,9 @@
 #include <fstream>
 #include <vector>
 
-#include "engine/model/llama_model.hpp"
 #include "engine/checkpoint/model_config.hpp"
 #include "engine/checkpoint/sharded_writer.hpp"
+#include "engine/model/llama_model.hpp"
 
 namespace specd::testing {
 

@@ -9,8 +9,8 @@
 #include <random>
 #include <string>
 
-#include "engine/model/llama_model.hpp"
 #include "engine/checkpoint/model_config.hpp"
+#include "engine/model/llama_model.hpp"
 
 namespace specd::testing {
 

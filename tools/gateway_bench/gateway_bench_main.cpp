@@ -9,11 +9,11 @@
 // Prints one JSON object per N.
 //
 //   specd_gateway_bench [--streams 1,16,64,128,256] [--max-tokens 32] [--io-threads 1]
+#include <simdjson.h>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/asio/use_future.hpp>
-#include <simdjson.h>
 
 #include <algorithm>
 #include <chrono>
@@ -51,8 +51,9 @@ asio::awaitable<StreamResult> run_stream(uint16_t port, std::string id, int max_
   StreamResult result;
   net::WsClient client(co_await asio::this_coro::executor);
   if (co_await client.connect("127.0.0.1", port)) co_return result;
-  std::string message = "{\"type\":\"generate\",\"id\":\"" + id + "\",\"prompt\":\"ROMEO:\\n\",\"max_tokens\":" +
-                        std::to_string(max_tokens) + ",\"temperature\":0,\"ignore_eos\":true}";
+  std::string message = "{\"type\":\"generate\",\"id\":\"" + id +
+                        "\",\"prompt\":\"ROMEO:\\n\",\"max_tokens\":" + std::to_string(max_tokens) +
+                        ",\"temperature\":0,\"ignore_eos\":true}";
   if (co_await client.send_text(std::move(message))) co_return result;
   simdjson::dom::parser parser;
   int64_t bursts = 0, tokens = 0;
@@ -66,7 +67,8 @@ asio::awaitable<StreamResult> run_stream(uint16_t port, std::string id, int max_
       tokens += static_cast<int64_t>(doc["token_ids"].get_array().size());
       std::lock_guard lock(ready.mutex);
       auto it = ready.at.find({id, bursts++});
-      if (it != ready.at.end()) result.latencies_us.push_back(std::chrono::duration<double, std::micro>(received - it->second).count());
+      if (it != ready.at.end())
+        result.latencies_us.push_back(std::chrono::duration<double, std::micro>(received - it->second).count());
     } else {
       result.ok = type == "done" && int64_t(doc["usage"]["completion_tokens"]) == tokens && tokens == max_tokens;
       break;
@@ -99,9 +101,12 @@ int main(int argc, char** argv) {
   std::vector<int> stream_counts = {1, 16, 64, 128, 256};
   int max_tokens = 32, io_threads = 1;
   for (int i = 1; i + 1 < argc; i += 2) {
-    if (!std::strcmp(argv[i], "--streams")) stream_counts = parse_list(argv[i + 1]);
-    else if (!std::strcmp(argv[i], "--max-tokens")) max_tokens = std::atoi(argv[i + 1]);
-    else if (!std::strcmp(argv[i], "--io-threads")) io_threads = std::atoi(argv[i + 1]);
+    if (!std::strcmp(argv[i], "--streams"))
+      stream_counts = parse_list(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--max-tokens"))
+      max_tokens = std::atoi(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--io-threads"))
+      io_threads = std::atoi(argv[i + 1]);
   }
   net::GatewayConfig config = net::default_gateway_config();
   config.port = 0;
@@ -128,8 +133,9 @@ int main(int argc, char** argv) {
     const auto start = Clock::now();
     std::vector<std::future<StreamResult>> futures;
     for (int i = 0; i < n; ++i) {
-      futures.push_back(asio::co_spawn(asio::make_strand(io), run_stream(port, "b" + std::to_string(run) + "-" + std::to_string(i), max_tokens, ready),
-                                       asio::use_future));
+      futures.push_back(asio::co_spawn(
+          asio::make_strand(io),
+          run_stream(port, "b" + std::to_string(run) + "-" + std::to_string(i), max_tokens, ready), asio::use_future));
     }
     std::vector<double> latencies;
     int ok = 0;
@@ -139,17 +145,22 @@ int main(int argc, char** argv) {
       latencies.insert(latencies.end(), r.latencies_us.begin(), r.latencies_us.end());
     }
     const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
-    std::printf("{\"streams\":%d,\"ok\":%d,\"errors\":%d,\"max_tokens\":%d,\"bursts\":%zu,\"seconds\":%.3f,"
-                "\"added_latency_us\":{\"p50\":%.1f,\"p99\":%.1f,\"max\":%.1f}}\n",
-                n, ok, n - ok, max_tokens, latencies.size(), seconds, percentile(latencies, 0.5), percentile(latencies, 0.99),
-                percentile(latencies, 1.0));
+    std::printf(
+        "{\"streams\":%d,\"ok\":%d,\"errors\":%d,\"max_tokens\":%d,\"bursts\":%zu,\"seconds\":%.3f,"
+        "\"added_latency_us\":{\"p50\":%.1f,\"p99\":%.1f,\"max\":%.1f}}\n",
+        n, ok, n - ok, max_tokens, latencies.size(), seconds, percentile(latencies, 0.5), percentile(latencies, 0.99),
+        percentile(latencies, 1.0));
     std::fflush(stdout);
     ++run;
   }
-  asio::co_spawn(io, [&]() -> asio::awaitable<void> {
-    co_await gateway->stop();
-    co_await engine.stop(std::chrono::seconds(2));
-  }, asio::use_future).get();
+  asio::co_spawn(
+      io,
+      [&]() -> asio::awaitable<void> {
+        co_await gateway->stop();
+        co_await engine.stop(std::chrono::seconds(2));
+      },
+      asio::use_future)
+      .get();
   work.reset();
   for (auto& t : threads) t.join();
   return 0;

@@ -32,8 +32,8 @@ LevelStats run_level(const LoadgenOptions& options, int32_t clients, const Clien
   boost::asio::io_context io(1);
   LevelContext ctx{options};
   ctx.closers.resize(static_cast<size_t>(clients));
-  boost::asio::steady_timer deadline(io, std::chrono::duration_cast<Clock::duration>(
-                                             std::chrono::duration<double>(options.timeout_s)));
+  boost::asio::steady_timer deadline(
+      io, std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(options.timeout_s)));
   const auto start = Clock::now();
   auto end = start;
   int32_t running = clients;

@@ -19,7 +19,7 @@ double nearest_rank(const std::vector<double>& sorted, double q) {
 double rounded(double v) { return std::round(v * 1000.0) / 1000.0; }
 
 boost::json::object percentiles_json(const Percentiles& p) {
-  return {{"count", p.count}, {"p50", rounded(p.p50)}, {"p90", rounded(p.p90)},
+  return {{"count", p.count},      {"p50", rounded(p.p50)}, {"p90", rounded(p.p90)},
           {"p99", rounded(p.p99)}, {"max", rounded(p.max)}, {"mean", rounded(p.mean)}};
 }
 

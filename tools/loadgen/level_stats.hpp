@@ -23,13 +23,13 @@ Percentiles percentiles(std::vector<double> samples);
 
 struct LevelStats {
   int32_t clients = 0;
-  int64_t requests = 0;         // sent
-  int64_t streams_ok = 0;       // ended with done (stop or length)
+  int64_t requests = 0;                   // sent
+  int64_t streams_ok = 0;                 // ended with done (stop or length)
   std::map<std::string, int64_t> errors;  // by error code
   std::map<std::string, int64_t> finish_reasons;
   int64_t tokens = 0, drafted = 0, accepted = 0;
-  int64_t peak_in_flight = 0;   // most streams open at once, as the clients saw it
-  double seconds = 0;           // level wall time, first send to last end
+  int64_t peak_in_flight = 0;  // most streams open at once, as the clients saw it
+  double seconds = 0;          // level wall time, first send to last end
   Percentiles ttft_ms, inter_token_ms, inter_burst_ms, total_ms;
 
   int64_t error_count() const;
@@ -38,8 +38,7 @@ struct LevelStats {
   boost::json::value to_json() const;
 };
 
-LevelStats summarize(int32_t clients, const std::vector<StreamRecord>& records, int64_t peak_in_flight,
-                     double seconds);
+LevelStats summarize(int32_t clients, const std::vector<StreamRecord>& records, int64_t peak_in_flight, double seconds);
 
 // The largest peak of concurrent streams among levels that ended with no error (0 when
 // every level had errors).

@@ -40,8 +40,8 @@ boost::json::object settings_json(const LoadgenOptions& o) {
 
 int run(const LoadgenOptions& o) {
   const std::vector<int32_t> levels = o.ramp.empty() ? std::vector<int32_t>{o.clients} : o.ramp;
-  const ClientCoroutine client = o.transport == Transport::ws ? ClientCoroutine(run_ws_client)
-                                                             : ClientCoroutine(run_sse_client);
+  const ClientCoroutine client =
+      o.transport == Transport::ws ? ClientCoroutine(run_ws_client) : ClientCoroutine(run_sse_client);
   std::vector<LevelStats> results;
   for (int32_t clients : levels) {
     LevelStats s = run_level(o, clients, client);

@@ -49,22 +49,29 @@ LoadgenOptions parse_options(int argc, char** argv) {
   app.add_option("--port", o.port, "server port")->capture_default_str()->check(CLI::Range(1, 65535));
   app.add_option("--token", o.token, "bearer token (server.auth_token)");
   app.add_option("--transport", transport, "ws (WebSocket /v1/ws) or sse (OpenAI-style HTTP streaming)")
-      ->capture_default_str()->check(CLI::IsMember({"ws", "sse"}));
+      ->capture_default_str()
+      ->check(CLI::IsMember({"ws", "sse"}));
   app.add_option("--clients,-c", o.clients, "concurrent clients")->capture_default_str()->check(CLI::Range(1, 100000));
   app.add_option("--ramp", ramp, "client counts to run in turn, e.g. 8,16,32,64,128 (overrides --clients)");
   app.add_flag("--keep-going", o.keep_going, "continue the ramp after a level with errors");
-  app.add_option("--requests,-r", o.requests, "requests per client")->capture_default_str()->check(CLI::Range(1, 1000000));
+  app.add_option("--requests,-r", o.requests, "requests per client")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000000));
   app.add_option("--prompt", o.prompt, "prompt text")->capture_default_str();
   app.add_flag("--chat", o.chat, "send the prompt as a user message (the model's chat template)");
-  app.add_option("--max-tokens", o.max_tokens, "tokens per request")->capture_default_str()->check(CLI::Range(1, 1 << 20));
+  app.add_option("--max-tokens", o.max_tokens, "tokens per request")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1 << 20));
   app.add_option("--temperature", o.temperature, "0 is greedy")->capture_default_str()->check(CLI::Range(0.0, 100.0));
   app.add_option("--top-p", o.top_p)->capture_default_str()->check(CLI::Range(1e-9, 1.0));
   app.add_option("--top-k", o.top_k, "0 keeps every token")->capture_default_str()->check(CLI::Range(0, 1 << 20));
   auto* seed_opt = app.add_option("--seed", seed, "seed of request n is seed + n (default: the server's)");
   app.add_flag("--no-spec", no_spec, "target only, no speculation");
   app.add_option("--k", o.k, "drafted tokens per round, 1..16 or auto")->capture_default_str();
-  app.add_option("--timeout", o.timeout_s, "seconds per ramp level before the remaining streams count as timeout errors")
-      ->capture_default_str()->check(CLI::Range(0.1, 86400.0));
+  app.add_option("--timeout", o.timeout_s,
+                 "seconds per ramp level before the remaining streams count as timeout errors")
+      ->capture_default_str()
+      ->check(CLI::Range(0.1, 86400.0));
   try {
     app.parse(argc, argv);
     check_k(o.k);

@@ -13,22 +13,22 @@ enum class Transport { ws, sse };
 struct LoadgenOptions {
   std::string host = "127.0.0.1";
   uint16_t port = 8080;
-  std::string token;                    // bearer token, when the server requires one
+  std::string token;  // bearer token, when the server requires one
   Transport transport = Transport::ws;
-  int32_t clients = 8;                  // concurrent connections (one level without --ramp)
-  std::vector<int32_t> ramp;            // client counts run one after another
-  bool keep_going = false;              // ramp on past a level with errors
-  int32_t requests = 4;                 // requests per client, one after another
+  int32_t clients = 8;        // concurrent connections (one level without --ramp)
+  std::vector<int32_t> ramp;  // client counts run one after another
+  bool keep_going = false;    // ramp on past a level with errors
+  int32_t requests = 4;       // requests per client, one after another
   std::string prompt = "ROMEO:";
-  bool chat = false;                    // send the prompt as a user message (chat template)
+  bool chat = false;  // send the prompt as a user message (chat template)
   int32_t max_tokens = 64;
   double temperature = 0.0;
   double top_p = 1.0;
   int32_t top_k = 0;
-  std::optional<uint64_t> seed;         // per request: seed + request number
+  std::optional<uint64_t> seed;  // per request: seed + request number
   bool speculative = true;
-  std::string k = "4";                  // 1..16 or "auto"
-  double timeout_s = 300;               // per level
+  std::string k = "4";     // 1..16 or "auto"
+  double timeout_s = 300;  // per level
 };
 
 // Parses argv; prints help or a usage error and exits as CLI11 does.

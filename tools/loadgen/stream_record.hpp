@@ -18,12 +18,12 @@ using Clock = std::chrono::steady_clock;
 struct StreamRecord {
   std::optional<std::string> error;  // error code when the stream failed
   std::string finish_reason;
-  double ttft_ms = -1;                // request sent to first token; -1 when none came
+  double ttft_ms = -1;                 // request sent to first token; -1 when none came
   std::vector<double> inter_token_ms;  // per token after the first burst: burst gap / burst tokens
   std::vector<double> inter_burst_ms;  // gaps between bursts carrying tokens
   int64_t tokens = 0, bursts = 0, drafted = 0, accepted = 0;
-  int64_t completion_tokens = -1;     // from the server's usage, when it sent one
-  double total_ms = 0;                // request sent to its end
+  int64_t completion_tokens = -1;  // from the server's usage, when it sent one
+  double total_ms = 0;             // request sent to its end
 };
 
 // Times the bursts of one request.

@@ -66,7 +66,8 @@ int main(int argc, char** argv) {
   app.add_option("--tokenizer-dir", tokenizer_dir, "copy tokenizer.json and friends from here");
   app.add_option("--seed", seed, "random seed")->capture_default_str();
   app.add_option("--max-shard-gb", max_shard_gb, "largest shard in GB (10^9 bytes), as HF's max_shard_size")
-      ->capture_default_str()->check(CLI::Range(0.001, 1000.0));
+      ->capture_default_str()
+      ->check(CLI::Range(0.001, 1000.0));
   app.add_option("--std", std_dev, "standard deviation of the weight matrices (norms are 1)")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   try {
@@ -94,9 +95,9 @@ int main(int argc, char** argv) {
       }
       t.normal_(0.0, std_dev, gen);
     };
-    const WrittenWeights written = write_weights_streaming(
-        dir, specs, DType::BF16, static_cast<uint64_t>(max_shard_gb * 1e9), fill,
-        [&](uint64_t bytes) { progress.advance(bytes); });
+    const WrittenWeights written =
+        write_weights_streaming(dir, specs, DType::BF16, static_cast<uint64_t>(max_shard_gb * 1e9), fill,
+                                [&](uint64_t bytes) { progress.advance(bytes); });
     progress.finish();
     std::ofstream(dir / "config.json") << model_config_to_json(config);
     write_generation_config(dir);
@@ -105,10 +106,11 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "copied %d tokenizer file(s) from %s\n", copied, tokenizer_dir.c_str());
     }
     const int64_t params = count_parameters(config).total;
-    std::printf("{\"preset\":\"%s\",\"dir\":\"%s\",\"parameters\":%lld,\"bytes\":%llu,\"shards\":%zu,\"seconds\":%.1f}\n",
-                preset.c_str(), dir.c_str(), static_cast<long long>(params),
-                static_cast<unsigned long long>(written.tensor_bytes), written.files.size(),
-                std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    std::printf(
+        "{\"preset\":\"%s\",\"dir\":\"%s\",\"parameters\":%lld,\"bytes\":%llu,\"shards\":%zu,\"seconds\":%.1f}\n",
+        preset.c_str(), dir.c_str(), static_cast<long long>(params),
+        static_cast<unsigned long long>(written.tensor_bytes), written.files.size(),
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   } catch (const std::exception& e) {
     std::fprintf(stderr, "specd_make_synthetic: error: %s\n", e.what());
     return 2;

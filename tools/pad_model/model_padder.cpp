@@ -44,9 +44,12 @@ bool writes_residual(const TensorRole& r) {
 
 const char* torch_dtype_name(DType dtype) {
   switch (dtype) {
-    case DType::F32: return "float32";
-    case DType::F16: return "float16";
-    case DType::BF16: return "bfloat16";
+    case DType::F32:
+      return "float32";
+    case DType::F16:
+      return "float16";
+    case DType::BF16:
+      return "bfloat16";
   }
   return "";
 }
@@ -93,8 +96,8 @@ class Padder {
   at::Tensor read(const std::string& name) const {
     const TensorView& view = files_.tensor(name);
     if (view.shape != source_shapes_.at(name))
-      throw SpecdError(ErrorCode::shape_mismatch, files_.describe(name) + ": tensor " + name +
-                                                      " does not have the shape its config.json implies");
+      throw SpecdError(ErrorCode::shape_mismatch,
+                       files_.describe(name) + ": tensor " + name + " does not have the shape its config.json implies");
     at::Tensor t = at::empty(view.shape, at::kFloat);
     convert_to_float32(view, t.data_ptr<float>());
     return t;

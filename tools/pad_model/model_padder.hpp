@@ -26,7 +26,7 @@ struct PadOptions {
   PadShape shape;
   std::optional<DType> dtype;  // nullopt: each tensor in the dtype the source stores it in
   uint64_t seed = 1;
-  double std_dev = 0.02;  // of the new random weights
+  double std_dev = 0.02;                     // of the new random weights
   uint64_t max_shard_bytes = 5'000'000'000;  // HF's default max_shard_size, 5 GB
 };
 

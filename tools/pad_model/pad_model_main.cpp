@@ -63,11 +63,13 @@ int main(int argc, char** argv) {
   app.add_option("--intermediate", intermediate, "MLP size (overrides the preset)");
   app.add_option("--layers", layers, "layer count (overrides the preset)");
   app.add_option("--dtype", dtype, "keep (the source's), f32, f16 or bf16")
-      ->capture_default_str()->check(CLI::IsMember({"keep", "f32", "f16", "bf16"}));
+      ->capture_default_str()
+      ->check(CLI::IsMember({"keep", "f32", "f16", "bf16"}));
   app.add_option("--seed", options.seed, "seed of the new (harmless) random weights")->capture_default_str();
   app.add_option("--std", options.std_dev, "standard deviation of the new random weights")->capture_default_str();
   app.add_option("--max-shard-gb", max_shard_gb, "largest shard in GB (10^9 bytes)")
-      ->capture_default_str()->check(CLI::Range(0.001, 1000.0));
+      ->capture_default_str()
+      ->check(CLI::Range(0.001, 1000.0));
   CLI11_PARSE(app, argc, argv);
   try {
     const auto t0 = std::chrono::steady_clock::now();

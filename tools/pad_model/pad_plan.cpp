@@ -31,10 +31,10 @@ ModelConfig padded_config(const ModelConfig& source, const PadShape& shape) {
   // Original query heads keep their indices, so HF's h / group still finds their KV head.
   const int64_t unit = source.head_dim * group;
   if (shape.hidden % unit != 0)
-    throw SpecdError(ErrorCode::invalid_argument,
-                     "hidden size " + std::to_string(shape.hidden) + " is not a multiple of head_dim " +
-                         std::to_string(source.head_dim) + " x " + std::to_string(group) +
-                         " query heads per KV head = " + std::to_string(unit));
+    throw SpecdError(ErrorCode::invalid_argument, "hidden size " + std::to_string(shape.hidden) +
+                                                      " is not a multiple of head_dim " +
+                                                      std::to_string(source.head_dim) + " x " + std::to_string(group) +
+                                                      " query heads per KV head = " + std::to_string(unit));
   if (shape.hidden / source.head_dim < source.num_attention_heads)
     throw SpecdError(ErrorCode::invalid_argument, "hidden size " + std::to_string(shape.hidden) + " holds " +
                                                       std::to_string(shape.hidden / source.head_dim) +

@@ -3,8 +3,8 @@
 // acceptance of K-token draft proposals (speculative greedy through the Engine, one
 // request at a time) on held-out prompts taken from the end of the corpus.
 #include <ATen/ATen.h>
-#include <CLI/CLI.hpp>
 #include <torch/csrc/autograd/grad_mode.h>
+#include <CLI/CLI.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -13,10 +13,10 @@
 #include <sstream>
 
 #include "actors/engine_runner.hpp"
-#include "engine/model/model_files.hpp"
-#include "engine/model/cost_probe.hpp"
 #include "engine/kernels/kernel_threads.hpp"
+#include "engine/model/cost_probe.hpp"
 #include "engine/model/llama_model.hpp"
+#include "engine/model/model_files.hpp"
 #include "engine/tokenizer/tokenizer.hpp"
 
 namespace fs = std::filesystem;
@@ -105,8 +105,8 @@ int main(int argc, char** argv) {
         "\"draft_decode_ms\": %.3f, \"c\": %.4f, \"k\": %d, \"prompts\": %zu, \"rounds\": %lld, \"drafted\": %lld, "
         "\"accepted\": %lld, \"rejections\": %lld, \"acceptance_rate\": %.4f, \"alpha\": %.4f, "
         "\"tokens_per_round\": %.3f}\n",
-        static_cast<long long>(target_parameters), static_cast<long long>(draft_parameters), a.threads,
-        target_ms, draft_ms, draft_ms / target_ms, a.k, prompts.size(), static_cast<long long>(acc.rounds),
+        static_cast<long long>(target_parameters), static_cast<long long>(draft_parameters), a.threads, target_ms,
+        draft_ms, draft_ms / target_ms, a.k, prompts.size(), static_cast<long long>(acc.rounds),
         static_cast<long long>(acc.drafted), static_cast<long long>(acc.accepted),
         static_cast<long long>(acc.rejections), acc.acceptance_rate(), acc.alpha(), acc.tokens_per_round());
   } catch (const std::exception& e) {

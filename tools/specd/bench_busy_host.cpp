@@ -14,10 +14,10 @@
 #include <thread>
 #include <vector>
 
+#include "actors/engine_runner.hpp"
 #include "engine/base/errors.hpp"
 #include "engine/tokenizer/tokenizer.hpp"
 #include "tools/specd/cli_common.hpp"
-#include "actors/engine_runner.hpp"
 
 extern char** environ;
 
@@ -94,7 +94,8 @@ void run_busy_host_bench(const PairArgs& pair_args, const BusyHostArgs& a, bool 
   GenerateRequest target_only = base, speculative = base;
   target_only.spec.enabled = false;
   speculative.spec = pair.spec;
-  const std::map<std::string, const GenerateRequest*> modes{{"target_only", &target_only}, {"speculative", &speculative}};
+  const std::map<std::string, const GenerateRequest*> modes{{"target_only", &target_only},
+                                                            {"speculative", &speculative}};
   for (const auto& [name, request] : modes) measure(runner, *request, 1);  // warm-up
 
   std::map<std::string, std::vector<std::vector<Sample>>> samples;  // mode -> N -> repeats
@@ -128,20 +129,22 @@ void run_busy_host_bench(const PairArgs& pair_args, const BusyHostArgs& a, bool 
     }
     modes_json[name] = rows;
   }
-  boost::json::object out{{"prompt", a.prompt},   {"max_tokens", a.max_tokens}, {"generations", a.generations},
-                          {"repeat", a.repeat},   {"mode", mode_description(pair.spec)},
-                          {"threads", threads_json(threads)}, {"results", modes_json}};
+  boost::json::object out{
+      {"prompt", a.prompt},   {"max_tokens", a.max_tokens},          {"generations", a.generations},
+      {"repeat", a.repeat},   {"mode", mode_description(pair.spec)}, {"threads", threads_json(threads)},
+      {"results", modes_json}};
   if (json) {
     print_json(out);
     return;
   }
-  std::printf("threads: %s\n%-12s %10s %12s %10s %10s\n", threads.describe().c_str(), "mode", "neighbours",
-              "tokens/s", "busy/quiet", "cpu share");
+  std::printf("threads: %s\n%-12s %10s %12s %10s %10s\n", threads.describe().c_str(), "mode", "neighbours", "tokens/s",
+              "busy/quiet", "cpu share");
   for (const auto& [name, rows] : modes_json) {
     for (const auto& row : rows.as_array()) {
       const auto& o = row.as_object();
-      std::printf("%-12s %10lld %12.1f %10.2f %10.2f\n", std::string(name).c_str(), static_cast<long long>(o.at("neighbours").as_int64()),
-                  o.at("tokens_per_second").as_double(), o.at("busy_over_quiet").as_double(), o.at("cpu_share").as_double());
+      std::printf("%-12s %10lld %12.1f %10.2f %10.2f\n", std::string(name).c_str(),
+                  static_cast<long long>(o.at("neighbours").as_int64()), o.at("tokens_per_second").as_double(),
+                  o.at("busy_over_quiet").as_double(), o.at("cpu_share").as_double());
     }
   }
 }

@@ -11,18 +11,18 @@
 #include <iostream>
 #include <optional>
 
-#include "engine/planning/adaptive_k.hpp"
-#include "engine/model/model_files.hpp"
-#include "engine/model/cost_probe.hpp"
+#include "actors/engine_runner.hpp"
 #include "engine/base/errors.hpp"
+#include "engine/model/cost_probe.hpp"
 #include "engine/model/llama_model.hpp"
+#include "engine/model/model_files.hpp"
+#include "engine/planning/adaptive_k.hpp"
 #include "engine/tokenizer/tokenizer.hpp"
 #include "tools/specd/bench_busy_host.hpp"
 #include "tools/specd/bench_concurrency.hpp"
 #include "tools/specd/bench_kernels.hpp"
 #include "tools/specd/bench_model.hpp"
 #include "tools/specd/cli_common.hpp"
-#include "actors/engine_runner.hpp"
 #include "tools/specd/pair_options.hpp"
 
 namespace specd::cli {
@@ -32,16 +32,16 @@ namespace {
 struct BenchArgs {
   PairArgs pair;
   bool spec = false, json = false, busy_host = false;
-  int32_t generations = 4;  // --busy-host: generations per measurement
+  int32_t generations = 4;        // --busy-host: generations per measurement
   std::string prompt = "ROMEO:";  // --busy-host
   std::string prompts_file = std::string(SPECD_SOURCE_DIR) + "/conf/bench_prompts.txt";
   int32_t max_tokens = 64;
   int32_t prompt_count = 24;
   int32_t k_max = 8;
-  int32_t spec_repeat = 1;  // --spec: runs of the whole interleaved sequence (--repeat)
-  ModelBenchArgs model_bench;  // without --spec: the real-size single-model benchmark
+  int32_t spec_repeat = 1;           // --spec: runs of the whole interleaved sequence (--repeat)
+  ModelBenchArgs model_bench;        // without --spec: the real-size single-model benchmark
   ConcurrencyBenchArgs concurrency;  // --concurrency: serving figures through the actors
-  KernelBenchArgs kernels;  // --kernels: the linear kernels alone, no model
+  KernelBenchArgs kernels;           // --kernels: the linear kernels alone, no model
 };
 
 struct Measured {
@@ -135,13 +135,19 @@ boost::json::object row_json(const ConfigRuns& r, double c) {
   const double speedup = median(r.speedups);
   const int32_t k_for_formula = static_cast<int32_t>(std::lround(mean_k));
   const double predicted = k_for_formula > 0 ? expected_speedup(std::min(a, 1.0), k_for_formula, c) : 1.0;
-  return {{"drafter", drafter_name(r.drafter)}, {"k", r.k},
-          {"temperature", r.temperature},        {"tokens_per_second", m.tokens_per_second()},
+  return {{"drafter", drafter_name(r.drafter)},
+          {"k", r.k},
+          {"temperature", r.temperature},
+          {"tokens_per_second", m.tokens_per_second()},
           {"target_only_tokens_per_second", r.pooled_base.tokens_per_second()},
-          {"speedup", speedup},                  {"speedup_per_repeat", boost::json::value_from(r.speedups)},
-          {"alpha", a},                          {"acceptance_rate", m.stats.acceptance_rate()},
-          {"mean_k", mean_k},                    {"tokens_per_round", m.stats.tokens_per_round()},
-          {"c", c},                              {"predicted_speedup", predicted},
+          {"speedup", speedup},
+          {"speedup_per_repeat", boost::json::value_from(r.speedups)},
+          {"alpha", a},
+          {"acceptance_rate", m.stats.acceptance_rate()},
+          {"mean_k", mean_k},
+          {"tokens_per_round", m.stats.tokens_per_round()},
+          {"c", c},
+          {"predicted_speedup", predicted},
           {"measured_over_predicted", speedup / predicted}};
 }
 
@@ -158,7 +164,8 @@ void run_bench(const BenchArgs& a) {
   PairArgs pair_args = a.pair;
   pair_args.k = "auto";
   PairChoice pair = choose_pair(pair_args);
-  if (pair.engine.draft_dir.empty()) throw SpecdError(ErrorCode::invalid_argument, "bench --spec needs a draft model (--draft)");
+  if (pair.engine.draft_dir.empty())
+    throw SpecdError(ErrorCode::invalid_argument, "bench --spec needs a draft model (--draft)");
   const StepCosts steps = measure_step_costs(pair.engine, a.pair.threads);
   const double c = steps.draft / steps.target;
   pair.engine.k_max = a.k_max;
@@ -223,12 +230,14 @@ void run_bench(const BenchArgs& a) {
     print_json(out);
     return;
   }
-  std::printf("%-6s %-7s %-5s %10s %8s %8s %10s\n", "temp", "drafter", "k", "tokens/s", "speedup", "alpha", "predicted");
+  std::printf("%-6s %-7s %-5s %10s %8s %8s %10s\n", "temp", "drafter", "k", "tokens/s", "speedup", "alpha",
+              "predicted");
   for (const auto& r : rows) {
     const auto& o = r.as_object();
     std::printf("%-6.1f %-7s %-5s %10.1f %8.2f %8.3f %10.2f\n", o.at("temperature").as_double(),
-                o.at("drafter").as_string().c_str(), o.at("k").as_string().c_str(), o.at("tokens_per_second").as_double(),
-                o.at("speedup").as_double(), o.at("alpha").as_double(), o.at("predicted_speedup").as_double());
+                o.at("drafter").as_string().c_str(), o.at("k").as_string().c_str(),
+                o.at("tokens_per_second").as_double(), o.at("speedup").as_double(), o.at("alpha").as_double(),
+                o.at("predicted_speedup").as_double());
   }
 }
 
@@ -242,13 +251,20 @@ void add_bench_command(CLI::App& app) {
   cmd->add_flag("--busy-host", args->busy_host,
                 "the default greedy generation quiet and beside 1 and 2 CPU-bound processes (`yes`)");
   cmd->add_option("--generations", args->generations, "--busy-host: generations per measurement")
-      ->capture_default_str()->check(CLI::Range(1, 1000));
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000));
   cmd->add_option("--prompt", args->prompt, "--busy-host: the prompt")->capture_default_str();
   cmd->add_flag("--json", args->json, "print one JSON object");
   cmd->add_option("--prompts", args->prompts_file, "one prompt per line (\\n for newlines)")->capture_default_str();
-  cmd->add_option("--prompt-count", args->prompt_count, "prompts to use")->capture_default_str()->check(CLI::Range(1, 100000));
-  cmd->add_option("--max-tokens", args->max_tokens, "tokens per prompt")->capture_default_str()->check(CLI::Range(1, 1 << 16));
-  cmd->add_option("--k-max", args->k_max, "largest fixed K, and the bound of auto")->capture_default_str()->check(CLI::Range(1, 16));
+  cmd->add_option("--prompt-count", args->prompt_count, "prompts to use")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 100000));
+  cmd->add_option("--max-tokens", args->max_tokens, "tokens per prompt")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1 << 16));
+  cmd->add_option("--k-max", args->k_max, "largest fixed K, and the bound of auto")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 16));
   add_model_bench_options(*cmd, args->model_bench);
   add_concurrency_bench_options(*cmd, args->concurrency);
   add_kernel_bench_options(*cmd, args->kernels);

@@ -42,16 +42,16 @@ struct LevelResult {
   int64_t drafted = 0, accepted = 0;
   std::vector<double> ttft_ms, itl_ms;
   int errors = 0;
-  double steal = -1;  // share of the CPU the hypervisor took during the window; -1: unknown
+  double steal = -1;                        // share of the CPU the hypervisor took during the window; -1: unknown
   std::vector<RoundTally> plain, drafting;  // the engine's decode rounds inside the window, by rows
 };
 
 // What one run of a level does.
 struct RunShape {
   int32_t clients = 1;
-  int32_t per_client = 0;    // fixed-count mode: requests per client (seconds == 0)
-  double seconds = 0;        // steady-state mode: the measured window
-  double warmup = 0;         // steady-state mode: seconds before the window opens
+  int32_t per_client = 0;  // fixed-count mode: requests per client (seconds == 0)
+  double seconds = 0;      // steady-state mode: the measured window
+  double warmup = 0;       // steady-state mode: seconds before the window opens
   int32_t max_tokens = 48;
   double length_spread = 0;  // request i of client c asks for max_tokens x (1 +- spread)
   bool spec = false;
@@ -165,10 +165,12 @@ LevelResult run_level(Engine& engine, boost::asio::io_context& io, const std::ve
   Window window{t0, Clock::time_point::max()};
   if (shape.seconds > 0) {
     window.opens = t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(shape.warmup));
-    window.closes = window.opens + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(shape.seconds));
+    window.closes =
+        window.opens + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(shape.seconds));
   }
   for (int32_t c = 0; c < shape.clients; ++c) {
-    done.push_back(boost::asio::co_spawn(io, client(engine, prompts, c, shape, window, out, mutex), boost::asio::use_future));
+    done.push_back(
+        boost::asio::co_spawn(io, client(engine, prompts, c, shape, window, out, mutex), boost::asio::use_future));
   }
   const bool steady = shape.seconds > 0;
   auto wait_all = [&] {
@@ -215,8 +217,8 @@ DraftingGain drafting_gain(const LevelResult& on, const LevelResult& off) {
     const RoundTally& d = on.drafting[i];
     if (d.rounds == 0) continue;
     const RoundTally* p = i < on.plain.size() && on.plain[i].rounds >= kMinPlainRounds ? &on.plain[i]
-                          : i < off.plain.size() && off.plain[i].rounds > 0           ? &off.plain[i]
-                                                                                        : nullptr;
+                          : i < off.plain.size() && off.plain[i].rounds > 0            ? &off.plain[i]
+                                                                                       : nullptr;
     if (!p) continue;  // a batch size only the on-run saw
     drafting_tokens += static_cast<double>(d.tokens);
     drafting_seconds += d.seconds;
@@ -252,9 +254,14 @@ const LevelResult& median_run(const std::vector<LevelResult>& runs) {
 }
 
 boost::json::object level_json(const LevelResult& r) {
-  return {{"tokens_per_second", r.tokens / r.seconds}, {"tokens", r.tokens}, {"seconds", r.seconds}, {"cpu_steal", r.steal},
-          {"ttft_ms_p50", percentile(r.ttft_ms, 0.5)}, {"ttft_ms_p99", percentile(r.ttft_ms, 0.99)},
-          {"itl_ms_p50", percentile(r.itl_ms, 0.5)},   {"itl_ms_p99", percentile(r.itl_ms, 0.99)},
+  return {{"tokens_per_second", r.tokens / r.seconds},
+          {"tokens", r.tokens},
+          {"seconds", r.seconds},
+          {"cpu_steal", r.steal},
+          {"ttft_ms_p50", percentile(r.ttft_ms, 0.5)},
+          {"ttft_ms_p99", percentile(r.ttft_ms, 0.99)},
+          {"itl_ms_p50", percentile(r.itl_ms, 0.5)},
+          {"itl_ms_p99", percentile(r.itl_ms, 0.99)},
           {"acceptance_rate", r.drafted ? static_cast<double>(r.accepted) / r.drafted : 0.0},
           {"errors", r.errors}};
 }
@@ -264,13 +271,18 @@ boost::json::object level_json(const LevelResult& r) {
 void add_concurrency_bench_options(CLI::App& cmd, ConcurrencyBenchArgs& args) {
   cmd.add_option("--concurrency", args.levels, "through the actors at these client counts, e.g. 1,2,4,8,16,32");
   cmd.add_option("--seconds", args.seconds, "steady state: each run counts the tokens of this many seconds")
-      ->capture_default_str()->check(CLI::Range(0.5, 3600.0));
+      ->capture_default_str()
+      ->check(CLI::Range(0.5, 3600.0));
   cmd.add_option("--warmup", args.warmup, "steady state: seconds of each run before counting starts")
-      ->capture_default_str()->check(CLI::Range(0.0, 600.0));
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 600.0));
   cmd.add_option("--length-spread", args.length_spread, "request lengths spread over max-tokens x (1 +- this)")
-      ->capture_default_str()->check(CLI::Range(0.0, 0.95));
-  cmd.add_option("--max-steal", args.max_steal, "rerun a run that lost more than this share of the CPU to steal (up to 3 tries)")
-      ->capture_default_str()->check(CLI::Range(0.0, 1.0));
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 0.95));
+  cmd.add_option("--max-steal", args.max_steal,
+                 "rerun a run that lost more than this share of the CPU to steal (up to 3 tries)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1.0));
   cmd.add_option("--requests-per-client", args.requests_per_client,
                  "instead of steady state: each client sends this many requests and the run lasts until all finish")
       ->check(CLI::Range(0, 100000));
@@ -279,11 +291,12 @@ void add_concurrency_bench_options(CLI::App& cmd, ConcurrencyBenchArgs& args) {
                  "--concurrency: interleaved runs of each mode per level (default 3); --spec: runs of the whole "
                  "sequence (default 1); medians are reported")
       ->check(CLI::Range(1, 100));
-  cmd.add_flag("!--skip-no-overlap", args.no_overlap_runs, "do not run speculation on without lane overlap (a third less time)");
+  cmd.add_flag("!--skip-no-overlap", args.no_overlap_runs,
+               "do not run speculation on without lane overlap (a third less time)");
 }
 
-void run_concurrency_bench(const PairArgs& pair, const ConcurrencyBenchArgs& args, const std::vector<std::string>& prompts,
-                           int32_t max_tokens, bool json) {
+void run_concurrency_bench(const PairArgs& pair, const ConcurrencyBenchArgs& args,
+                           const std::vector<std::string>& prompts, int32_t max_tokens, bool json) {
   const std::vector<int32_t> levels = parse_id_list(args.levels);
   const int32_t most = *std::max_element(levels.begin(), levels.end());
   EngineConfig config;
@@ -360,7 +373,9 @@ void run_concurrency_bench(const PairArgs& pair, const ConcurrencyBenchArgs& arg
       const LevelResult& on = median_run(ons);
       const double ratio = throughput(on) / throughput(off);
       const auto [ci_low, ci_high] = bootstrap_median_ci90(paired);
-      boost::json::object row{{"concurrency", clients}, {"spec_off", level_json(off)}, {"spec_on", level_json(on)},
+      boost::json::object row{{"concurrency", clients},
+                              {"spec_off", level_json(off)},
+                              {"spec_on", level_json(on)},
                               {"spec_on_over_off", ratio},
                               {"spec_on_over_off_per_repeat", boost::json::value_from(paired)},
                               {"spec_on_over_off_paired_median", median(paired)},
@@ -368,7 +383,8 @@ void run_concurrency_bench(const PairArgs& pair, const ConcurrencyBenchArgs& arg
                               {"drafting_round_gain_per_repeat", boost::json::value_from(gains)},
                               {"drafting_round_gain", gains.empty() ? -1.0 : median(gains)},
                               {"drafting_round_share_per_repeat", boost::json::value_from(shares)}};
-      boost::json::object per_mode{{"spec_off", per_repeat(offs, throughput)}, {"spec_on", per_repeat(ons, throughput)}};
+      boost::json::object per_mode{{"spec_off", per_repeat(offs, throughput)},
+                                   {"spec_on", per_repeat(ons, throughput)}};
       if (!serials.empty()) {
         row["spec_on_no_overlap"] = level_json(median_run(serials));
         per_mode["spec_on_no_overlap"] = per_repeat(serials, throughput);
@@ -387,26 +403,24 @@ void run_concurrency_bench(const PairArgs& pair, const ConcurrencyBenchArgs& arg
   }
   work.reset();
   io_thread.join();
-  boost::json::object out{{"max_tokens", max_tokens},
-                          {"prompts", prompts.size()},
-                          {"threads", threads_json(threads)},
-                          {"levels", rows}};
+  boost::json::object out{
+      {"max_tokens", max_tokens}, {"prompts", prompts.size()}, {"threads", threads_json(threads)}, {"levels", rows}};
   if (json) {
     print_json(out);
     return;
   }
-  std::printf("%5s %12s %12s %8s %13s %8s %10s %10s %10s %10s\n", "conc", "off tok/s", "on tok/s", "on/off", "paired 90% CI",
-              "gain", "ttft p50", "ttft p99", "itl p50", "itl p99");
+  std::printf("%5s %12s %12s %8s %13s %8s %10s %10s %10s %10s\n", "conc", "off tok/s", "on tok/s", "on/off",
+              "paired 90% CI", "gain", "ttft p50", "ttft p99", "itl p50", "itl p99");
   for (const auto& r : rows) {
     const auto& o = r.as_object();
     const auto& on = o.at("spec_on").as_object();
     const auto& ci = o.at("spec_on_over_off_paired_ci90").as_array();
     std::printf("%5lld %12.1f %12.1f %8.2f %6.2f-%-6.2f %8.2f %10.1f %10.1f %10.2f %10.2f\n",
                 static_cast<long long>(o.at("concurrency").as_int64()),
-                o.at("spec_off").as_object().at("tokens_per_second").as_double(), on.at("tokens_per_second").as_double(),
-                o.at("spec_on_over_off").as_double(), ci[0].as_double(), ci[1].as_double(),
-                o.at("drafting_round_gain").as_double(), on.at("ttft_ms_p50").as_double(), on.at("ttft_ms_p99").as_double(),
-                on.at("itl_ms_p50").as_double(), on.at("itl_ms_p99").as_double());
+                o.at("spec_off").as_object().at("tokens_per_second").as_double(),
+                on.at("tokens_per_second").as_double(), o.at("spec_on_over_off").as_double(), ci[0].as_double(),
+                ci[1].as_double(), o.at("drafting_round_gain").as_double(), on.at("ttft_ms_p50").as_double(),
+                on.at("ttft_ms_p99").as_double(), on.at("itl_ms_p50").as_double(), on.at("itl_ms_p99").as_double());
   }
 }
 

@@ -16,12 +16,12 @@
 namespace specd::cli {
 
 struct ConcurrencyBenchArgs {
-  std::string levels;  // "1,2,4"; empty: not requested
-  double seconds = 8;                 // steady state: the measured window of each run
-  double warmup = 1;                  // steady state: seconds before the window opens
-  double length_spread = 0.5;         // request lengths: max_tokens x (1 +- spread)
-  double max_steal = 0.05;             // runs losing more CPU to the hypervisor are rerun
-  int32_t requests_per_client = 0;    // > 0: fixed count per client instead of steady state
+  std::string levels;               // "1,2,4"; empty: not requested
+  double seconds = 8;               // steady state: the measured window of each run
+  double warmup = 1;                // steady state: seconds before the window opens
+  double length_spread = 0.5;       // request lengths: max_tokens x (1 +- spread)
+  double max_steal = 0.05;          // runs losing more CPU to the hypervisor are rerun
+  int32_t requests_per_client = 0;  // > 0: fixed count per client instead of steady state
   std::string trace_path;           // Chrome trace of the speculation-on runs
   int32_t repeat = 3;               // interleaved runs per mode and level; the median is reported
   bool no_overlap_runs = true;      // also run speculation on without lane overlap

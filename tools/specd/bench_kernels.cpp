@@ -43,12 +43,10 @@ struct Shape {
 // fused: 384 -> 2048), 6 layers, tied vocabulary 2048; draft hidden 128, 4 query and 2 KV
 // heads of 32 (128 -> 256), MLP 384, 2 layers. Then Llama-3.2-1B/3B-sized shapes.
 std::vector<Shape> bench_shapes() {
-  return {{"target", "qkv", 384, 640, 6},      {"target", "o_proj", 384, 384, 6},
-          {"target", "gate_up", 384, 2048, 6}, {"target", "down", 1024, 384, 6},
-          {"target", "lm_head", 384, 2048, 1}, {"draft", "qkv", 128, 256, 2},
-          {"draft", "o_proj", 128, 128, 2},    {"draft", "gate_up", 128, 768, 2},
-          {"draft", "down", 384, 128, 2},      {"draft", "lm_head", 128, 2048, 1},
-          {"", "2048x8192", 2048, 8192, 0},    {"", "8192x2048", 8192, 2048, 0},
+  return {{"target", "qkv", 384, 640, 6},     {"target", "o_proj", 384, 384, 6},   {"target", "gate_up", 384, 2048, 6},
+          {"target", "down", 1024, 384, 6},   {"target", "lm_head", 384, 2048, 1}, {"draft", "qkv", 128, 256, 2},
+          {"draft", "o_proj", 128, 128, 2},   {"draft", "gate_up", 128, 768, 2},   {"draft", "down", 384, 128, 2},
+          {"draft", "lm_head", 128, 2048, 1}, {"", "2048x8192", 2048, 8192, 0},    {"", "8192x2048", 8192, 2048, 0},
           {"", "3072x8192", 3072, 8192, 0}};
 }
 
@@ -194,9 +192,10 @@ Row bench_openblas(const Shape& s, const KernelBenchArgs& a) {
   const auto in = static_cast<int>(s.in), out = static_cast<int>(s.out);
   for (int64_t m : r.m) {
     r.add(time_calls(r.copies, a.samples, [&](int c) {
-      if (m == 1) return cblas_sgemv(CblasRowMajor, CblasNoTrans, out, in, 1, w[c].data(), in, x.data(), 1, 0, y.data(), 1);
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(m), out, in, 1, x.data(), in, w[c].data(), in,
-                  0, y.data(), out);
+      if (m == 1)
+        return cblas_sgemv(CblasRowMajor, CblasNoTrans, out, in, 1, w[c].data(), in, x.data(), 1, 0, y.data(), 1);
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(m), out, in, 1, x.data(), in, w[c].data(),
+                  in, 0, y.data(), out);
     }));
   }
   return r;
@@ -213,12 +212,20 @@ boost::json::object row_json(const Row& r, double read_gbps) {
   boost::json::array ratio;
   for (double us : r.us) ratio.push_back(us / r.us[0]);
   const double gbps = r.bytes / (r.us[0] * 1e-6) / 1e9;
-  boost::json::object o{{"model", r.shape->model}, {"shape", r.shape->name},  {"in", r.shape->in},
-                        {"out", r.shape->out},     {"kind", r.kind},          {"bytes", r.bytes},
-                        {"copies", r.copies},      {"streamed", r.shape->large()},
-                        {"m", boost::json::value_from(r.m)}, {"us", boost::json::value_from(r.us)},
+  boost::json::object o{{"model", r.shape->model},
+                        {"shape", r.shape->name},
+                        {"in", r.shape->in},
+                        {"out", r.shape->out},
+                        {"kind", r.kind},
+                        {"bytes", r.bytes},
+                        {"copies", r.copies},
+                        {"streamed", r.shape->large()},
+                        {"m", boost::json::value_from(r.m)},
+                        {"us", boost::json::value_from(r.us)},
                         {"cpu_us", boost::json::value_from(r.cpu_us)},
-                        {"ratio", ratio},          {"gbps_m1", gbps},         {"fraction_of_read_m1", gbps / read_gbps}};
+                        {"ratio", ratio},
+                        {"gbps_m1", gbps},
+                        {"fraction_of_read_m1", gbps / read_gbps}};
   if (r.shape->large()) {
     o["t8_over_t1"] = ratio_at(r, 8);
     o["t16_over_t1"] = ratio_at(r, 16);
@@ -237,7 +244,9 @@ boost::json::array step_sums(const std::vector<Row>& rows) {
         us.resize(r.us.size(), 0.0);
         for (size_t i = 0; i < r.us.size(); ++i) us[i] += r.shape->per_step * r.us[i];
       }
-      out.push_back({{"model", model}, {"kind", kind}, {"m", boost::json::value_from(m_list({}, false))},
+      out.push_back({{"model", model},
+                     {"kind", kind},
+                     {"m", boost::json::value_from(m_list({}, false))},
                      {"linear_us_per_step", boost::json::value_from(us)}});
     }
   }
@@ -245,8 +254,9 @@ boost::json::array step_sums(const std::vector<Row>& rows) {
 }
 
 void print_table(const boost::json::object& out) {
-  std::printf("microseconds per call, wall/cpu; read %.1f GB/s, %lld threads, kernels %s\n", out.at("read_gbps").as_double(),
-              static_cast<long long>(out.at("threads").as_int64()), out.at("isa").as_string().c_str());
+  std::printf("microseconds per call, wall/cpu; read %.1f GB/s, %lld threads, kernels %s\n",
+              out.at("read_gbps").as_double(), static_cast<long long>(out.at("threads").as_int64()),
+              out.at("isa").as_string().c_str());
   for (const auto& v : out.at("results").as_array()) {
     const auto& o = v.as_object();
     std::printf("%-7s %-10s %-13s", o.at("model").as_string().c_str(), o.at("shape").as_string().c_str(),
@@ -267,7 +277,8 @@ void add_kernel_bench_options(CLI::App& cmd, KernelBenchArgs& a) {
   cmd.add_flag("--kernels", a.enabled, "the linear kernels on the committed pair's and Llama-3.2-sized shapes");
   cmd.add_flag("--prefill", a.prefill, "with --kernels: also M = 64 and 256 on the large shapes");
   cmd.add_option("--samples", a.samples, "with --kernels: timed samples per figure (median)")
-      ->capture_default_str()->check(CLI::Range(1, 1000));
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000));
 }
 
 void run_kernel_bench(const KernelBenchArgs& a, int32_t threads, bool json) {
@@ -292,11 +303,15 @@ void run_kernel_bench(const KernelBenchArgs& a, int32_t threads, bool json) {
   for (const Row& r : rows) results.push_back(row_json(r, read));
   boost::json::object handoff;  // gaps inside a step (spin catches them) and past the spin
   if (threads > 1) handoff = {{"gap_10us", parallel_for_us(pool, 10)}, {"gap_200us", parallel_for_us(pool, 200)}};
-  boost::json::object out{{"threads", threads},         {"isa", isa_name(best_isa())},
+  boost::json::object out{{"threads", threads},
+                          {"isa", isa_name(best_isa())},
                           {"parallel_for_us", handoff},
-                          {"read_gbps", read},          {"read_gbps_start", read_start},
-                          {"read_gbps_end", read_end},  {"stream_bytes", kStreamBytes},
-                          {"results", results},         {"committed_pair_steps", step_sums(rows)}};
+                          {"read_gbps", read},
+                          {"read_gbps_start", read_start},
+                          {"read_gbps_end", read_end},
+                          {"stream_bytes", kStreamBytes},
+                          {"results", results},
+                          {"committed_pair_steps", step_sums(rows)}};
   if (json) return print_json(out);
   print_table(out);
 }

@@ -10,9 +10,9 @@
 namespace specd::cli {
 
 struct KernelBenchArgs {
-  bool enabled = false;   // --kernels
-  bool prefill = false;   // --prefill: also M = 64 and 256 on the large shapes
-  int32_t samples = 11;   // the median of this many timed samples is reported
+  bool enabled = false;  // --kernels
+  bool prefill = false;  // --prefill: also M = 64 and 256 on the large shapes
+  int32_t samples = 11;  // the median of this many timed samples is reported
 };
 
 void add_kernel_bench_options(CLI::App& cmd, KernelBenchArgs& args);

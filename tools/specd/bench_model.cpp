@@ -11,10 +11,10 @@
 #include <cstring>
 #include <iostream>
 
-#include "engine/model/model_files.hpp"
 #include "engine/model/inference_weights.hpp"
 #include "engine/model/kv_cache.hpp"
 #include "engine/model/llama_model.hpp"
+#include "engine/model/model_files.hpp"
 #include "tools/specd/cli_common.hpp"
 
 namespace specd::cli {
@@ -80,7 +80,7 @@ Bandwidth measure_bandwidth() {
 struct Figures {
   LoadInfo load;
   int64_t parameters = 0;
-  double weight_bytes = 0;     // read once per decode step, whatever the batch
+  double weight_bytes = 0;        // read once per decode step, whatever the batch
   double kv_bytes_per_token = 0;  // per sequence and context position
   double prefill_seconds = 0;
   double decode_ms = 0, batch_step_ms = 0;
@@ -107,7 +107,7 @@ double time_decode(LlamaModel& model, KvCache& cache, const std::vector<int32_t>
     next = logits.argmax(-1).view({B, 1});
   };
   std::vector<double> runs;
-  for (int32_t r = 0; r <= a.runs; ++r) {  // run 0 warms up
+  for (int32_t r = 0; r <= a.runs; ++r) {                // run 0 warms up
     for (int32_t s : slots) cache.set_length(s, start);  // rows 1.. hold copies of row 0 up to start
     const auto t0 = Clock::now();
     for (int32_t i = 0; i < a.steps; ++i) step();
@@ -149,7 +149,9 @@ Figures measure_model(const std::string& dir, const ModelBenchArgs& a) {
       for (int32_t s : slots) {
         if (s == slots[0]) continue;
         cache.keys(layer)[s].narrow(1, 0, a.prompt_len).copy_(cache.keys(layer)[slots[0]].narrow(1, 0, a.prompt_len));
-        cache.values(layer)[s].narrow(1, 0, a.prompt_len).copy_(cache.values(layer)[slots[0]].narrow(1, 0, a.prompt_len));
+        cache.values(layer)[s]
+            .narrow(1, 0, a.prompt_len)
+            .copy_(cache.values(layer)[slots[0]].narrow(1, 0, a.prompt_len));
       }
     }
     f.batch_step_ms = time_decode(*model, cache, slots, a.prompt_len, a);
@@ -190,10 +192,15 @@ boost::json::object figures_json(const std::string& dir, const Figures& f, const
 
 void add_model_bench_options(CLI::App& cmd, ModelBenchArgs& a) {
   cmd.add_option("--batch", a.batch, "sequences in the batched decode measurement (1: skip it)")
-      ->capture_default_str()->check(CLI::Range(1, 256));
+      ->capture_default_str()
+      ->check(CLI::Range(1, 256));
   cmd.add_option("--prompt-len", a.prompt_len, "prefill length")->capture_default_str()->check(CLI::Range(1, 1 << 16));
-  cmd.add_option("--steps", a.steps, "timed decode steps per run")->capture_default_str()->check(CLI::Range(1, 1 << 16));
-  cmd.add_option("--runs", a.runs, "timed runs; the median is reported")->capture_default_str()->check(CLI::Range(1, 100));
+  cmd.add_option("--steps", a.steps, "timed decode steps per run")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1 << 16));
+  cmd.add_option("--runs", a.runs, "timed runs; the median is reported")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 100));
 }
 
 void run_model_bench(const PairArgs& pair, const ModelBenchArgs& a, bool json) {

@@ -6,8 +6,8 @@
 #include <optional>
 
 #include "actors/engine_runner.hpp"
-#include "engine/tokenizer/chat_template.hpp"
 #include "engine/base/errors.hpp"
+#include "engine/tokenizer/chat_template.hpp"
 #include "engine/tokenizer/tokenizer.hpp"
 #include "tools/specd/chat_messages.hpp"
 #include "tools/specd/cli_common.hpp"
@@ -50,7 +50,8 @@ void run_generate(const GenerateArgs& a, bool has_system) {
   std::optional<ChatTemplate> chat;
   std::vector<ChatMessage> messages;
   if (a.chat) {
-    chat = ChatTemplate::from_model_dir(a.pair.model.empty() ? default_target_dir() : std::filesystem::path(a.pair.model));
+    chat =
+        ChatTemplate::from_model_dir(a.pair.model.empty() ? default_target_dir() : std::filesystem::path(a.pair.model));
     messages = chat_messages(a, has_system);
     (void)chat->render(messages);  // validates the roles
   }
@@ -95,11 +96,13 @@ void run_generate(const GenerateArgs& a, bool has_system) {
     return;
   }
   std::cout << r.text << "\n";
-  std::fprintf(stderr, "[%s; %d prompt tokens, %zu generated in %.3f s: %.1f tokens/s (decode %.1f tokens/s), finish %s",
-               mode.c_str(), r.usage.prompt_tokens, r.token_ids.size(), total, tokens_per_second,
-               decode_tps, finish_reason_name(r.finish_reason));
+  std::fprintf(stderr,
+               "[%s; %d prompt tokens, %zu generated in %.3f s: %.1f tokens/s (decode %.1f tokens/s), finish %s",
+               mode.c_str(), r.usage.prompt_tokens, r.token_ids.size(), total, tokens_per_second, decode_tps,
+               finish_reason_name(r.finish_reason));
   if (request.spec.enabled) {
-    std::fprintf(stderr, "; acceptance %.1f%%, %.2f tokens/round", 100 * r.spec.acceptance_rate(), r.spec.tokens_per_round());
+    std::fprintf(stderr, "; acceptance %.1f%%, %.2f tokens/round", 100 * r.spec.acceptance_rate(),
+                 r.spec.tokens_per_round());
   }
   std::fprintf(stderr, "]\n");
 }
@@ -113,23 +116,29 @@ void add_generate_command(CLI::App& app) {
   auto* prompt = cmd->add_option("--prompt", args->prompt, "prompt text (BOS is prepended)");
   auto* ids = cmd->add_option("--prompt-ids", args->prompt_ids, "prompt as token ids, e.g. 1,2,3");
   prompt->excludes(ids);
-  auto* chat = cmd->add_flag("--chat", args->chat, "render the prompt with the model's chat template (--prompt is the user message)");
+  auto* chat = cmd->add_flag("--chat", args->chat,
+                             "render the prompt with the model's chat template (--prompt is the user message)");
   auto* system = cmd->add_option("--system", args->system, "system message (with --chat)");
   auto* messages = cmd->add_option("--messages", args->messages_file, "OpenAI-style messages JSON file (with --chat)");
   system->needs(chat)->excludes(messages);
   messages->needs(chat)->excludes(prompt)->excludes(ids);
   chat->excludes(ids);
   cmd->add_option("--max-tokens", args->max_tokens, "tokens to generate at most")
-      ->capture_default_str()->check(CLI::Range(1, 1 << 20));
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--stop", args->stop, "stop string (repeatable); the text ends before it");
   cmd->add_option("--temperature", args->sampling.temperature, "0 is greedy")
-      ->capture_default_str()->check(CLI::Range(0.0, 100.0));
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 100.0));
   cmd->add_option("--top-k", args->sampling.top_k, "keep the k most likely tokens (0: all)")
-      ->capture_default_str()->check(CLI::NonNegativeNumber);
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   cmd->add_option("--top-p", args->sampling.top_p, "nucleus mass in (0, 1]")
-      ->capture_default_str()->check(CLI::Range(1e-9, 1.0));
+      ->capture_default_str()
+      ->check(CLI::Range(1e-9, 1.0));
   cmd->add_option("--repetition-penalty", args->sampling.repetition_penalty, "CTRL-style penalty (1: off)")
-      ->capture_default_str()->check(CLI::Range(1e-3, 100.0));
+      ->capture_default_str()
+      ->check(CLI::Range(1e-3, 100.0));
   cmd->add_option("--seed", args->sampling.seed, "sampling seed")->capture_default_str();
   cmd->add_flag("--ignore-eos", args->ignore_eos, "keep generating past EOS (benchmarks: always max-tokens)");
   cmd->add_flag("--json", args->json, "print one JSON object");

@@ -25,7 +25,8 @@ void parse_k(const std::string& text, SpecSettings& spec) {
   int k = 0;
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), k);
   if (ec != std::errc() || end != text.data() + text.size() || k < 1 || k > kMaxK) {
-    throw CLI::ValidationError("--k", "expected an integer in 1.." + std::to_string(kMaxK) + " or 'auto', got '" + text + "'");
+    throw CLI::ValidationError("--k",
+                               "expected an integer in 1.." + std::to_string(kMaxK) + " or 'auto', got '" + text + "'");
   }
   spec.k = k;
   spec.adaptive = false;
@@ -36,12 +37,16 @@ void add_pair_options(CLI::App& cmd, PairArgs& a) {
   cmd.add_option("--draft", a.draft, "draft model directory (default: the committed draft with the default target)");
   cmd.add_option("--k", a.k, "drafted tokens per round, 1..16, or 'auto'")->capture_default_str();
   cmd.add_option("--drafter", a.drafter, "model or lookup (prompt lookup, no draft model)")
-      ->capture_default_str()->check(CLI::IsMember({"model", "lookup"}));
+      ->capture_default_str()
+      ->check(CLI::IsMember({"model", "lookup"}));
   cmd.add_flag("--no-spec", a.no_spec, "target-only generation");
   cmd.add_option("--max-seq-len", a.max_seq_len, "KV cache length per sequence")
-      ->capture_default_str()->check(CLI::Range(2, 1 << 20));
-  cmd.add_option("--threads", a.threads, "compute threads (0: the CPUs this process may use, affinity and cgroup quota)")
-      ->capture_default_str()->check(CLI::Range(0, 256));
+      ->capture_default_str()
+      ->check(CLI::Range(2, 1 << 20));
+  cmd.add_option("--threads", a.threads,
+                 "compute threads (0: the CPUs this process may use, affinity and cgroup quota)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 256));
 }
 
 ThreadPolicy apply_cli_thread_policy(int threads) {
@@ -73,7 +78,8 @@ PairChoice choose_pair(const PairArgs& a) {
   parse_k(a.k, p.spec);
   p.spec.k_max = std::max(p.spec.k_max, p.spec.k);
   p.spec.drafter = a.drafter == "lookup" ? DrafterKind::lookup : DrafterKind::model;
-  const bool default_target = a.model.empty() || fs::weakly_canonical(a.model) == fs::weakly_canonical(default_target_dir());
+  const bool default_target =
+      a.model.empty() || fs::weakly_canonical(a.model) == fs::weakly_canonical(default_target_dir());
   p.engine.target_dir = a.model.empty() ? default_target_dir() : fs::path(a.model);
   if (!a.no_spec && p.spec.drafter == DrafterKind::model) {
     if (!a.draft.empty()) {

@@ -70,12 +70,16 @@ void run_serve(const ServeArgs& a) {
   asio::signal_set signals(io, SIGINT, SIGTERM);
   signals.async_wait([&](const boost::system::error_code& ec, int signal) {
     if (ec) return;
-    std::fprintf(stderr, "specd serve: signal %d, stopping (deadline %.1f s)\n", signal, config.shutdown_deadline_seconds);
-    actors::spawn_logged(io.get_executor(), [&]() -> asio::awaitable<void> {
-      co_await gateway->stop();
-      co_await engine.stop(std::chrono::milliseconds(1000));
-      io.stop();
-    }, "shutdown");
+    std::fprintf(stderr, "specd serve: signal %d, stopping (deadline %.1f s)\n", signal,
+                 config.shutdown_deadline_seconds);
+    actors::spawn_logged(
+        io.get_executor(),
+        [&]() -> asio::awaitable<void> {
+          co_await gateway->stop();
+          co_await engine.stop(std::chrono::milliseconds(1000));
+          io.stop();
+        },
+        "shutdown");
   });
   std::vector<std::thread> threads;
   for (int i = 1; i < io_threads; ++i) threads.emplace_back([&io] { io.run(); });
@@ -92,14 +96,17 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option("--config", args->config_file, "TOML config (default: conf/specd.toml of the source tree)")
       ->check(CLI::ExistingFile);
   cmd->add_option("--host", args->host, "address to bind (config server.host, default 127.0.0.1)");
-  cmd->add_option("--port", args->port, "port to bind; 0 picks a free one (config server.port)")->check(CLI::Range(0, 65535));
+  cmd->add_option("--port", args->port, "port to bind; 0 picks a free one (config server.port)")
+      ->check(CLI::Range(0, 65535));
   cmd->add_option("--token", args->token, "bearer token every route requires (config server.auth_token)");
   cmd->add_option("--web-root", args->web_root, "directory of static pages served at / (config server.web_root)");
   cmd->add_option("--model", args->model, "target model directory, served target-only (config engine.target)");
   cmd->add_option("--threads", args->threads, "compute threads across both lanes, 0: automatic (config engine.threads)")
       ->check(CLI::Range(0, 256));
-  cmd->add_option("--io-threads", args->io_threads, "threads running sessions and actors, 0: one per usable CPU "
-                  "(config server.io_threads)")->check(CLI::Range(0, 1024));
+  cmd->add_option("--io-threads", args->io_threads,
+                  "threads running sessions and actors, 0: one per usable CPU "
+                  "(config server.io_threads)")
+      ->check(CLI::Range(0, 1024));
   cmd->add_option("--shutdown-deadline", args->shutdown_deadline, "seconds streams may finish after SIGINT/SIGTERM")
       ->check(CLI::Range(0.0, 3600.0));
   cmd->callback([args] { run_serve(*args); });

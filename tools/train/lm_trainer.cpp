@@ -18,9 +18,8 @@ using Clock = std::chrono::steady_clock;
 
 // Windows of seq_len + 1 tokens (inputs and shifted targets); with a BOS id the input
 // row is BOS followed by the window, matching how prompts are encoded.
-std::pair<torch::Tensor, torch::Tensor> make_batch(const std::vector<int32_t>& ids,
-                                                   const std::vector<int64_t>& starts, int64_t seq_len,
-                                                   int32_t bos_id) {
+std::pair<torch::Tensor, torch::Tensor> make_batch(const std::vector<int32_t>& ids, const std::vector<int64_t>& starts,
+                                                   int64_t seq_len, int32_t bos_id) {
   const auto B = static_cast<int64_t>(starts.size());
   torch::Tensor inputs = torch::empty({B, seq_len}, torch::kLong);
   torch::Tensor targets = torch::empty({B, seq_len}, torch::kLong);
@@ -88,7 +87,8 @@ double validation_loss(LlamaModel& model, const std::vector<int32_t>& ids, int64
     auto [inputs, targets] = make_batch(ids, starts, seq_len, bos_id);
     torch::Tensor logits = model.forward_full(inputs);
     total += torch::nn::functional::cross_entropy(logits.reshape({-1, logits.size(-1)}), targets.reshape({-1}))
-                 .item<double>() * static_cast<double>(starts.size());
+                 .item<double>() *
+             static_cast<double>(starts.size());
     done += static_cast<int64_t>(starts.size());
   }
   return done ? total / static_cast<double>(done) : NAN;
@@ -98,8 +98,8 @@ TrainReport train_language_model(LlamaModel& model, const std::vector<int32_t>& 
                                  const std::vector<int32_t>& validation_ids, const TrainOptions& o) {
   model.train();
   if (o.teacher) o.teacher->eval();
-  torch::optim::AdamW optimizer(model.parameters(),
-                                torch::optim::AdamWOptions(o.learning_rate).betas({0.9, 0.95}).weight_decay(o.weight_decay));
+  torch::optim::AdamW optimizer(
+      model.parameters(), torch::optim::AdamWOptions(o.learning_rate).betas({0.9, 0.95}).weight_decay(o.weight_decay));
   std::mt19937_64 rng(o.seed);
   std::uniform_int_distribution<int64_t> pick(0, static_cast<int64_t>(train_ids.size()) - o.seq_len - 2);
   TrainReport report;
@@ -125,7 +125,8 @@ TrainReport train_language_model(LlamaModel& model, const std::vector<int32_t>& 
       const double tokens_per_s = static_cast<double>((step + 1) * o.batch_size * o.seq_len) / elapsed;
       const double eta = elapsed / static_cast<double>(step + 1) * static_cast<double>(o.steps - step - 1);
       std::printf("[%s] step %lld/%lld loss %.4f tokens/s %.0f elapsed %.0fs eta %.0fs\n", o.label.c_str(),
-                  static_cast<long long>(step + 1), static_cast<long long>(o.steps), smoothed, tokens_per_s, elapsed, eta);
+                  static_cast<long long>(step + 1), static_cast<long long>(o.steps), smoothed, tokens_per_s, elapsed,
+                  eta);
       std::fflush(stdout);
     }
     if ((step + 1) % o.eval_every == 0) {
@@ -143,7 +144,8 @@ TrainReport train_language_model(LlamaModel& model, const std::vector<int32_t>& 
   }
   model.eval();
   report.final_train_loss = smoothed;
-  report.validation_loss = validation_loss(model, validation_ids, o.seq_len, o.eval_batches * 4, o.batch_size, o.bos_id);
+  report.validation_loss =
+      validation_loss(model, validation_ids, o.seq_len, o.eval_batches * 4, o.batch_size, o.bos_id);
   report.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   return report;
 }

@@ -46,7 +46,7 @@ TrainReport train_language_model(LlamaModel& model, const std::vector<int32_t>& 
                                  const std::vector<int32_t>& validation_ids, const TrainOptions& options);
 
 // Mean next-token cross-entropy over fixed windows of the validation stream.
-double validation_loss(LlamaModel& model, const std::vector<int32_t>& ids, int64_t seq_len,
-                       int64_t batches, int64_t batch_size, int32_t bos_id);
+double validation_loss(LlamaModel& model, const std::vector<int32_t>& ids, int64_t seq_len, int64_t batches,
+                       int64_t batch_size, int32_t bos_id);
 
 }  // namespace specd

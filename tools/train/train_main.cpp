@@ -2,8 +2,8 @@
 // 1. a SentencePiece BPE tokenizer on the training split, 2. the target Llama,
 // 3. the draft Llama distilled from the target's soft labels; writes both as HF model
 // directories sharing the tokenizer, plus train_report.json with the figures.
-#include <CLI/CLI.hpp>
 #include <torch/torch.h>
+#include <CLI/CLI.hpp>
 
 #include <chrono>
 #include <cstdio>
@@ -13,9 +13,9 @@
 #include <string>
 #include <vector>
 
-#include "engine/model/model_files.hpp"
 #include "engine/base/errors.hpp"
 #include "engine/model/llama_model.hpp"
+#include "engine/model/model_files.hpp"
 #include "engine/tokenizer/sentencepiece_tokenizer.hpp"
 #include "tools/train/lm_trainer.hpp"
 
@@ -99,13 +99,14 @@ ModelConfig make_config(const Shape& s, int64_t vocab, int64_t max_positions) {
 void write_tokenizer_files(const fs::path& dir, const fs::path& spm_model) {
   fs::copy_file(spm_model, dir / "tokenizer.model", fs::copy_options::overwrite_existing);
   std::ofstream(dir / "generation_config.json") << "{\n  \"bos_token_id\": 1,\n  \"eos_token_id\": [2],\n"
-                                                    "  \"do_sample\": false,\n  \"max_length\": 1024\n}\n";
+                                                   "  \"do_sample\": false,\n  \"max_length\": 1024\n}\n";
   std::ofstream(dir / "tokenizer_config.json")
       << "{\n  \"tokenizer_class\": \"LlamaTokenizer\",\n  \"bos_token\": \"<s>\",\n  \"eos_token\": \"</s>\",\n"
          "  \"add_bos_token\": true,\n  \"add_eos_token\": false,\n  \"model_max_length\": 1024,\n"
          "  \"specd_chat_template\": \"speaker-turns\",\n"
          "  \"chat_template\": \"{{ bos_token }}{% for message in messages %}{{ message['role'] | upper }}:\\n"
-         "{{ message['content'] }}{{ eos_token }}{% endfor %}{% if add_generation_prompt %}ASSISTANT:\\n{% endif %}\"\n}\n";
+         "{{ message['content'] }}{{ eos_token }}{% endfor %}{% if add_generation_prompt %}ASSISTANT:\\n{% endif "
+         "%}\"\n}\n";
 }
 
 void add_shape_options(CLI::App& app, const std::string& who, Shape& s) {
@@ -151,8 +152,8 @@ int run(const Args& a) {
   const fs::path spm_model = a.teacher.empty() ? work / "tokenizer.model" : fs::path(a.teacher) / "tokenizer.model";
   if (a.teacher.empty()) {
     std::ofstream(work / "train.txt") << text.substr(0, cut);
-    train_sentencepiece("--input=" + (work / "train.txt").string() + " --model_prefix=" + (work / "tokenizer").string() +
-                        " --vocab_size=" + std::to_string(a.vocab_size) +
+    train_sentencepiece("--input=" + (work / "train.txt").string() + " --model_prefix=" +
+                        (work / "tokenizer").string() + " --vocab_size=" + std::to_string(a.vocab_size) +
                         " --model_type=bpe --byte_fallback=true --character_coverage=1.0"
                         " --normalization_rule_name=identity --remove_extra_whitespaces=false --add_dummy_prefix=false"
                         " --split_digits=true --unk_id=0 --bos_id=1 --eos_id=2 --pad_id=-1 --num_threads=2"
@@ -160,8 +161,8 @@ int run(const Args& a) {
   }
   SentencePieceTokenizer tok(spm_model);
   const auto train_ids = encode_stream(tok, train_paras), val_ids = encode_stream(tok, val_paras);
-  std::printf("tokenizer: vocab %d, %zu training tokens, %zu validation tokens\n", tok.vocab_size(),
-              train_ids.size(), val_ids.size());
+  std::printf("tokenizer: vocab %d, %zu training tokens, %zu validation tokens\n", tok.vocab_size(), train_ids.size(),
+              val_ids.size());
 
   TrainReport target_report, draft_report;
   std::shared_ptr<LlamaModel> target;
@@ -183,9 +184,10 @@ int run(const Args& a) {
   const double total = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::ofstream(out / "train_report.json")
       << "{\n  \"wall_seconds\": " << total << ",\n  \"training_tokens\": " << train_ids.size()
-      << ",\n  \"validation_tokens\": " << val_ids.size() << ",\n  \"target\": {\"parameters\": "
-      << target->parameter_count() << ", \"steps\": " << target_report.steps_done
-      << ", \"seconds\": " << target_report.seconds << ", \"validation_loss\": " << target_report.validation_loss
+      << ",\n  \"validation_tokens\": " << val_ids.size()
+      << ",\n  \"target\": {\"parameters\": " << target->parameter_count()
+      << ", \"steps\": " << target_report.steps_done << ", \"seconds\": " << target_report.seconds
+      << ", \"validation_loss\": " << target_report.validation_loss
       << "},\n  \"draft\": {\"parameters\": " << draft->parameter_count() << ", \"steps\": " << draft_report.steps_done
       << ", \"seconds\": " << draft_report.seconds << ", \"validation_loss\": " << draft_report.validation_loss
       << "}\n}\n";
@@ -206,10 +208,13 @@ int main(int argc, char** argv) {
   CLI::App app{"Train the default tiny draft/target Llama pair for specd"};
   app.add_option("--corpus", a.corpus, "training text")->capture_default_str();
   app.add_option("--out", a.out_dir, "output folder (gets target/ and draft/)")->capture_default_str();
-  app.add_option("--vocab-size", a.vocab_size, "SentencePiece BPE vocabulary")->capture_default_str()->check(CLI::Range(300, 65536));
+  app.add_option("--vocab-size", a.vocab_size, "SentencePiece BPE vocabulary")
+      ->capture_default_str()
+      ->check(CLI::Range(300, 65536));
   app.add_option("--seq-len", a.target_train.seq_len, "training window")->capture_default_str();
   app.add_option("--distill-weight", a.draft_train.distill_weight, "weight of the target's soft labels for the draft")
-      ->capture_default_str()->check(CLI::Range(0.0, 1.0));
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1.0));
   app.add_option("--teacher", a.teacher, "existing target directory: train only a draft distilled from it");
   app.add_option("--seed", a.seed, "random seed")->capture_default_str();
   app.add_option("--threads", a.threads, "intra-op threads")->capture_default_str()->check(CLI::Range(1, 256));

@@ -33,9 +33,7 @@ int64_t copy_out(std::string_view text, char* out, size_t out_cap) {
   return static_cast<int64_t>(text.size());
 }
 
-bool valid_id(const specd_spm* spm, int32_t id) {
-  return id >= 0 && id < spm->processor.GetPieceSize();
-}
+bool valid_id(const specd_spm* spm, int32_t id) { return id >= 0 && id < spm->processor.GetPieceSize(); }
 
 }  // namespace
 
@@ -63,8 +61,8 @@ specd_spm* specd_spm_create(const char* model_path, char* err, size_t err_cap) {
 
 void specd_spm_destroy(specd_spm* spm) { delete spm; }
 
-int64_t specd_spm_encode(const specd_spm* spm, const char* text, size_t text_len, int32_t* ids,
-                         size_t ids_cap, char* err, size_t err_cap) {
+int64_t specd_spm_encode(const specd_spm* spm, const char* text, size_t text_len, int32_t* ids, size_t ids_cap,
+                         char* err, size_t err_cap) {
   try {
     std::vector<int> out;
     const auto status = spm->processor.Encode(std::string_view(text, text_len), &out);
@@ -82,16 +80,16 @@ int64_t specd_spm_encode(const specd_spm* spm, const char* text, size_t text_len
   return -1;
 }
 
-int64_t specd_spm_decode(const specd_spm* spm, const int32_t* ids, size_t n_ids, char* out,
-                         size_t out_cap, char* err, size_t err_cap) {
+int64_t specd_spm_decode(const specd_spm* spm, const int32_t* ids, size_t n_ids, char* out, size_t out_cap, char* err,
+                         size_t err_cap) {
   try {
     std::vector<int> in(ids, ids + n_ids);
     // SentencePiece's own range check CHECKs in some versions; do it here.
     for (const int id : in) {
       if (!valid_id(spm, id)) {
-        write_error(err, err_cap,
-                    "id " + std::to_string(id) + " is out of range [0, " +
-                        std::to_string(spm->processor.GetPieceSize()) + ")");
+        write_error(
+            err, err_cap,
+            "id " + std::to_string(id) + " is out of range [0, " + std::to_string(spm->processor.GetPieceSize()) + ")");
         return -1;
       }
     }

@@ -34,19 +34,18 @@ SPECD_SPM_EXPORT void specd_spm_destroy(specd_spm* spm);
 
 /* Encodes text[0..text_len) without BOS/EOS. Returns the number of ids; they are
  * written only when that number is <= ids_cap. Returns -1 on failure (message in err). */
-SPECD_SPM_EXPORT int64_t specd_spm_encode(const specd_spm* spm, const char* text, size_t text_len,
-                                          int32_t* ids, size_t ids_cap, char* err, size_t err_cap);
+SPECD_SPM_EXPORT int64_t specd_spm_encode(const specd_spm* spm, const char* text, size_t text_len, int32_t* ids,
+                                          size_t ids_cap, char* err, size_t err_cap);
 
 /* Decodes ids into UTF-8 text. Returns the byte length of the text (no NUL is
  * written or counted); the text is written only when it fits in out_cap.
  * Returns -1 on failure, e.g. an id out of range (message in err). */
-SPECD_SPM_EXPORT int64_t specd_spm_decode(const specd_spm* spm, const int32_t* ids, size_t n_ids,
-                                          char* out, size_t out_cap, char* err, size_t err_cap);
+SPECD_SPM_EXPORT int64_t specd_spm_decode(const specd_spm* spm, const int32_t* ids, size_t n_ids, char* out,
+                                          size_t out_cap, char* err, size_t err_cap);
 
 /* The raw piece of id as stored in the model (e.g. "\xE2\x96\x81Hello", "<0x0A>", "<s>").
  * Same size protocol as decode; -1 when id is out of range. */
-SPECD_SPM_EXPORT int64_t specd_spm_id_to_piece(const specd_spm* spm, int32_t id, char* out,
-                                               size_t out_cap);
+SPECD_SPM_EXPORT int64_t specd_spm_id_to_piece(const specd_spm* spm, int32_t id, char* out, size_t out_cap);
 
 SPECD_SPM_EXPORT int32_t specd_spm_piece_count(const specd_spm* spm);
 /* Special ids; -1 when the model has none. */
