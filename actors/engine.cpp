@@ -21,7 +21,7 @@
 #include "engine/tokenizer/tokenizer.hpp"
 #include "gpu/compute_lane.hpp"
 #include "gpu/compute_permits.hpp"
-#include "gpu/trace_recorder.hpp"
+#include "trace/trace_recorder.hpp"
 
 namespace specd {
 

@@ -9,7 +9,7 @@
 #include "actors/spawn.hpp"
 #include "actors/verify_worker.hpp"
 #include "engine/speculation/prefill.hpp"
-#include "gpu/trace_recorder.hpp"
+#include "trace/trace_recorder.hpp"
 
 namespace specd::actors {
 

@@ -7,7 +7,7 @@
 
 #include "engine/kernels/kernel_threads.hpp"
 #include "gpu/compute_permits.hpp"
-#include "gpu/trace_recorder.hpp"
+#include "trace/trace_recorder.hpp"
 
 #ifdef SPECD_CUDA
 #include <c10/cuda/CUDAGuard.h>
