@@ -72,10 +72,13 @@
     return new uPlot(opts, alignCdfs(curves.map((c) => c.points)), el);
   }
 
-  // Lines against a shared x (e.g. clients): `series` = [{label, values, scale?}].
-  function lineChart(el, xs, series, { title, xLabel, yLabel, height }) {
+  // Lines against a shared x (client counts: a log2 axis, as ramps double) with
+  // `series` = [{label, values}]; `yRange` fixes the y axis (e.g. [0, 100] for percents).
+  function lineChart(el, xs, series, { title, xLabel, yLabel, height, yRange }) {
     const opts = baseOptions(el, { title, xLabel, yLabel, height });
-    opts.scales = { x: { time: false, range: (u, lo, hi) => [Math.min(0, lo), hi + Math.max(1, hi * 0.05)] } };
+    const logX = xs.every((x) => x > 0) && xs.length > 1;
+    opts.scales = { x: { time: false, distr: logX ? 3 : 1, log: 2 }, y: yRange ? { range: yRange } : {} };
+    opts.legend = { show: series.length > 1, live: true };
     opts.series = [{ label: xLabel }, ...series.map((s, i) => ({
       label: s.label, stroke: PALETTE[i % PALETTE.length], width: 2, points: { show: true, size: 7 },
     }))];
