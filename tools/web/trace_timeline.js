@@ -2,6 +2,9 @@
 // scheduler), one per request, drawn by hand. Wheel zooms around the pointer, dragging
 // pans, double-click fits, hovering shows an event's details, clicking a request row
 // selects it (its flows are drawn as arrows to the lane jobs that served it).
+// Drawn by hand: npm's timeline libraries (vis-timeline and the like) make a DOM node per
+// item and lag at the thousands of lane jobs a few seconds hold; uPlot, which draws the
+// CDFs, plots series against one x axis and has no tracks of intervals.
 'use strict';
 
 (() => {
