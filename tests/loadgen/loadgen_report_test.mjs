@@ -1,8 +1,10 @@
 // loadgen --report against `specd serve` on loopback (tests/support/with_server.sh sets
-// SPECD_PORT): a bad report path is refused before any load with a clear message; a
-// ramp's report is one self-contained page that Chromium renders with its four charts,
-// one CDF curve per level, the same figures loadgen printed as JSON and the run's
-// settings (the prompt holds "</script>", which must not break the page). Saves a screenshot.
+// SPECD_PORT) with 2 KV slots and 2 waiting places (small_server.toml): a bad report path
+// is refused before any load with a clear message; the ramp 1,2,8 (--keep-going; 8
+// clients overload the server) gives one self-contained page that Chromium renders with
+// its five charts, one CDF curve per level, the errors by code, the same figures loadgen
+// printed as JSON and the run's settings (the prompt holds "</script>", which must not
+// break the page). Saves a screenshot.
 //
 //   node loadgen_report_test.mjs --loadgen build/loadgen --report build/loadgen_report.html
 //        --screenshot build/loadgen_report.png
@@ -22,11 +24,12 @@ assertTrue(bad.stderr.includes("--report: cannot write '/nonexistent-dir/report.
   `the refusal names the option, the path and the reason: ${bad.stderr.split('\n')[0]}`);
 
 const prompt = 'ROMEO: </script><b>';
-const ramp = [1, 2, 4];
+const ramp = [1, 2, 8];
 const out = execFileSync(args.loadgen, ['--port', port, '--ramp', ramp.join(','), '--requests', '2', '--max-tokens', '16',
-  '--temperature', '0', '--k', '4', '--prompt', prompt, '--report', args.report], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
+  '--temperature', '0', '--k', '4', '--prompt', prompt, '--keep-going', '--report', args.report], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
 const report = JSON.parse(out);
-assertEqual(report.levels.map((l) => l.errors), [0, 0, 0], 'no errors in the run');
+assertEqual(report.levels.slice(0, 2).map((l) => l.errors), [0, 0], 'no errors below the capacity');
+assertEqual(Object.keys(report.levels[2].errors_by_code), ['overloaded'], '8 clients: overloaded errors');
 const html = readFileSync(args.report, 'utf8');
 assertEqual(html.match(/(src|href)\s*=\s*["']?(https?:)?\/\//g), null, 'the page loads nothing from the network');
 
@@ -46,17 +49,19 @@ try {
     return { data, charts: document.querySelectorAll('.uplot').length, canvases: document.querySelectorAll('.uplot canvas').length,
       ttft: labels('ttft'), itl: labels('itl'), tableRows: document.querySelectorAll('#levels tr').length,
       settings: document.getElementById('settings').textContent, errors: document.getElementById('errors').textContent,
-      tps: [...document.querySelectorAll('#levels tr')].slice(1).map((r) => r.children[4].textContent) }; })()`);
+      tps: [...document.querySelectorAll('#levels tr')].slice(1).map((r) => r.children[4].textContent),
+      errorRows: [...document.querySelectorAll('#errors tr')].map((r) => [...r.children].map((c) => c.textContent)) }; })()`);
   assertEqual(seen.data.report, report, 'the page\'s data is the JSON loadgen printed');
-  assertEqual(seen.charts, 4, 'charts: TTFT CDF, inter-token CDF, tokens/s, acceptance');
-  assertEqual(seen.canvases, 4, 'one canvas per chart');
+  assertEqual(seen.charts, 5, 'charts: TTFT CDF, inter-token CDF, tokens/s, acceptance, errors by code');
+  assertEqual(seen.canvases, 5, 'one canvas per chart');
   const curves = ['ms', ...ramp.map((c) => `${c} clients`)];
   assertEqual(seen.ttft, curves, 'one TTFT curve per level');
   assertEqual(seen.itl, curves, 'one inter-token curve per level');
   assertEqual(seen.tableRows, ramp.length + 1, 'the levels table: a header and a row per level');
   assertEqual(seen.tps, report.levels.map((l) => l.tokens_per_second.toFixed(1)), 'tokens/s per level in the table');
   assertTrue(seen.settings.includes(prompt), `the settings show the prompt intact: ${JSON.stringify(prompt)}`);
-  assertEqual(seen.errors, 'No errors at any level.', 'errors by code');
+  assertEqual(seen.errorRows, [['clients', 'overloaded'], ...report.levels.map((l) => [String(l.clients), String(l.errors_by_code.overloaded || 0)])],
+    'the errors-by-code table');
   seen.data.cdfs.forEach((cdf, i) => {
     const level = report.levels[i];
     assertEqual(cdf.clients, level.clients, `level ${i}: clients`);
