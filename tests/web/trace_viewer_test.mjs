@@ -110,8 +110,29 @@ async function checkFixture() {
   assertEqual(waterfall.order.slice(0, 5), ['queued', 'prefill', 'prefill', 'round', 'burst'], 'waterfall rows in time order');
   assertEqual(waterfall.roundNotes, request.rounds.map((r) => `K planned ${r.k_planned} · drafted ${r.drafted} · accepted ${r.accepted} · tokens ${r.tokens}`),
     'every round row with its counts');
+  await checkZoomAndPan(point, request.id);
   const shot = await page.send('Page.captureScreenshot', { format: 'png', captureBeyondViewport: true });
   writeScreenshot(args.screenshot, shot);
+}
+
+// The wheel zooms around the pointer, a drag pans without selecting, Fit restores the view.
+async function checkZoomAndPan(point, selectedId) {
+  const view = () => page.evaluate(`[...specdTraceViewer.timeline.view, specdTraceViewer.timeline.plotWidth]`);
+  const [a0, a1, plotWidth] = await view();
+  await page.send('Input.dispatchMouseEvent', { type: 'mouseWheel', x: point.x, y: point.y, deltaX: 0, deltaY: -400 });
+  const [b0, b1] = await page.waitFor(`(() => { const v = specdTraceViewer.timeline.view; return v[1] - v[0] < ${a1 - a0} && v; })()`,
+    5000, 'the wheel to zoom');
+  assertTrue(Math.abs((b1 - b0) / (a1 - a0) - Math.exp(-1)) < 1e-6, `wheel zoomed in by e: ${((a1 - a0) / (b1 - b0)).toFixed(4)}`);
+  const drag = [['mousePressed', point.x], ['mouseMoved', point.x + 50], ['mouseMoved', point.x + 100], ['mouseReleased', point.x + 100]];
+  for (const [type, x] of drag) {
+    await page.send('Input.dispatchMouseEvent', { type, x, y: point.y + 40, button: 'left', buttons: type === 'mouseReleased' ? 0 : 1, clickCount: 1 });
+  }
+  const [c0, c1] = await view();
+  const shift = (100 / plotWidth) * (b1 - b0);
+  assertTrue(Math.abs(b0 - c0 - shift) < 1e-6 && Math.abs(c1 - c0 - (b1 - b0)) < 1e-6, `dragging 100 px panned by ${shift.toFixed(1)} us`);
+  assertEqual(await page.evaluate(`document.querySelector('.waterfall').dataset.request`), selectedId, 'a drag selects nothing');
+  await page.click('#fit');
+  assertEqual(await view(), [a0, a1, plotWidth], 'Fit restores the whole trace');
 }
 
 async function checkLive() {
