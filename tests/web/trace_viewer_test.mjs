@@ -4,7 +4,9 @@
 //    loaded with ?src=: lane and request counts, the window's latency percentiles, a
 //    round's hover card, a clicked request's waterfall rows; saves a screenshot;
 // 2. live mode after some traffic: while GET /v1/trace answers 404 the page says the
-//    server does not record traces yet; once it answers, the page shows its lanes;
+//    server does not record traces yet; once it answers, the page shows its lanes; and
+//    with /v1/trace answered by the fixture (DevTools' Fetch domain): the page polls with
+//    ?seconds= and its own ?access_token= as the bearer token, and draws what it gets;
 // 3. a real `specd bench --concurrency 1,4 --trace FILE` file, valid and opened through
 //    the file picker: its lanes, its requests and a request's queued/generating spans.
 //
@@ -37,6 +39,7 @@ try {
   await page.send('Emulation.setDeviceMetricsOverride', { width: 1400, height: 1000, deviceScaleFactor: 1, mobile: false });
   await checkFixture();
   await checkLive();
+  await checkLivePolling();
   await checkBenchFile();
   assertEqual(pageErrors, [], 'no uncaught exceptions in the page');
 } finally {
@@ -155,6 +158,26 @@ async function checkLive() {
   const lanes = live.traceEvents.filter((e) => e.ph === 'M' && e.name === 'thread_name' && e.pid === 1).length;
   await page.waitFor(`document.body.dataset.state === 'loaded'`, 15000, 'the live trace');
   assertEqual(await page.evaluate(`Number(document.getElementById('summary').dataset.lanes)`), lanes, 'live lanes');
+}
+
+async function checkLivePolling() {
+  const polls = [];
+  const body = Buffer.from(JSON.stringify(trace)).toString('base64');
+  page.on('Fetch.requestPaused', (e) => {
+    polls.push({ url: e.request.url, authorization: e.request.headers.Authorization });
+    page.send('Fetch.fulfillRequest', { requestId: e.requestId, responseCode: 200,
+      responseHeaders: [{ name: 'Content-Type', value: 'application/json' }], body });
+  });
+  await page.send('Fetch.enable', { patterns: [{ urlPattern: '*/v1/trace?*' }] });
+  await page.navigate(`${base}/trace?access_token=viewer-token&seconds=5`);
+  await page.waitFor(`document.body.dataset.state === 'loaded'`, 15000, 'the live trace');
+  assertEqual(await page.evaluate(`[document.getElementById('summary').dataset.lanes, document.getElementById('summary').dataset.requests]`),
+    [String(expected.lanes), String(expected.requests.length)], 'live mode draws the lanes and requests /v1/trace answered');
+  await page.waitFor(`new Promise((resolve) => setTimeout(() => resolve(true), 2500))`, 5000, 'a second poll');
+  assertTrue(polls.length >= 2, `live mode polls again (${polls.length} polls)`);
+  assertEqual(new URL(polls[0].url).search, '?seconds=5', 'it asks for the window of ?seconds=');
+  assertEqual(polls[0].authorization, 'Bearer viewer-token', 'it passes the page\'s ?access_token= on as the bearer token');
+  await page.send('Fetch.disable');
 }
 
 async function checkBenchFile() {

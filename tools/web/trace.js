@@ -15,6 +15,7 @@
     ['round', '#1f9bb0'], ['burst', '#2a9d5c'], ['generating', '#8fb8ef']];
 
   let model = null, selectedId = null, charts = [], pollTimer = null, paused = false;
+  let liveRun = 0;  // bumped when live mode starts or stops: a poll in flight from before is dropped
   const timeline = new specd.Timeline($('timeline'), $('tooltip'), { onSelect: select });
 
   function setStatus(text, state) {
@@ -121,6 +122,7 @@
 
   async function poll() {
     pollTimer = null;
+    const run = liveRun;
     const seconds = Math.max(1, Number($('seconds').value) || 10);
     // The chat page's convention: the page's own ?access_token= authorizes its API calls.
     const token = params.get('access_token');
@@ -129,8 +131,9 @@
     try {
       response = await fetch(`/v1/trace?seconds=${seconds}`, { headers, cache: 'no-store' });
     } catch (e) {
-      return retry(`the server did not answer (${e.message}); retrying`);
+      return run === liveRun && retry(`the server did not answer (${e.message}); retrying`);
     }
+    if (run !== liveRun) return;
     if (response.status === 404) {
       stopLive();
       setStatus('not recording', 'notice');
@@ -145,7 +148,14 @@
       return;
     }
     if (!response.ok) return retry(`GET /v1/trace answered ${response.status}; retrying`);
-    if (!paused) load(await response.json(), `live: last ${seconds} s`, true);
+    let trace;
+    try {
+      trace = await response.json();
+    } catch (e) {
+      return run === liveRun && retry(`GET /v1/trace answered something that is not JSON (${e.message}); retrying`);
+    }
+    if (run !== liveRun) return;
+    if (!paused) load(trace, `live: last ${seconds} s`, true);
     pollTimer = setTimeout(poll, POLL_MS);
   }
 
@@ -166,6 +176,7 @@
   }
 
   function stopLive() {
+    liveRun += 1;
     clearTimeout(pollTimer);
     pollTimer = null;
     $('live').classList.remove('active');

@@ -39,15 +39,16 @@
       this.selected = null;
       this.rows = [];
       this.view = [0, 1];
+      this.userMoved = false;
       this.listen();
     }
 
+    // Live refreshes keep the view the user zoomed or panned to; otherwise they follow the window.
     setModel(model, keepView) {
-      const hadModel = this.model !== null;
       this.model = model;
       this.layout();
-      if (!keepView || !hadModel) this.fit();
-      else this.draw();
+      if (keepView && this.userMoved) this.draw();
+      else this.fit();
     }
 
     layout() {
@@ -68,6 +69,7 @@
 
     fit() {
       const m = this.model;
+      this.userMoved = false;
       const pad = Math.max(1, (m.dataEnd - m.dataStart) * 0.02);
       this.view = [m.dataStart - pad, m.dataEnd + pad];
       this.draw();
@@ -242,6 +244,7 @@
       c.addEventListener('mousemove', (e) => {
         if (drag && Math.abs(e.offsetX - drag.x) > 3) {
           drag.moved = true;
+          this.userMoved = true;
           const shift = ((e.offsetX - drag.x) / this.plotWidth) * (drag.view[1] - drag.view[0]);
           this.view = [drag.view[0] - shift, drag.view[1] - shift];
           this.draw();
@@ -258,6 +261,7 @@
       const span = Math.max(20, (this.view[1] - this.view[0]) * factor);
       const frac = (t - this.view[0]) / (this.view[1] - this.view[0]);
       this.view = [t - frac * span, t + (1 - frac) * span];
+      this.userMoved = true;
       this.draw();
     }
 
