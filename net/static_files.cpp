@@ -37,6 +37,7 @@ std::optional<std::filesystem::path> resolve_static_path(const std::filesystem::
   if (!decoded) return std::nullopt;
   std::string& p = *decoded;
   if (p.find('\0') != std::string::npos || p.find('\\') != std::string::npos) return std::nullopt;
+  if (p == "/trace") return root / "trace.html";  // the trace viewer's address (README "Traces")
   std::filesystem::path relative;
   size_t start = 1;
   while (start <= p.size()) {

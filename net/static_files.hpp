@@ -7,7 +7,7 @@
 
 namespace specd::net {
 
-// The file for a GET of `path` (no query): "/" is index.html; percent escapes decoded;
+// The file for a GET of `path` (no query): "/" is index.html, "/trace" trace.html; percent escapes decoded;
 // nullopt for "..", NUL, backslashes or a bad escape.
 std::optional<std::filesystem::path> resolve_static_path(const std::filesystem::path& root, std::string_view path);
 

@@ -9,6 +9,8 @@ using namespace specd::net;
 TEST_CASE("targets map to files under the root; / is index.html") {
   const std::filesystem::path root = "/srv/web";
   CHECK(resolve_static_path(root, "/") == root / "index.html");
+  CHECK(resolve_static_path(root, "/trace") == root / "trace.html");  // the trace viewer
+  CHECK(resolve_static_path(root, "/trace/") == root / "trace" / "index.html");
   CHECK(resolve_static_path(root, "/app.js") == root / "app.js");
   CHECK(resolve_static_path(root, "/js/") == root / "js" / "index.html");
   CHECK(resolve_static_path(root, "/a%20b.css") == root / "a b.css");

@@ -16,11 +16,9 @@ double nearest_rank(const std::vector<double>& sorted, double q) {
   return sorted[std::min(rank, sorted.size()) - 1];
 }
 
-double rounded(double v) { return std::round(v * 1000.0) / 1000.0; }
-
 boost::json::object percentiles_json(const Percentiles& p) {
-  return {{"count", p.count},      {"p50", rounded(p.p50)}, {"p90", rounded(p.p90)},
-          {"p99", rounded(p.p99)}, {"max", rounded(p.max)}, {"mean", rounded(p.mean)}};
+  return {{"count", p.count},     {"p50", round3(p.p50)}, {"p90", round3(p.p90)},
+          {"p99", round3(p.p99)}, {"max", round3(p.max)}, {"mean", round3(p.mean)}};
 }
 
 template <class Map>
@@ -44,6 +42,8 @@ Percentiles percentiles(std::vector<double> samples) {
   p.mean = std::accumulate(samples.begin(), samples.end(), 0.0) / static_cast<double>(samples.size());
   return p;
 }
+
+double round3(double v) { return std::round(v * 1000.0) / 1000.0; }
 
 int64_t LevelStats::error_count() const {
   int64_t n = 0;
@@ -74,8 +74,12 @@ LevelStats summarize(int32_t clients, const std::vector<StreamRecord>& records, 
     ibl.insert(ibl.end(), r.inter_burst_ms.begin(), r.inter_burst_ms.end());
     total.push_back(r.total_ms);
   }
-  s.ttft_ms = percentiles(std::move(ttft));
-  s.inter_token_ms = percentiles(std::move(itl));
+  std::sort(ttft.begin(), ttft.end());
+  std::sort(itl.begin(), itl.end());
+  s.ttft_ms = percentiles(ttft);
+  s.inter_token_ms = percentiles(itl);
+  s.ttft_sorted_ms = std::move(ttft);
+  s.inter_token_sorted_ms = std::move(itl);
   s.inter_burst_ms = percentiles(std::move(ibl));
   s.total_ms = percentiles(std::move(total));
   return s;
@@ -92,11 +96,11 @@ boost::json::value LevelStats::to_json() const {
       {"peak_in_flight", peak_in_flight},
       {"seconds", std::round(seconds * 1e6) / 1e6},  // microseconds: a fast level lasts a few ms
       {"tokens", tokens},
-      {"tokens_per_second", rounded(tokens_per_second())},
+      {"tokens_per_second", round3(tokens_per_second())},
       {"drafted", drafted},
       {"accepted", accepted},
       // null without drafts: target-only runs, and SSE streams (which carry no counters)
-      {"acceptance_rate", drafted > 0 ? boost::json::value(rounded(acceptance_rate())) : boost::json::value(nullptr)},
+      {"acceptance_rate", drafted > 0 ? boost::json::value(round3(acceptance_rate())) : boost::json::value(nullptr)},
       {"ttft_ms", percentiles_json(ttft_ms)},
       {"inter_token_ms", percentiles_json(inter_token_ms)},
       {"inter_burst_ms", percentiles_json(inter_burst_ms)},

@@ -21,6 +21,9 @@ struct Percentiles {
 // below it); all zero for no samples.
 Percentiles percentiles(std::vector<double> samples);
 
+// Three decimals (milliseconds to the microsecond), as the reports print figures.
+double round3(double v);
+
 struct LevelStats {
   int32_t clients = 0;
   int64_t requests = 0;                   // sent
@@ -31,6 +34,8 @@ struct LevelStats {
   int64_t peak_in_flight = 0;  // most streams open at once, as the clients saw it
   double seconds = 0;          // level wall time, first send to last end
   Percentiles ttft_ms, inter_token_ms, inter_burst_ms, total_ms;
+  // The samples behind ttft_ms and inter_token_ms, sorted: the HTML report's CDFs.
+  std::vector<double> ttft_sorted_ms, inter_token_sorted_ms;
 
   int64_t error_count() const;
   double tokens_per_second() const { return seconds > 0 ? tokens / seconds : 0; }

@@ -8,6 +8,7 @@
 #include <iostream>
 
 #include "json/json_serialize.hpp"
+#include "tools/loadgen/html_report.hpp"
 #include "tools/loadgen/level_runner.hpp"
 #include "tools/loadgen/loadgen_options.hpp"
 #include "tools/loadgen/sse_client.hpp"
@@ -58,6 +59,10 @@ int run(const LoadgenOptions& o) {
   const int64_t sustained = max_concurrent_without_errors(results);
   report["max_concurrent_streams_without_errors"] = sustained;
   std::cout << serialize_json(report) << std::endl;
+  if (!o.report.empty()) {
+    write_html_report(o.report, render_html_report(report, results));
+    std::cerr << "loadgen: report written to " << o.report << "\n";
+  }
   return sustained > 0 ? 0 : 1;
 }
 

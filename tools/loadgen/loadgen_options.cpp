@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "json/json_serialize.hpp"
+#include "tools/loadgen/html_report.hpp"
 
 namespace specd::loadgen {
 
@@ -72,6 +73,8 @@ LoadgenOptions parse_options(int argc, char** argv) {
                  "seconds per ramp level before the remaining streams count as timeout errors")
       ->capture_default_str()
       ->check(CLI::Range(0.1, 86400.0));
+  app.add_option("--report", o.report, "also write a self-contained HTML report (CDFs and charts) to this file")
+      ->check(CLI::Validator(report_path_problem, "FILE.html"));
   try {
     app.parse(argc, argv);
     check_k(o.k);

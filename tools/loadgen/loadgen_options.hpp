@@ -29,6 +29,7 @@ struct LoadgenOptions {
   bool speculative = true;
   std::string k = "4";     // 1..16 or "auto"
   double timeout_s = 300;  // per level
+  std::string report;      // --report FILE.html, when given
 };
 
 // Parses argv; prints help or a usage error and exits as CLI11 does.
