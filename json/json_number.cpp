@@ -42,6 +42,11 @@ void append_json_number(std::string& out, double value) {
   out += digits;
 }
 
+double round_to(double value, int decimals) {
+  const double scale = std::pow(10.0, decimals);
+  return std::round(value * scale) / scale;
+}
+
 void append_python_float(std::string& out, double value) {
   if (!std::isfinite(value)) {
     out += "null";  // Python would write NaN or Infinity, which JSON readers refuse

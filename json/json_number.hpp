@@ -17,4 +17,8 @@ namespace specd {
 void append_json_number(std::string& out, double value);
 void append_python_float(std::string& out, double value);
 
+// `value` rounded to `decimals` places, for a figure whose further digits are noise: its
+// shortest digits then print no more places than that ("12.3", not "12.299999713").
+double round_to(double value, int decimals);
+
 }  // namespace specd

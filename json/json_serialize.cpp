@@ -2,6 +2,8 @@
 
 #include <boost/json/serializer.hpp>
 
+#include <charconv>
+
 #include "json/json_number.hpp"
 
 namespace specd {
@@ -32,8 +34,18 @@ class TextWriter {
         else
           append_json_number(out_, v.get_double());
         break;
-      default:  // integers, booleans, null: Boost's text is already plain
-        scalar(v);
+      case json::kind::int64:
+        integer(v.get_int64());
+        break;
+      case json::kind::uint64:
+        integer(v.get_uint64());
+        break;
+      case json::kind::bool_:
+        out_ += v.get_bool() ? "true" : "false";
+        break;
+      case json::kind::null:
+        out_ += "null";
+        break;
     }
   }
 
@@ -80,20 +92,18 @@ class TextWriter {
 
   void string(json::string_view s) {
     strings_.reset(s);
-    drain();
-  }
-
-  void scalar(const json::value& v) {
-    strings_.reset(&v);
-    drain();
-  }
-
-  void drain() {
     char buffer[256];
     while (!strings_.done()) {
       const json::string_view piece = strings_.read(buffer);
       out_.append(piece.data(), piece.size());
     }
+  }
+
+  template <class Integer>
+  void integer(Integer n) {
+    char buffer[24];
+    const auto [end, ec] = std::to_chars(buffer, buffer + sizeof buffer, n);
+    out_.append(buffer, end);
   }
 
   std::string& out_;
@@ -107,6 +117,7 @@ void append_json(std::string& out, const boost::json::value& value) { TextWriter
 
 std::string serialize_json(const boost::json::value& value) {
   std::string out;
+  out.reserve(256);  // a burst frame's size: no regrowth on the hot path
   append_json(out, value);
   return out;
 }

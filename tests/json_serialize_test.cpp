@@ -156,3 +156,10 @@ TEST_CASE("strings longer than the serializer's buffer come out whole") {
   const std::string long_text(1000, 'x');
   CHECK(serialize_json(boost::json::value(long_text + "\n")) == "\"" + long_text + "\\n\"");
 }
+
+TEST_CASE("a figure rounded to its places prints no more digits than those") {
+  CHECK(number(specd::round_to(12.299999713, 1)) == "12.3");
+  CHECK(number(specd::round_to(0.123456, 4)) == "0.1235");
+  CHECK(number(specd::round_to(2.0004, 3)) == "2");
+  CHECK(number(specd::round_to(-1.25, 1)) == "-1.3");  // half away from zero, as std::round
+}

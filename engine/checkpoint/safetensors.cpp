@@ -173,38 +173,31 @@ class HeaderParser {
 
 // ---- Writing ----
 
-// The shape as a header list; throws shape_mismatch unless it fits t.bytes exactly.
-boost::json::array checked_shape(const TensorToWrite& t, const std::string& file) {
+// Throws shape_mismatch unless the shape fits t.bytes exactly.
+void check_shape(const TensorToWrite& t, const std::string& file) {
   uint64_t numel = 1;
   bool ok = true;
   for (int64_t d : t.shape) ok = ok && d >= 0 && !__builtin_mul_overflow(numel, uint64_t(d), &numel);
   uint64_t nbytes = 0;
   ok = ok && !__builtin_mul_overflow(numel, dtype_size(t.dtype), &nbytes) && nbytes == t.bytes.size();
-  boost::json::array shape(t.shape.begin(), t.shape.end());
   if (!ok)
     throw SpecdError(ErrorCode::shape_mismatch, file + ": tensor '" + t.name + "' has " +
                                                     std::to_string(t.bytes.size()) + " bytes, which does not fit " +
-                                                    dtype_name(t.dtype) + " shape " + serialize_json(shape));
-  return shape;
+                                                    dtype_name(t.dtype) + " shape " +
+                                                    serialize_json(boost::json::array(t.shape.begin(), t.shape.end())));
 }
 
 std::string build_header(std::span<const TensorToWrite> tensors, const std::map<std::string, std::string>& metadata,
                          const std::string& file) {
-  boost::json::object header;
-  if (!metadata.empty()) header["__metadata__"] = boost::json::value_from(metadata);
   std::set<std::string_view> seen;
-  uint64_t offset = 0;
+  std::vector<HeaderEntry> entries;
   for (const auto& t : tensors) {
     if (t.name == "__metadata__" || !seen.insert(t.name).second)
       throw SpecdError(ErrorCode::invalid_argument, file + ": tensor name '" + t.name + "' is reserved or repeated");
-    header[t.name] = boost::json::object{{"dtype", dtype_name(t.dtype)},
-                                         {"shape", checked_shape(t, file)},
-                                         {"data_offsets", boost::json::array{offset, offset + t.bytes.size()}}};
-    offset += t.bytes.size();
+    check_shape(t, file);
+    entries.push_back({t.name, t.dtype, t.shape, t.bytes.size()});
   }
-  std::string h = serialize_json(header);
-  h.append((8 - h.size() % 8) % 8, ' ');  // keeps the data buffer 8-byte aligned
-  return h;
+  return safetensors_header(entries, metadata);
 }
 
 bool write_all(int fd, const void* data, size_t size) {
@@ -232,6 +225,22 @@ bool write_file(const std::string& path, const std::string& header, std::span<co
 }
 
 }  // namespace
+
+std::string safetensors_header(std::span<const HeaderEntry> entries,
+                               const std::map<std::string, std::string>& metadata) {
+  boost::json::object header;
+  if (!metadata.empty()) header["__metadata__"] = boost::json::value_from(metadata);
+  uint64_t offset = 0;
+  for (const HeaderEntry& e : entries) {
+    header[e.name] = boost::json::object{{"dtype", dtype_name(e.dtype)},
+                                         {"shape", boost::json::array(e.shape.begin(), e.shape.end())},
+                                         {"data_offsets", boost::json::array{offset, offset + e.bytes}}};
+    offset += e.bytes;
+  }
+  std::string text = serialize_json(header);
+  text.append((8 - text.size() % 8) % 8, ' ');
+  return text;
+}
 
 SafetensorsFile SafetensorsFile::open(const std::filesystem::path& path) {
   const std::string name = path.string();
