@@ -1,129 +1,118 @@
 #include "net/frames.hpp"
 
-#include "net/json_writer.hpp"
+#include <boost/json/array.hpp>
+#include <boost/json/object.hpp>
+
+#include "json/json_serialize.hpp"
 
 namespace specd::net {
 
+namespace json = boost::json;
+
 namespace {
 
-void write_ids(JsonWriter& w, const std::vector<int32_t>& ids) {
-  w.begin_array();
-  for (int32_t id : ids) w.value(id);
-  w.end_array();
+template <class Range>
+json::array array_of(const Range& items) {
+  return json::array(items.begin(), items.end());
 }
 
-void write_usage(JsonWriter& w, const Usage& u) {
-  w.key("usage").begin_object();
-  w.member("prompt_tokens", u.prompt_tokens).member("completion_tokens", u.completion_tokens);
-  w.member("total_tokens", u.prompt_tokens + u.completion_tokens).end_object();
+json::object usage_json(const Usage& u) {
+  return {{"prompt_tokens", u.prompt_tokens},
+          {"completion_tokens", u.completion_tokens},
+          {"total_tokens", u.prompt_tokens + u.completion_tokens}};
 }
 
-void write_spec(JsonWriter& w, const SpecStats& s) {
-  w.key("spec").begin_object();
-  w.member("rounds", s.rounds).member("drafted", s.drafted).member("accepted", s.accepted);
-  w.member("acceptance_rate", s.acceptance_rate()).member("tokens_per_round", s.tokens_per_round());
-  w.key("accepted_per_position").begin_array();
-  for (int64_t n : s.accepted_per_position) w.value(n);
-  w.end_array().end_object();
+json::object spec_json(const SpecStats& s) {
+  return {{"rounds", s.rounds},
+          {"drafted", s.drafted},
+          {"accepted", s.accepted},
+          {"acceptance_rate", s.acceptance_rate()},
+          {"tokens_per_round", s.tokens_per_round()},
+          {"accepted_per_position", array_of(s.accepted_per_position)}};
 }
 
-void write_timings(JsonWriter& w, const Timings& t) {
-  w.key("timings").begin_object();
-  w.member("queued_ms", t.queued_ms).member("first_token_ms", t.first_token_ms);
-  w.member("total_ms", t.total_ms).member("tokens_per_second", t.tokens_per_second).end_object();
-}
-
-void begin_openai(JsonWriter& w, const OpenAiIdentity& who, const char* object) {
-  w.begin_object().member("id", who.id).member("object", object).member("created", who.created);
-  w.member("model", who.model);
+json::object timings_json(const Timings& t) {
+  return {{"queued_ms", t.queued_ms},
+          {"first_token_ms", t.first_token_ms},
+          {"total_ms", t.total_ms},
+          {"tokens_per_second", t.tokens_per_second}};
 }
 
 const char* chunk_object(const OpenAiIdentity& who) { return who.chat ? "chat.completion.chunk" : "text_completion"; }
 
+// An OpenAI response: its identity, then `choice` (the one choice; none when null), then `tail`'s members.
+std::string openai_json(const OpenAiIdentity& who, const char* object, json::value choice, json::object tail = {}) {
+  json::object o{{"id", who.id}, {"object", object}, {"created", who.created}, {"model", who.model}};
+  o["choices"] = choice.is_null() ? json::array{} : json::array{std::move(choice)};
+  for (auto& member : tail) o[member.key()] = std::move(member.value());
+  return serialize_json(o);
+}
+
+// Choice 0 carrying `content` (a chat delta or message, or a completion's text) and the finish reason.
+json::object choice_json(json::string_view content_key, json::value content, const char* finish_reason) {
+  json::object choice{{"index", 0}};
+  choice[content_key] = std::move(content);
+  choice["logprobs"] = nullptr;
+  choice["finish_reason"] = finish_reason ? json::value(finish_reason) : nullptr;
+  return choice;
+}
+
 }  // namespace
 
 std::string tokens_frame(std::string_view id, const Burst& b) {
-  JsonWriter w;
-  w.begin_object().member("type", "tokens").member("id", id).member("text", b.text).key("token_ids");
-  write_ids(w, b.token_ids);
-  w.key("pieces").begin_array();
-  for (const std::string& piece : b.pieces) w.value(piece);
-  w.end_array();
-  w.member("drafted", b.drafted).member("accepted", b.accepted).end_object();
-  return w.take();
+  return serialize_json(json::object{{"type", "tokens"},
+                                     {"id", id},
+                                     {"text", b.text},
+                                     {"token_ids", array_of(b.token_ids)},
+                                     {"pieces", array_of(b.pieces)},
+                                     {"drafted", b.drafted},
+                                     {"accepted", b.accepted}});
 }
 
 std::string done_frame(std::string_view id, const GenerateResult& r) {
-  JsonWriter w;
-  w.begin_object().member("type", "done").member("id", id).member("finish_reason", finish_reason_name(r.finish_reason));
-  write_usage(w, r.usage);
-  write_spec(w, r.spec);
-  write_timings(w, r.timings);
-  w.end_object();
-  return w.take();
+  return serialize_json(json::object{{"type", "done"},
+                                     {"id", id},
+                                     {"finish_reason", finish_reason_name(r.finish_reason)},
+                                     {"usage", usage_json(r.usage)},
+                                     {"spec", spec_json(r.spec)},
+                                     {"timings", timings_json(r.timings)}});
 }
 
 const char* openai_finish_reason(FinishReason reason) { return finish_reason_name(reason); }
 
 std::string openai_text_chunk(const OpenAiIdentity& who, std::string_view text, bool first) {
-  JsonWriter w;
-  begin_openai(w, who, chunk_object(who));
-  w.key("choices").begin_array().begin_object().member("index", 0);
-  if (who.chat) {
-    w.key("delta").begin_object();
-    if (first) w.member("role", "assistant");
-    w.member("content", text).end_object();
-  } else {
-    w.member("text", text);
-  }
-  w.key("logprobs").null().key("finish_reason").null().end_object().end_array().end_object();
-  return w.take();
+  if (!who.chat) return openai_json(who, chunk_object(who), choice_json("text", json::string_view(text), nullptr));
+  json::object delta;
+  if (first) delta["role"] = "assistant";
+  delta["content"] = text;
+  return openai_json(who, chunk_object(who), choice_json("delta", std::move(delta), nullptr));
 }
 
 std::string openai_finish_chunk(const OpenAiIdentity& who, FinishReason reason) {
-  JsonWriter w;
-  begin_openai(w, who, chunk_object(who));
-  w.key("choices").begin_array().begin_object().member("index", 0);
-  if (who.chat)
-    w.key("delta").begin_object().end_object();
-  else
-    w.member("text", "");
-  w.key("logprobs").null().member("finish_reason", openai_finish_reason(reason)).end_object().end_array().end_object();
-  return w.take();
+  json::value content = who.chat ? json::value(json::object{}) : json::value("");
+  return openai_json(who, chunk_object(who),
+                     choice_json(who.chat ? "delta" : "text", std::move(content), openai_finish_reason(reason)));
 }
 
 std::string openai_usage_chunk(const OpenAiIdentity& who, const Usage& usage) {
-  JsonWriter w;
-  begin_openai(w, who, chunk_object(who));
-  w.key("choices").begin_array().end_array();
-  write_usage(w, usage);
-  w.end_object();
-  return w.take();
+  return openai_json(who, chunk_object(who), nullptr, {{"usage", usage_json(usage)}});
 }
 
 std::string openai_body(const OpenAiIdentity& who, const GenerateResult& r) {
-  JsonWriter w;
-  begin_openai(w, who, who.chat ? "chat.completion" : "text_completion");
-  w.key("choices").begin_array().begin_object().member("index", 0);
-  if (who.chat)
-    w.key("message").begin_object().member("role", "assistant").member("content", r.text).end_object();
-  else
-    w.member("text", r.text);
-  w.key("logprobs").null().member("finish_reason", openai_finish_reason(r.finish_reason)).end_object().end_array();
-  write_usage(w, r.usage);
-  write_spec(w, r.spec);
-  w.end_object();
-  return w.take();
+  const char* finish = openai_finish_reason(r.finish_reason);
+  json::object choice = who.chat
+                            ? choice_json("message", json::object{{"role", "assistant"}, {"content", r.text}}, finish)
+                            : choice_json("text", json::string_view(r.text), finish);
+  return openai_json(who, who.chat ? "chat.completion" : "text_completion", std::move(choice),
+                     {{"usage", usage_json(r.usage)}, {"spec", spec_json(r.spec)}});
 }
 
-std::string openai_error_body(ErrorCode code, std::string_view message) {
-  JsonWriter w;
-  const bool server_side =
-      code == ErrorCode::internal || code == ErrorCode::overloaded || code == ErrorCode::shutting_down;
-  w.begin_object().key("error").begin_object().member("message", message);
-  w.member("type", server_side ? "server_error" : "invalid_request_error").key("param").null();
-  w.member("code", error_code_name(code)).end_object().end_object();
-  return w.take();
+std::string openai_error_body(WireCode code, std::string_view message) {
+  return serialize_json(
+      json::object{{"error", json::object{{"message", message},
+                                          {"type", server_side(code) ? "server_error" : "invalid_request_error"},
+                                          {"param", nullptr},
+                                          {"code", wire_name(code)}}}});
 }
 
 }  // namespace specd::net

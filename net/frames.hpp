@@ -8,6 +8,7 @@
 
 #include "actors/engine.hpp"
 #include "net/protocol.hpp"
+#include "net/wire_error.hpp"
 
 namespace specd::net {
 
@@ -34,7 +35,7 @@ std::string openai_usage_chunk(const OpenAiIdentity& who, const Usage& usage);
 // The whole response of a stream:false request.
 std::string openai_body(const OpenAiIdentity& who, const GenerateResult& result);
 // {"error":{"message":..,"type":..,"param":null,"code":..}}
-std::string openai_error_body(ErrorCode code, std::string_view message);
+std::string openai_error_body(WireCode code, std::string_view message);
 
 // OpenAI's finish_reason for ours ("stop", "length"; a cancelled request reports "cancelled").
 const char* openai_finish_reason(FinishReason reason);

@@ -4,17 +4,20 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/websocket/rfc6455.hpp>
+#include <boost/json/array.hpp>
+#include <boost/json/object.hpp>
 
 #include <cstdio>
 #include <ctime>
 
 #include "actors/asio_aliases.hpp"
 #include "actors/spawn.hpp"
+#include "json/json_serialize.hpp"
 #include "net/frames.hpp"
-#include "net/json_writer.hpp"
 #include "net/listener.hpp"
 #include "net/openai_stream.hpp"
 #include "net/static_files.hpp"
+#include "net/wire_error.hpp"
 #include "net/ws_session.hpp"
 
 namespace specd::net {
@@ -51,11 +54,9 @@ bool equal_constant_time(std::string_view a, std::string_view b) {
 }
 
 std::string models_body(const std::string& model) {
-  JsonWriter w;
-  w.begin_object().member("object", "list").key("data").begin_array().begin_object();
-  w.member("id", model).member("object", "model").member("created", static_cast<int64_t>(std::time(nullptr)));
-  w.member("owned_by", "specd").end_object().end_array().end_object();
-  return w.take();
+  const boost::json::object entry{
+      {"id", model}, {"object", "model"}, {"created", static_cast<int64_t>(std::time(nullptr))}, {"owned_by", "specd"}};
+  return serialize_json(boost::json::object{{"object", "list"}, {"data", boost::json::array{entry}}});
 }
 
 }  // namespace
@@ -90,7 +91,7 @@ asio::awaitable<void> HttpSession::serve_requests() {
       HttpRequest head = parser.get();
       head.keep_alive(false);
       co_await send_error(
-          head, ErrorCode::frame_too_large,
+          head, GatewayCode::frame_too_large,
           ec == http::error::body_limit ? "the body exceeds max_body_bytes" : "the header exceeds max_header_bytes");
       break;
     }
@@ -98,7 +99,7 @@ asio::awaitable<void> HttpSession::serve_requests() {
     HttpRequest request = parser.release();
     if (refused_) {
       request.keep_alive(false);
-      co_await send_error(request, ErrorCode::too_many_connections, "the server is at its connection limit");
+      co_await send_error(request, GatewayCode::too_many_connections, "the server is at its connection limit");
       break;
     }
     if (beast::websocket::is_upgrade(request) && authorized(request) && path_of(request.target()) == "/v1/ws") {
@@ -130,7 +131,7 @@ asio::awaitable<bool> HttpSession::route(HttpRequest& request) {
   // as /?access_token=T, passes T on to its WebSocket handshake.
   const bool api = path.starts_with("/v1/") || path == "/health" || path == "/metrics";
   if (api && !authorized(request)) {
-    co_return co_await send_error(request, ErrorCode::unauthorized, "missing or wrong bearer token");
+    co_return co_await send_error(request, GatewayCode::unauthorized, "missing or wrong bearer token");
   }
   const auto method = request.method();
   if (path == "/v1/completions" || path == "/v1/chat/completions") {
@@ -142,11 +143,12 @@ asio::awaitable<bool> HttpSession::route(HttpRequest& request) {
     co_return co_await serve_openai(context, request, r);
   }
   if (method != http::verb::get && method != http::verb::head) {
-    co_return co_await send_error(request, ErrorCode::not_found, "no route for this method and path");
+    co_return co_await send_error(request, GatewayCode::not_found, "no route for this method and path");
   }
   if (path == "/health")
-    co_return co_await send_text(request, gateway_->stopping() ? "{\"status\":\"stopping\"}" : "{\"status\":\"ok\"}",
-                                 "application/json");
+    co_return co_await send_text(
+        request, serialize_json(boost::json::object{{"status", gateway_->stopping() ? "stopping" : "ok"}}),
+        "application/json");
   if (path == "/v1/models")
     co_return co_await send_text(request, models_body(gateway_->config().model_name), "application/json");
   if (path == "/metrics") co_return co_await send_metrics(request);
@@ -155,7 +157,7 @@ asio::awaitable<bool> HttpSession::route(HttpRequest& request) {
   co_return co_await send_file(request);
 }
 
-asio::awaitable<bool> HttpSession::send_error(const HttpRequest& request, ErrorCode code, std::string message) {
+asio::awaitable<bool> HttpSession::send_error(const HttpRequest& request, WireCode code, std::string message) {
   co_return co_await write_json_response(stream_, request, http_status_for(code), openai_error_body(code, message));
 }
 
@@ -185,7 +187,7 @@ asio::awaitable<bool> HttpSession::send_file(const HttpRequest& request) {
   beast::error_code ec;
   body.open(file->c_str(), beast::file_mode::scan, ec);
   if (ec)
-    co_return co_await send_error(request, ErrorCode::not_found,
+    co_return co_await send_error(request, GatewayCode::not_found,
                                   "no such file: " + std::string(path_of(request.target())));
   http::response<http::file_body> response{http::status::ok, request.version()};
   response.set(http::field::server, "specd");

@@ -15,6 +15,7 @@
 #include <optional>
 
 #include "actors/engine.hpp"
+#include "net/wire_error.hpp"
 
 namespace specd::net {
 
@@ -30,7 +31,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
  private:
   boost::asio::awaitable<void> serve_requests();
   boost::asio::awaitable<bool> route(HttpRequest& request);
-  boost::asio::awaitable<bool> send_error(const HttpRequest& request, ErrorCode code, std::string message);
+  boost::asio::awaitable<bool> send_error(const HttpRequest& request, WireCode code, std::string message);
   boost::asio::awaitable<bool> send_text(const HttpRequest& request, std::string body, const char* content_type);
   boost::asio::awaitable<bool> send_file(const HttpRequest& request);
   boost::asio::awaitable<bool> send_metrics(const HttpRequest& request);

@@ -86,7 +86,7 @@ void Metrics::request_finished(Route route, FinishReason reason) {
   ++finished_[{route, reason}];
 }
 
-void Metrics::request_error(Route route, ErrorCode code) {
+void Metrics::request_error(Route route, WireCode code) {
   std::lock_guard lock(mutex_);
   ++errors_[{route, code}];
 }
@@ -97,7 +97,7 @@ uint64_t Metrics::finished(Route route, FinishReason reason) const {
   return it == finished_.end() ? 0 : it->second;
 }
 
-uint64_t Metrics::errors(ErrorCode code) const {
+uint64_t Metrics::errors(WireCode code) const {
   std::lock_guard lock(mutex_);
   uint64_t n = 0;
   for (const auto& [key, count] : errors_) n += key.second == code ? count : 0;
@@ -118,7 +118,7 @@ void Metrics::render_gateway(std::string& out) const {
          "Requests and messages refused or failed, by route and error code.");
     for (const auto& [key, n] : errors_) {
       sample(out, "specd_request_errors_total",
-             std::string("route=\"") + route_name(key.first) + "\",code=\"" + error_code_name(key.second) + "\"",
+             std::string("route=\"") + route_name(key.first) + "\",code=\"" + wire_name(key.second) + "\"",
              static_cast<double>(n));
     }
   }

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "actors/engine.hpp"
+#include "net/wire_error.hpp"
 
 namespace specd::net {
 
@@ -41,7 +42,7 @@ class Metrics {
   Metrics();
 
   void request_finished(Route route, FinishReason reason);
-  void request_error(Route route, ErrorCode code);  // refused or failed, by code
+  void request_error(Route route, WireCode code);  // refused or failed, by code
   void time_to_first_token(double seconds) { ttft_.observe(seconds); }
   void inter_token(double seconds) { itl_.observe(seconds); }
   void end_to_end(double seconds) { e2e_.observe(seconds); }
@@ -54,14 +55,14 @@ class Metrics {
 
   const Histogram& ttft() const { return ttft_; }
   uint64_t finished(Route route, FinishReason reason) const;
-  uint64_t errors(ErrorCode code) const;
+  uint64_t errors(WireCode code) const;
 
  private:
   void render_gateway(std::string& out) const;
 
   mutable std::mutex mutex_;
   std::map<std::pair<Route, FinishReason>, uint64_t> finished_;
-  std::map<std::pair<Route, ErrorCode>, uint64_t> errors_;
+  std::map<std::pair<Route, WireCode>, uint64_t> errors_;
   Histogram ttft_, itl_, e2e_;
   std::atomic<int64_t> ws_connections_{0}, http_connections_{0}, refused_connections_{0};
 };

@@ -12,6 +12,7 @@
 #include "net/listener.hpp"
 #include "net/outbound_queue.hpp"
 #include "net/request_bridge.hpp"
+#include "net/wire_error.hpp"
 
 namespace specd::net {
 
@@ -143,28 +144,6 @@ asio::awaitable<bool> respond_whole(GenerationContext& c, const HttpRequest& req
 }
 
 }  // namespace
-
-http::status http_status_for(ErrorCode code) {
-  switch (code) {
-    case ErrorCode::unauthorized:
-      return http::status::unauthorized;
-    case ErrorCode::not_found:
-      return http::status::not_found;
-    case ErrorCode::frame_too_large:
-      return http::status::payload_too_large;
-    case ErrorCode::overloaded:
-    case ErrorCode::too_many_requests:
-      return http::status::too_many_requests;
-    case ErrorCode::too_many_connections:
-    case ErrorCode::shutting_down:
-      return http::status::service_unavailable;
-    case ErrorCode::internal:
-    case ErrorCode::slow_consumer:
-      return http::status::internal_server_error;
-    default:
-      return http::status::bad_request;
-  }
-}
 
 asio::awaitable<bool> write_json_response(beast::tcp_stream& stream, const HttpRequest& request, http::status status,
                                           std::string body) {

@@ -28,9 +28,6 @@ struct GenerationContext {
 // Serves one generation request; returns whether the connection may stay open.
 boost::asio::awaitable<bool> serve_openai(GenerationContext context, const HttpRequest& request, OpenAiRoute route);
 
-// The HTTP status a refusal maps to (400, 401, 404, 413, 429, 503, 500).
-boost::beast::http::status http_status_for(ErrorCode code);
-
 // Writes a complete JSON response; false when the write failed.
 boost::asio::awaitable<bool> write_json_response(boost::beast::tcp_stream& stream, const HttpRequest& request,
                                                  boost::beast::http::status status, std::string body);

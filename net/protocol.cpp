@@ -1,10 +1,11 @@
 #include "net/protocol.hpp"
 
 #include <simdjson.h>
+#include <boost/json/object.hpp>
 
 #include <cmath>
 
-#include "net/json_writer.hpp"
+#include "json/json_serialize.hpp"
 
 namespace specd::net {
 
@@ -16,11 +17,11 @@ using simdjson::dom::object;
 
 // Thrown inside the parser only; turned into a ProtocolError at the top.
 struct Refusal {
-  ErrorCode code;
+  WireCode code;
   std::string message;
 };
 
-[[noreturn]] void refuse(ErrorCode code, std::string message) { throw Refusal{code, std::move(message)}; }
+[[noreturn]] void refuse(WireCode code, std::string message) { throw Refusal{code, std::move(message)}; }
 
 // At most `n` bytes of valid UTF-8 `s`, cut at a character boundary.
 std::string utf8_prefix(const std::string& s, size_t n) {
@@ -207,7 +208,7 @@ void read_input(const object& o, GenerateParams& p, const ProtocolLimits& limits
 }
 
 object parse_object(simdjson::dom::parser& parser, std::string_view text) {
-  if (!valid_utf8(text)) refuse(ErrorCode::invalid_utf8, "the input is not valid UTF-8");
+  if (!valid_utf8(text)) refuse(GatewayCode::invalid_utf8, "the input is not valid UTF-8");
   element root;
   if (auto error = parser.parse(text.data(), text.size()).get(root); error != simdjson::SUCCESS) {
     refuse(ErrorCode::malformed_json, std::string("malformed JSON: ") + simdjson::error_message(error));
@@ -232,7 +233,7 @@ ClientMessage parse_message_object(const object& o, const ProtocolLimits& limits
   if (!type_field) refuse(ErrorCode::missing_field, "type is required");
   const std::string type = as_string(*type_field, "type");
   if (type == "cancel") return CancelMessage{read_id(o, limits)};
-  if (type != "generate") refuse(ErrorCode::unknown_type, "unknown message type \"" + utf8_prefix(type, 64) + "\"");
+  if (type != "generate") refuse(GatewayCode::unknown_type, "unknown message type \"" + utf8_prefix(type, 64) + "\"");
   GenerateParams p;
   p.id = read_id(o, limits);
   read_input(o, p, limits);
@@ -309,14 +310,10 @@ std::variant<ProtocolError, GenerateParams> parse_openai_body(std::string_view b
 }
 
 std::string error_frame(const ProtocolError& error) {
-  JsonWriter w;
-  w.begin_object().member("type", "error").key("id");
-  if (error.id)
-    w.value(*error.id);
-  else
-    w.null();
-  w.member("code", error_code_name(error.code)).member("message", error.message).end_object();
-  return w.take();
+  return serialize_json(boost::json::object{{"type", "error"},
+                                            {"id", error.id ? boost::json::value(*error.id) : nullptr},
+                                            {"code", wire_name(error.code)},
+                                            {"message", error.message}});
 }
 
 }  // namespace specd::net

@@ -1,8 +1,9 @@
 #pragma once
 // The gateway's client protocol, parsed at the edge into native structs: WebSocket
 // messages (DESIGN.md "Wire protocol": generate, cancel) and the bodies of the
-// OpenAI-style routes (/v1/completions, /v1/chat/completions). Torch-free and
-// Beast-free (simdjson only), so the fuzz target links just this. Pure functions; any thread.
+// OpenAI-style routes (/v1/completions, /v1/chat/completions). Torch-free and links
+// no Beast code (simdjson, and Boost.JSON for the error frame), so the fuzz target
+// links just this. Pure functions; any thread.
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -11,10 +12,10 @@
 #include <variant>
 #include <vector>
 
-#include "engine/base/errors.hpp"
 #include "engine/request/sampling_params.hpp"
 #include "engine/request/spec_settings.hpp"
 #include "engine/tokenizer/chat_template.hpp"
+#include "net/wire_error.hpp"
 
 namespace specd::net {
 
@@ -52,7 +53,7 @@ struct CancelMessage {
 // A refused input: the error code and message a client gets back, with the request id
 // when the input named one.
 struct ProtocolError {
-  ErrorCode code;
+  WireCode code;
   std::string message;
   std::optional<std::string> id;
 };

@@ -14,6 +14,7 @@
 #include "net/frames.hpp"
 #include "net/listener.hpp"
 #include "net/request_bridge.hpp"
+#include "net/wire_error.hpp"
 
 namespace specd::net {
 
@@ -102,13 +103,13 @@ asio::awaitable<std::optional<WsSession::Received>> WsSession::read_message() {
   } while (!ws_.is_message_done());
   if (total > limit) {
     co_return Received{{},
-                       ProtocolError{ErrorCode::frame_too_large,
+                       ProtocolError{GatewayCode::frame_too_large,
                                      "a message of " + std::to_string(total) + " bytes exceeds max_frame_bytes " +
                                          std::to_string(limit),
                                      std::nullopt}};
   }
   if (ws_.got_binary()) {
-    co_return Received{{}, ProtocolError{ErrorCode::binary_frame, "send JSON in text frames", std::nullopt}};
+    co_return Received{{}, ProtocolError{GatewayCode::binary_frame, "send JSON in text frames", std::nullopt}};
   }
   co_return Received{beast::buffers_to_string(buffer.data()), std::nullopt};
 }
@@ -159,7 +160,7 @@ void WsSession::start_generate(GenerateParams p) {
     return send_error({ErrorCode::duplicate_id, "request id '" + p.id + "' is already in flight", p.id});
   if (in_flight_.size() >= static_cast<size_t>(config.max_requests_per_connection)) {
     return send_error(
-        {ErrorCode::too_many_requests,
+        {GatewayCode::too_many_requests,
          "at most " + std::to_string(config.max_requests_per_connection) + " requests in flight per connection", p.id});
   }
   GenerateRequest request;
@@ -192,7 +193,8 @@ void WsSession::cancel_request(const std::string& id) {
   if (auto it = in_flight_.find(id); it != in_flight_.end()) return it->second.handle.cancel();
   // The request ended before the cancel arrived: its done or error frame is the answer.
   if (finished_.contains(id)) return;
-  send_error({ErrorCode::unknown_id, "no request '" + id + "' in flight or recently finished on this connection", id});
+  send_error(
+      {GatewayCode::unknown_id, "no request '" + id + "' in flight or recently finished on this connection", id});
 }
 
 void WsSession::on_tokens(const std::string& id, std::string frame) {

@@ -1,6 +1,7 @@
-// The project's one way of writing JSON text (engine/json_number, engine/json_serialize):
+// The project's one way of writing JSON text (json/json_number, json/json_serialize):
 // doubles as plain decimals in their shortest round-trip digits, laid out as
-// JavaScript's JSON.stringify does; integers as integers; strings escaped.
+// JavaScript's JSON.stringify does; integers as integers; strings escaped; and the
+// indented layout of Python's json.dumps for Hugging Face's config.json.
 #include <doctest/doctest.h>
 
 #include <boost/json.hpp>
@@ -13,12 +14,19 @@
 #include "json/json_serialize.hpp"
 
 using specd::serialize_json;
+using specd::serialize_json_indented;
 
 namespace {
 
 std::string number(double v) {
   std::string out;
   specd::append_json_number(out, v);
+  return out;
+}
+
+std::string python_float(double v) {
+  std::string out;
+  specd::append_python_float(out, v);
   return out;
 }
 
@@ -89,4 +97,69 @@ TEST_CASE("strings and keys are escaped") {
   CHECK(serialize_json(v) == R"({"q\"k":"a\"b\\c\nd\te\u0001","":""})");
   CHECK(serialize_json(boost::json::value("plain")) == R"("plain")");
   CHECK(serialize_json(boost::json::value(2.5)) == "2.5");
+}
+
+TEST_CASE("append_json appends after a prefix") {
+  std::string out = "data: ";
+  specd::append_json(out, boost::json::object{{"a", 0.5}});
+  CHECK(out == R"(data: {"a":0.5})");
+}
+
+// What Python's repr(float) prints, which transformers' config.json files hold.
+TEST_CASE("Python floats keep a point or an exponent, with repr's ranges") {
+  CHECK(python_float(500000.0) == "500000.0");
+  CHECK(python_float(32.0) == "32.0");
+  CHECK(python_float(0.02) == "0.02");
+  CHECK(python_float(1e-5) == "1e-05");
+  CHECK(python_float(1e-4) == "0.0001");
+  CHECK(python_float(1e16) == "1e+16");
+  CHECK(python_float(1.5e15) == "1500000000000000.0");
+  CHECK(python_float(0.0) == "0.0");
+  CHECK(python_float(-0.0) == "-0.0");
+  CHECK(python_float(std::numeric_limits<double>::quiet_NaN()) == "null");
+}
+
+TEST_CASE("the indented layout is Python's json.dumps(indent=2), empty containers on one line") {
+  const boost::json::value v =
+      boost::json::object{{"architectures", boost::json::array{"LlamaForCausalLM"}},
+                          {"eos_token_id", boost::json::array{1, 2}},
+                          {"rope_scaling", boost::json::object{{"factor", 32.0}, {"rope_type", "llama3"}}},
+                          {"empty_list", boost::json::array{}},
+                          {"empty_object", boost::json::object{}},
+                          {"rms_norm_eps", 1e-5},
+                          {"name", "a\"b"},
+                          {"tied", true},
+                          {"bos", nullptr}};
+  CHECK(serialize_json_indented(v) == R"({
+  "architectures": [
+    "LlamaForCausalLM"
+  ],
+  "eos_token_id": [
+    1,
+    2
+  ],
+  "rope_scaling": {
+    "factor": 32.0,
+    "rope_type": "llama3"
+  },
+  "empty_list": [],
+  "empty_object": {},
+  "rms_norm_eps": 1e-05,
+  "name": "a\"b",
+  "tied": true,
+  "bos": null
+})");
+  CHECK(serialize_json_indented(boost::json::value(7)) == "7");
+}
+
+TEST_CASE("strings longer than the serializer's buffer come out whole") {
+  const std::string long_text(1000, 'x');
+  CHECK(serialize_json(boost::json::value(long_text + "\n")) == "\"" + long_text + "\\n\"");
+}
+
+TEST_CASE("a figure rounded to its places prints no more digits than those") {
+  CHECK(number(specd::round_to(12.299999713, 1)) == "12.3");
+  CHECK(number(specd::round_to(0.123456, 4)) == "0.1235");
+  CHECK(number(specd::round_to(2.0004, 3)) == "2");
+  CHECK(number(specd::round_to(-1.25, 1)) == "-1.3");  // half away from zero, as std::round
 }

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <iterator>
 #include <regex>
 #include <string>
 
@@ -281,6 +282,18 @@ TEST_CASE("to_json writes HF-style text: architectures array, floats with a poin
   std::string minimal = model_config_to_json(parse_model_config(kMinimalConfig, "config.json"));
   CHECK(minimal.find("\"rope_scaling\": null,") != std::string::npos);
   CHECK(minimal.find("\"bos_token_id\": null,") != std::string::npos);
+}
+
+// The committed pair's config.json files were written by model_config_to_json when
+// the pair was trained: writing them again must give the same bytes.
+TEST_CASE("to_json reproduces the committed models' config.json byte for byte") {
+  for (const char* model : {"draft", "target"}) {
+    const std::string path = std::string(SPECD_SOURCE_DIR) + "/models/" + model + "/config.json";
+    std::ifstream in(path, std::ios::binary);
+    const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+    REQUIRE(!text.empty());
+    CHECK(model_config_to_json(parse_model_config(text, path)) == text);
+  }
 }
 
 TEST_CASE("load_model_config reads a file and names a missing one") {

@@ -37,7 +37,7 @@ GenerateParams generate(std::string_view text) {
   return std::get<GenerateParams>(m);
 }
 
-ErrorCode code_of(std::string_view text) { return refusal(text).code; }
+WireCode code_of(std::string_view text) { return refusal(text).code; }
 
 }  // namespace
 
@@ -86,13 +86,13 @@ TEST_CASE("malformed JSON, non-objects and invalid UTF-8") {
   CHECK(code_of(R"({"type":"generate","temperature":NaN})") == ErrorCode::malformed_json);
   CHECK(code_of("[1,2]") == ErrorCode::bad_value);
   CHECK(code_of("\"generate\"") == ErrorCode::bad_value);
-  CHECK(code_of("{\"type\":\"generate\",\"id\":\"r1\",\"prompt\":\"\xff\xfe\"}") == ErrorCode::invalid_utf8);
+  CHECK(code_of("{\"type\":\"generate\",\"id\":\"r1\",\"prompt\":\"\xff\xfe\"}") == GatewayCode::invalid_utf8);
   CHECK(refusal("{").id == std::nullopt);
 }
 
 TEST_CASE("unknown type and missing fields; the id is echoed when the message has one") {
   ProtocolError e = refusal(R"({"type":"subscribe","id":"r2"})");
-  CHECK(e.code == ErrorCode::unknown_type);
+  CHECK(e.code == GatewayCode::unknown_type);
   CHECK(e.id == std::optional<std::string>("r2"));
   CHECK(code_of(R"({"id":"r1","prompt":"x"})") == ErrorCode::missing_field);
   CHECK(code_of(R"({"type":"generate","prompt":"x"})") == ErrorCode::missing_field);
@@ -151,7 +151,7 @@ TEST_CASE("out-of-range values are bad_value") {
 }
 
 TEST_CASE("an infinite temperature literal is refused (JSON has no infinity; 1e999 overflows)") {
-  const ErrorCode code = code_of(R"({"type":"generate","id":"r1","prompt":"x","temperature":1e999})");
+  const WireCode code = code_of(R"({"type":"generate","id":"r1","prompt":"x","temperature":1e999})");
   CHECK((code == ErrorCode::malformed_json || code == ErrorCode::bad_value));
 }
 
@@ -198,4 +198,6 @@ TEST_CASE("error frames carry the code name, the message and the id or null") {
         R"({"type":"error","id":"r1","code":"duplicate_id","message":"request id 'r1' is already in flight"})");
   CHECK(error_frame({ErrorCode::malformed_json, "bad \"x\"\n", std::nullopt}) ==
         R"({"type":"error","id":null,"code":"malformed_json","message":"bad \"x\"\n"})");
+  CHECK(error_frame({GatewayCode::unknown_id, "no request 'r9'", std::string("r9")}) ==
+        R"({"type":"error","id":"r9","code":"unknown_id","message":"no request 'r9'"})");
 }

@@ -101,3 +101,14 @@ TEST_CASE("a tensor's own dtype overrides the writer's default, and the loader r
   CHECK(b[399] == 1399.0f);
   CHECK(c[98] == 2098.0f);  // even: F16 steps by 2 above 2048
 }
+
+TEST_CASE("names that need escaping in JSON are written escaped and read back whole") {
+  TempDir dir;
+  const std::vector<TensorSpec> specs{{"a\"q", {4}}, {"b\\s", {4}}};
+  write_weights_streaming(dir.path, specs, DType::F32, 20, fill_index);  // two shards and an index
+  const auto map = parse_weight_index(read_text(dir.path / kWeightIndexFile), "index");
+  CHECK(map.at("a\"q") == "model-00001-of-00002.safetensors");
+  CHECK(map.at("b\\s") == "model-00002-of-00002.safetensors");
+  const WeightFiles files = WeightFiles::open(dir.path);
+  CHECK(files.tensor("b\\s").shape == std::vector<int64_t>{4});
+}

@@ -40,24 +40,6 @@ const char* error_code_name(ErrorCode code) {
       return "internal";
     case ErrorCode::unknown_chat_template:
       return "unknown_chat_template";
-    case ErrorCode::unknown_type:
-      return "unknown_type";
-    case ErrorCode::unknown_id:
-      return "unknown_id";
-    case ErrorCode::invalid_utf8:
-      return "invalid_utf8";
-    case ErrorCode::binary_frame:
-      return "binary_frame";
-    case ErrorCode::frame_too_large:
-      return "frame_too_large";
-    case ErrorCode::too_many_requests:
-      return "too_many_requests";
-    case ErrorCode::too_many_connections:
-      return "too_many_connections";
-    case ErrorCode::unauthorized:
-      return "unauthorized";
-    case ErrorCode::not_found:
-      return "not_found";
   }
   return "unknown";
 }

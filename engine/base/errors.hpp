@@ -1,7 +1,7 @@
 #pragma once
 // Errors raised by engine/ for bad input from files or callers. Each carries a stable
-// code (for logs, CLI exit messages and, later, protocol error frames) and a message
-// that names the file and the problem.
+// code (for logs, CLI exit messages and the gateway's error frames, which add their own
+// codes in net/wire_error.hpp) and a message that names the file and the problem.
 #include <stdexcept>
 #include <string>
 
@@ -26,16 +26,6 @@ enum class ErrorCode {
   duplicate_id,   // a request id already in flight
   internal,       // a model call failed; the engine keeps serving other requests
   unknown_chat_template,
-  // Gateway (net/) refusals of a client's input or connection.
-  unknown_type,          // a protocol message of a type the server does not know
-  unknown_id,            // cancel of an id neither in flight nor recently finished on this connection
-  invalid_utf8,          // a text frame or body that is not valid UTF-8
-  binary_frame,          // the protocol is JSON text frames only
-  frame_too_large,       // a frame or body above the configured limit
-  too_many_requests,     // a connection's in-flight requests at the configured limit
-  too_many_connections,  // the server's connections at the configured limit
-  unauthorized,          // missing or wrong bearer token
-  not_found,             // no such route or file
 };
 
 const char* error_code_name(ErrorCode code);

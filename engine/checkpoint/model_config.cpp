@@ -1,16 +1,16 @@
 #include "engine/checkpoint/model_config.hpp"
 
 #include <simdjson.h>
+#include <boost/json/array.hpp>
+#include <boost/json/object.hpp>
 
-#include <charconv>
 #include <cmath>
-#include <cstdio>
 #include <fstream>
 #include <iterator>
 #include <limits>
-#include <sstream>
 
 #include "engine/base/errors.hpp"
+#include "json/json_serialize.hpp"
 
 namespace specd {
 namespace {
@@ -210,55 +210,20 @@ void read_tokens_and_misc(const FieldReader& r, ModelConfig& c) {
   for (element id : ids) c.eos_token_ids.push_back(r.to_token_id(id, "eos_token_id"));
 }
 
-std::string json_quoted(std::string_view s) {
-  std::string out = "\"";
-  for (char ch : s) {
-    auto u = static_cast<unsigned char>(ch);
-    if (ch == '"' || ch == '\\') {
-      out += '\\';
-      out += ch;
-    } else if (u < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", u);
-      out += buf;
-    } else {
-      out += ch;
-    }
-  }
-  return out + "\"";
+boost::json::value rope_scaling_json(const std::optional<RopeScaling>& s) {
+  if (!s) return nullptr;
+  return boost::json::object{{"factor", s->factor},
+                             {"high_freq_factor", s->high_freq_factor},
+                             {"low_freq_factor", s->low_freq_factor},
+                             {"original_max_position_embeddings", s->original_max_position_embeddings},
+                             {"rope_type", s->rope_type}};
 }
 
-// Shortest text that reads back to the same double, laid out as Python's repr does
-// (what transformers writes): "500000.0", "0.02", "1e-05".
-std::string number(double v) {
-  const double magnitude = std::fabs(v);
-  const bool fixed = magnitude == 0 || (magnitude >= 1e-4 && magnitude < 1e16);
-  char buf[64];
-  auto [end, ec] =
-      std::to_chars(buf, buf + sizeof buf, v, fixed ? std::chars_format::fixed : std::chars_format::scientific);
-  std::string s(buf, end);
-  if (fixed && s.find('.') == std::string::npos) s += ".0";
-  return s;
-}
-
-std::string rope_scaling_json(const std::optional<RopeScaling>& s) {
-  if (!s) return "null";
-  std::ostringstream o;
-  o << "{\n"
-    << "    \"factor\": " << number(s->factor) << ",\n"
-    << "    \"high_freq_factor\": " << number(s->high_freq_factor) << ",\n"
-    << "    \"low_freq_factor\": " << number(s->low_freq_factor) << ",\n"
-    << "    \"original_max_position_embeddings\": " << s->original_max_position_embeddings << ",\n"
-    << "    \"rope_type\": " << json_quoted(s->rope_type) << "\n  }";
-  return o.str();
-}
-
-std::string eos_json(const std::vector<int32_t>& ids) {
-  if (ids.empty()) return "null";
-  if (ids.size() == 1) return std::to_string(ids[0]);
-  std::string out = "[\n";
-  for (size_t i = 0; i < ids.size(); ++i) out += "    " + std::to_string(ids[i]) + (i + 1 < ids.size() ? ",\n" : "\n");
-  return out + "  ]";
+// One id as a number, several as a list, none as null (what transformers writes).
+boost::json::value eos_json(const std::vector<int32_t>& ids) {
+  if (ids.empty()) return nullptr;
+  if (ids.size() == 1) return ids[0];
+  return boost::json::array(ids.begin(), ids.end());
 }
 
 }  // namespace
@@ -296,27 +261,25 @@ ModelConfig load_model_config(const std::filesystem::path& config_json_path) {
 }
 
 std::string model_config_to_json(const ModelConfig& c) {
-  std::ostringstream o;
-  o << "{\n"
-    << "  \"architectures\": [\n    " << json_quoted(c.architecture) << "\n  ],\n"
-    << "  \"bos_token_id\": " << (c.bos_token_id ? std::to_string(*c.bos_token_id) : "null") << ",\n"
-    << "  \"eos_token_id\": " << eos_json(c.eos_token_ids) << ",\n"
-    << "  \"head_dim\": " << c.head_dim << ",\n"
-    << "  \"hidden_act\": " << json_quoted(c.hidden_act) << ",\n"
-    << "  \"hidden_size\": " << c.hidden_size << ",\n"
-    << "  \"intermediate_size\": " << c.intermediate_size << ",\n"
-    << "  \"max_position_embeddings\": " << c.max_position_embeddings << ",\n"
-    << "  \"model_type\": " << json_quoted(c.model_type) << ",\n"
-    << "  \"num_attention_heads\": " << c.num_attention_heads << ",\n"
-    << "  \"num_hidden_layers\": " << c.num_hidden_layers << ",\n"
-    << "  \"num_key_value_heads\": " << c.num_key_value_heads << ",\n"
-    << "  \"rms_norm_eps\": " << number(c.rms_norm_eps) << ",\n"
-    << "  \"rope_scaling\": " << rope_scaling_json(c.rope_scaling) << ",\n"
-    << "  \"rope_theta\": " << number(c.rope_theta) << ",\n"
-    << "  \"tie_word_embeddings\": " << (c.tie_word_embeddings ? "true" : "false") << ",\n";
-  if (!c.torch_dtype.empty()) o << "  \"torch_dtype\": " << json_quoted(c.torch_dtype) << ",\n";
-  o << "  \"vocab_size\": " << c.vocab_size << "\n}\n";
-  return o.str();
+  boost::json::object o{{"architectures", boost::json::array{c.architecture}},
+                        {"bos_token_id", c.bos_token_id ? boost::json::value(*c.bos_token_id) : nullptr},
+                        {"eos_token_id", eos_json(c.eos_token_ids)},
+                        {"head_dim", c.head_dim},
+                        {"hidden_act", c.hidden_act},
+                        {"hidden_size", c.hidden_size},
+                        {"intermediate_size", c.intermediate_size},
+                        {"max_position_embeddings", c.max_position_embeddings},
+                        {"model_type", c.model_type},
+                        {"num_attention_heads", c.num_attention_heads},
+                        {"num_hidden_layers", c.num_hidden_layers},
+                        {"num_key_value_heads", c.num_key_value_heads},
+                        {"rms_norm_eps", c.rms_norm_eps},
+                        {"rope_scaling", rope_scaling_json(c.rope_scaling)},
+                        {"rope_theta", c.rope_theta},
+                        {"tie_word_embeddings", c.tie_word_embeddings}};
+  if (!c.torch_dtype.empty()) o["torch_dtype"] = c.torch_dtype;
+  o["vocab_size"] = c.vocab_size;
+  return serialize_json_indented(o) + "\n";
 }
 
 }  // namespace specd

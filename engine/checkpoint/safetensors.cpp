@@ -5,6 +5,9 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <boost/json/array.hpp>
+#include <boost/json/object.hpp>
+#include <boost/json/value_from.hpp>
 
 #include <atomic>
 #include <bit>
@@ -16,6 +19,7 @@
 
 #include "engine/base/errors.hpp"
 #include "engine/kernels/packed_weight.hpp"
+#include "json/json_serialize.hpp"
 
 namespace specd {
 
@@ -169,64 +173,31 @@ class HeaderParser {
 
 // ---- Writing ----
 
-std::string json_quoted(std::string_view s) {
-  std::string out = "\"";
-  for (char ch : s) {
-    auto u = static_cast<unsigned char>(ch);
-    if (ch == '"' || ch == '\\') {
-      out += '\\';
-      out += ch;
-    } else if (u < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", u);
-      out += buf;
-    } else {
-      out += ch;
-    }
-  }
-  return out + "\"";
-}
-
-// The shape as header JSON ("2,3"); throws shape_mismatch unless it fits t.bytes exactly.
-std::string checked_shape(const TensorToWrite& t, const std::string& file) {
-  std::string text;
+// Throws shape_mismatch unless the shape fits t.bytes exactly.
+void check_shape(const TensorToWrite& t, const std::string& file) {
   uint64_t numel = 1;
   bool ok = true;
-  for (int64_t d : t.shape) {
-    ok = ok && d >= 0 && !__builtin_mul_overflow(numel, uint64_t(d), &numel);
-    text += (text.empty() ? "" : ",") + std::to_string(d);
-  }
+  for (int64_t d : t.shape) ok = ok && d >= 0 && !__builtin_mul_overflow(numel, uint64_t(d), &numel);
   uint64_t nbytes = 0;
   ok = ok && !__builtin_mul_overflow(numel, dtype_size(t.dtype), &nbytes) && nbytes == t.bytes.size();
   if (!ok)
     throw SpecdError(ErrorCode::shape_mismatch, file + ": tensor '" + t.name + "' has " +
                                                     std::to_string(t.bytes.size()) + " bytes, which does not fit " +
-                                                    dtype_name(t.dtype) + " shape [" + text + "]");
-  return text;
+                                                    dtype_name(t.dtype) + " shape " +
+                                                    serialize_json(boost::json::array(t.shape.begin(), t.shape.end())));
 }
 
 std::string build_header(std::span<const TensorToWrite> tensors, const std::map<std::string, std::string>& metadata,
                          const std::string& file) {
-  std::string h = "{";
-  if (!metadata.empty()) {
-    h += "\"__metadata__\":{";
-    for (auto it = metadata.begin(); it != metadata.end(); ++it)
-      h += (it == metadata.begin() ? "" : ",") + json_quoted(it->first) + ":" + json_quoted(it->second);
-    h += "}";
-  }
   std::set<std::string_view> seen;
-  uint64_t offset = 0;
+  std::vector<HeaderEntry> entries;
   for (const auto& t : tensors) {
     if (t.name == "__metadata__" || !seen.insert(t.name).second)
       throw SpecdError(ErrorCode::invalid_argument, file + ": tensor name '" + t.name + "' is reserved or repeated");
-    const std::string shape = checked_shape(t, file);
-    h += (h.size() > 1 ? "," : "") + json_quoted(t.name) + ":{\"dtype\":\"" + dtype_name(t.dtype) + "\",\"shape\":[" +
-         shape + "],\"data_offsets\":[" + std::to_string(offset) + "," + std::to_string(offset + t.bytes.size()) + "]}";
-    offset += t.bytes.size();
+    check_shape(t, file);
+    entries.push_back({t.name, t.dtype, t.shape, t.bytes.size()});
   }
-  h += "}";
-  h.append((8 - h.size() % 8) % 8, ' ');  // keeps the data buffer 8-byte aligned
-  return h;
+  return safetensors_header(entries, metadata);
 }
 
 bool write_all(int fd, const void* data, size_t size) {
@@ -254,6 +225,22 @@ bool write_file(const std::string& path, const std::string& header, std::span<co
 }
 
 }  // namespace
+
+std::string safetensors_header(std::span<const HeaderEntry> entries,
+                               const std::map<std::string, std::string>& metadata) {
+  boost::json::object header;
+  if (!metadata.empty()) header["__metadata__"] = boost::json::value_from(metadata);
+  uint64_t offset = 0;
+  for (const HeaderEntry& e : entries) {
+    header[e.name] = boost::json::object{{"dtype", dtype_name(e.dtype)},
+                                         {"shape", boost::json::array(e.shape.begin(), e.shape.end())},
+                                         {"data_offsets", boost::json::array{offset, offset + e.bytes}}};
+    offset += e.bytes;
+  }
+  std::string text = serialize_json(header);
+  text.append((8 - text.size() % 8) % 8, ' ');
+  return text;
+}
 
 SafetensorsFile SafetensorsFile::open(const std::filesystem::path& path) {
   const std::string name = path.string();

@@ -67,6 +67,20 @@ struct TensorToWrite {
   std::span<const std::byte> bytes;
 };
 
+// One tensor's entry in a header being written: its bytes follow the previous entry's.
+struct HeaderEntry {
+  std::string_view name;
+  DType dtype;
+  std::span<const int64_t> shape;
+  uint64_t bytes;
+};
+
+// The header text for tensors stored in the given order (metadata first when not empty),
+// padded with spaces to a multiple of 8 bytes so the data stays aligned, as the
+// reference implementation does. Names and shapes are the caller's to check.
+std::string safetensors_header(std::span<const HeaderEntry> entries,
+                               const std::map<std::string, std::string>& metadata);
+
 // Writes tensors in the given order, header padded with spaces to a multiple of 8 bytes
 // (as the reference implementation does). Writes a temp file in the same directory and
 // renames it over path, so readers never see a partial file. Throws SpecdError:

@@ -1,6 +1,8 @@
 #include "engine/checkpoint/sharded_writer.hpp"
 
 #include <unistd.h>
+#include <boost/json/object.hpp>
+#include <boost/json/value_from.hpp>
 
 #include <algorithm>
 #include <cerrno>
@@ -11,6 +13,7 @@
 #include <set>
 
 #include "engine/base/errors.hpp"
+#include "json/json_serialize.hpp"
 
 namespace specd {
 
@@ -43,21 +46,13 @@ std::vector<Shard> plan_shards(std::span<const TensorSpec> tensors, DType storag
 }
 
 std::string header_for(std::span<const TensorSpec> tensors, const Shard& shard, DType storage) {
-  std::string h = "{\"__metadata__\":{\"format\":\"pt\"}";
-  uint64_t offset = 0;
+  std::vector<HeaderEntry> entries;
   for (size_t i : shard.tensors) {
     const TensorSpec& t = tensors[i];
     const DType dtype = t.stored_as(storage);
-    const uint64_t bytes = uint64_t(t.numel()) * dtype_size(dtype);
-    std::string shape;
-    for (size_t d = 0; d < t.shape.size(); ++d) shape += (d ? "," : "") + std::to_string(t.shape[d]);
-    h += ",\"" + t.name + "\":{\"dtype\":\"" + dtype_name(dtype) + "\",\"shape\":[" + shape + "],\"data_offsets\":[" +
-         std::to_string(offset) + "," + std::to_string(offset + bytes) + "]}";
-    offset += bytes;
+    entries.push_back({t.name, dtype, t.shape, uint64_t(t.numel()) * dtype_size(dtype)});
   }
-  h += "}";
-  h.append((8 - h.size() % 8) % 8, ' ');  // keeps the data 8-byte aligned, as the reference writer does
-  return h;
+  return safetensors_header(entries, {{"format", "pt"}});
 }
 
 class FileSink {
@@ -117,12 +112,10 @@ void write_index(const fs::path& dir, std::span<const TensorSpec> tensors, const
   std::map<std::string, std::string> weight_map;  // sorted by name, as transformers writes it
   for (size_t s = 0; s < shards.size(); ++s)
     for (size_t i : shards[s].tensors) weight_map[tensors[i].name] = files[s].filename().string();
+  const boost::json::object index{{"metadata", boost::json::object{{"total_size", total}}},
+                                  {"weight_map", boost::json::value_from(weight_map)}};
   std::ofstream out(dir / "model.safetensors.index.json");
-  out << "{\n  \"metadata\": {\n    \"total_size\": " << total << "\n  },\n  \"weight_map\": {\n";
-  size_t k = 0;
-  for (const auto& [name, file] : weight_map)
-    out << "    \"" << name << "\": \"" << file << "\"" << (++k < weight_map.size() ? ",\n" : "\n");
-  out << "  }\n}\n";
+  out << serialize_json_indented(index) << "\n";
   if (!out)
     throw SpecdError(ErrorCode::missing_file, (dir / "model.safetensors.index.json").string() + ": cannot write");
 }
@@ -134,11 +127,8 @@ WrittenWeights write_weights_streaming(const fs::path& dir, std::span<const Tens
                                        const std::function<void(uint64_t)>& progress) {
   std::set<std::string_view> seen;
   for (const auto& t : tensors) {
-    // Names go into JSON unescaped; HF tensor names never need escaping.
-    if (t.name.empty() || t.name == "__metadata__" || t.name.find_first_of("\"\\") != std::string::npos ||
-        !seen.insert(t.name).second)
-      throw SpecdError(ErrorCode::invalid_argument,
-                       "tensor name '" + t.name + "' is empty, reserved, repeated or needs escaping");
+    if (t.name.empty() || t.name == "__metadata__" || !seen.insert(t.name).second)
+      throw SpecdError(ErrorCode::invalid_argument, "tensor name '" + t.name + "' is empty, reserved or repeated");
   }
   fs::create_directories(dir);
   const std::vector<Shard> shards = plan_shards(tensors, storage, max_shard_bytes);

@@ -10,6 +10,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/asio/use_future.hpp>
+#include <boost/json/object.hpp>
 
 #include <map>
 #include <memory>
@@ -22,6 +23,7 @@
 #include "engine/model/llama_model.hpp"
 #include "engine/model/model_files.hpp"
 #include "engine/tokenizer/tokenizer.hpp"
+#include "json/json_serialize.hpp"
 #include "net/gateway_config.hpp"
 #include "net/listener.hpp"
 #include "net/ws_client.hpp"
@@ -174,17 +176,10 @@ inline asio::awaitable<void> sleep_for(std::chrono::milliseconds d) {
 // {"type":"generate",...} for a greedy prompt; `extra` is spliced in (",\"k\":..." style).
 inline std::string generate_json(const std::string& id, const std::string& prompt, int max_tokens,
                                  const std::string& extra = "") {
-  std::string escaped;
-  for (char c : prompt) {
-    if (c == '\n')
-      escaped += "\\n";
-    else if (c == '"' || c == '\\')
-      (escaped += '\\') += c;
-    else
-      escaped += c;
-  }
-  return "{\"type\":\"generate\",\"id\":\"" + id + "\",\"prompt\":\"" + escaped +
-         "\",\"max_tokens\":" + std::to_string(max_tokens) + ",\"temperature\":0" + extra + "}";
+  std::string text = serialize_json(boost::json::object{
+      {"type", "generate"}, {"id", id}, {"prompt", prompt}, {"max_tokens", max_tokens}, {"temperature", 0}});
+  text.insert(text.size() - 1, extra);  // before the closing brace
+  return text;
 }
 
 }  // namespace specd::testing

@@ -7,12 +7,14 @@
 //   specd_embed_example [--prompt TEXT] [--max-tokens N]
 #include <boost/asio.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/json/object.hpp>
 
 #include <cstdio>
 #include <cstring>
 #include <string>
 
 #include "actors/engine.hpp"
+#include "json/json_serialize.hpp"
 
 namespace asio = boost::asio;
 using asio::ip::tcp;
@@ -70,9 +72,13 @@ asio::awaitable<void> generate(specd::Engine& engine, specd::GenerateRequest req
   activity.generating = false;
   std::fprintf(stderr, "\n");
   co_await engine.stop(std::chrono::seconds(5));
-  std::printf("{\"finish_reason\":\"%s\",\"tokens\":%zu,\"bursts\":%d,\"drafted\":%lld,\"accepted\":%lld}\n",
-              specd::finish_reason_name(result.finish_reason), result.token_ids.size(), bursts,
-              static_cast<long long>(result.spec.drafted), static_cast<long long>(result.spec.accepted));
+  std::puts(
+      specd::serialize_json(boost::json::object{{"finish_reason", specd::finish_reason_name(result.finish_reason)},
+                                                {"tokens", result.token_ids.size()},
+                                                {"bursts", bursts},
+                                                {"drafted", result.spec.drafted},
+                                                {"accepted", result.spec.accepted}})
+          .c_str());
 }
 
 }  // namespace
@@ -101,7 +107,9 @@ int main(int argc, char** argv) {
       if (e) std::rethrow_exception(e);
     });
     io.run();
-    std::printf("{\"heartbeats\":%d,\"echoes\":%d}\n", activity.heartbeats, activity.echoes);
+    std::puts(
+        specd::serialize_json(boost::json::object{{"heartbeats", activity.heartbeats}, {"echoes", activity.echoes}})
+            .c_str());
     return activity.heartbeats > 0 && activity.echoes > 0 ? 0 : 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "specd_embed_example: %s\n", e.what());

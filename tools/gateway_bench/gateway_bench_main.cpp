@@ -14,6 +14,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/asio/use_future.hpp>
+#include <boost/json/object.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -26,6 +27,8 @@
 #include <vector>
 
 #include "actors/engine.hpp"
+#include "json/json_number.hpp"
+#include "json/json_serialize.hpp"
 #include "net/gateway_config.hpp"
 #include "net/listener.hpp"
 #include "net/ws_client.hpp"
@@ -51,9 +54,12 @@ asio::awaitable<StreamResult> run_stream(uint16_t port, std::string id, int max_
   StreamResult result;
   net::WsClient client(co_await asio::this_coro::executor);
   if (co_await client.connect("127.0.0.1", port)) co_return result;
-  std::string message = "{\"type\":\"generate\",\"id\":\"" + id +
-                        "\",\"prompt\":\"ROMEO:\\n\",\"max_tokens\":" + std::to_string(max_tokens) +
-                        ",\"temperature\":0,\"ignore_eos\":true}";
+  std::string message = serialize_json(boost::json::object{{"type", "generate"},
+                                                           {"id", id},
+                                                           {"prompt", "ROMEO:\n"},
+                                                           {"max_tokens", max_tokens},
+                                                           {"temperature", 0},
+                                                           {"ignore_eos", true}});
   if (co_await client.send_text(std::move(message))) co_return result;
   simdjson::dom::parser parser;
   int64_t bursts = 0, tokens = 0;
@@ -145,11 +151,17 @@ int main(int argc, char** argv) {
       latencies.insert(latencies.end(), r.latencies_us.begin(), r.latencies_us.end());
     }
     const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
-    std::printf(
-        "{\"streams\":%d,\"ok\":%d,\"errors\":%d,\"max_tokens\":%d,\"bursts\":%zu,\"seconds\":%.3f,"
-        "\"added_latency_us\":{\"p50\":%.1f,\"p99\":%.1f,\"max\":%.1f}}\n",
-        n, ok, n - ok, max_tokens, latencies.size(), seconds, percentile(latencies, 0.5), percentile(latencies, 0.99),
-        percentile(latencies, 1.0));
+    const boost::json::object added{{"p50", round_to(percentile(latencies, 0.5), 1)},
+                                    {"p99", round_to(percentile(latencies, 0.99), 1)},
+                                    {"max", round_to(percentile(latencies, 1.0), 1)}};
+    std::puts(serialize_json(boost::json::object{{"streams", n},
+                                                 {"ok", ok},
+                                                 {"errors", n - ok},
+                                                 {"max_tokens", max_tokens},
+                                                 {"bursts", latencies.size()},
+                                                 {"seconds", round_to(seconds, 3)},
+                                                 {"added_latency_us", added}})
+                  .c_str());
     std::fflush(stdout);
     ++run;
   }

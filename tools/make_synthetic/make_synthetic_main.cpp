@@ -5,6 +5,7 @@
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
 #include <CLI/CLI.hpp>
+#include <boost/json/object.hpp>
 
 #include <chrono>
 #include <cstdio>
@@ -15,6 +16,8 @@
 #include "engine/checkpoint/load_progress.hpp"
 #include "engine/checkpoint/model_config.hpp"
 #include "engine/checkpoint/sharded_writer.hpp"
+#include "json/json_number.hpp"
+#include "json/json_serialize.hpp"
 #include "tools/common/checkpoint_output.hpp"
 
 namespace fs = std::filesystem;
@@ -49,9 +52,12 @@ ModelConfig llama32_config(const std::string& preset) {
 
 void write_generation_config(const fs::path& dir) {
   // Llama-3.2-*-Instruct's generation_config.json.
-  std::ofstream(dir / "generation_config.json") << "{\n  \"bos_token_id\": 128000,\n  \"do_sample\": true,\n"
-                                                   "  \"eos_token_id\": [\n    128001,\n    128008,\n    128009\n  ],\n"
-                                                   "  \"temperature\": 0.6,\n  \"top_p\": 0.9\n}\n";
+  const boost::json::object config{{"bos_token_id", 128000},
+                                   {"do_sample", true},
+                                   {"eos_token_id", {128001, 128008, 128009}},
+                                   {"temperature", 0.6},
+                                   {"top_p", 0.9}};
+  std::ofstream(dir / "generation_config.json") << specd::serialize_json_indented(config) << "\n";
 }
 
 }  // namespace
@@ -106,11 +112,14 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "copied %d tokenizer file(s) from %s\n", copied, tokenizer_dir.c_str());
     }
     const int64_t params = count_parameters(config).total;
-    std::printf(
-        "{\"preset\":\"%s\",\"dir\":\"%s\",\"parameters\":%lld,\"bytes\":%llu,\"shards\":%zu,\"seconds\":%.1f}\n",
-        preset.c_str(), dir.c_str(), static_cast<long long>(params),
-        static_cast<unsigned long long>(written.tensor_bytes), written.files.size(),
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    std::puts(specd::serialize_json(boost::json::object{{"preset", preset},
+                                                        {"dir", dir.string()},
+                                                        {"parameters", params},
+                                                        {"bytes", written.tensor_bytes},
+                                                        {"shards", written.files.size()},
+                                                        {"seconds", specd::round_to(seconds, 1)}})
+                  .c_str());
   } catch (const std::exception& e) {
     std::fprintf(stderr, "specd_make_synthetic: error: %s\n", e.what());
     return 2;

@@ -2,6 +2,7 @@
 // shape without changing its function, so real-size speed can be measured with real
 // acceptance. See tools/pad_model/model_padder.hpp for how.
 #include <CLI/CLI.hpp>
+#include <boost/json/object.hpp>
 
 #include <chrono>
 #include <cstdio>
@@ -10,6 +11,8 @@
 #include <string>
 
 #include "engine/base/errors.hpp"
+#include "json/json_number.hpp"
+#include "json/json_serialize.hpp"
 #include "tools/common/checkpoint_output.hpp"
 #include "tools/pad_model/model_padder.hpp"
 
@@ -38,14 +41,20 @@ PadShape shape_from(const std::string& like, int64_t hidden, int64_t intermediat
 
 void print_result(const PadResult& r, const fs::path& dir, double seconds) {
   const ModelConfig& c = r.config;
-  std::printf(
-      "{\"dir\":\"%s\",\"hidden\":%lld,\"intermediate\":%lld,\"layers\":%lld,\"heads\":%lld,\"kv_heads\":%lld,"
-      "\"head_dim\":%lld,\"parameters\":%lld,\"non_embedding_parameters\":%lld,\"f32_norms\":%s,"
-      "\"bytes\":%llu,\"shards\":%zu,\"seconds\":%.1f}\n",
-      dir.c_str(), (long long)c.hidden_size, (long long)c.intermediate_size, (long long)c.num_hidden_layers,
-      (long long)c.num_attention_heads, (long long)c.num_key_value_heads, (long long)c.head_dim,
-      (long long)r.parameters.total, (long long)r.parameters.non_embedding, r.f32_norms ? "true" : "false",
-      (unsigned long long)r.written.tensor_bytes, r.written.files.size(), seconds);
+  std::puts(serialize_json(boost::json::object{{"dir", dir.string()},
+                                               {"hidden", c.hidden_size},
+                                               {"intermediate", c.intermediate_size},
+                                               {"layers", c.num_hidden_layers},
+                                               {"heads", c.num_attention_heads},
+                                               {"kv_heads", c.num_key_value_heads},
+                                               {"head_dim", c.head_dim},
+                                               {"parameters", r.parameters.total},
+                                               {"non_embedding_parameters", r.parameters.non_embedding},
+                                               {"f32_norms", r.f32_norms},
+                                               {"bytes", r.written.tensor_bytes},
+                                               {"shards", r.written.files.size()},
+                                               {"seconds", round_to(seconds, 1)}})
+                .c_str());
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <ATen/ATen.h>
 #include <torch/csrc/autograd/grad_mode.h>
 #include <CLI/CLI.hpp>
+#include <boost/json/object.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -18,6 +19,8 @@
 #include "engine/model/llama_model.hpp"
 #include "engine/model/model_files.hpp"
 #include "engine/tokenizer/tokenizer.hpp"
+#include "json/json_number.hpp"
+#include "json/json_serialize.hpp"
 
 namespace fs = std::filesystem;
 using namespace specd;
@@ -100,15 +103,22 @@ int main(int argc, char** argv) {
       r.spec.k = a.k;
       acc.add(runner.generate(std::move(r)).spec);
     }
-    std::printf(
-        "{\"target_parameters\": %lld, \"draft_parameters\": %lld, \"threads\": %d, \"target_decode_ms\": %.3f, "
-        "\"draft_decode_ms\": %.3f, \"c\": %.4f, \"k\": %d, \"prompts\": %zu, \"rounds\": %lld, \"drafted\": %lld, "
-        "\"accepted\": %lld, \"rejections\": %lld, \"acceptance_rate\": %.4f, \"alpha\": %.4f, "
-        "\"tokens_per_round\": %.3f}\n",
-        static_cast<long long>(target_parameters), static_cast<long long>(draft_parameters), a.threads, target_ms,
-        draft_ms, draft_ms / target_ms, a.k, prompts.size(), static_cast<long long>(acc.rounds),
-        static_cast<long long>(acc.drafted), static_cast<long long>(acc.accepted),
-        static_cast<long long>(acc.rejections), acc.acceptance_rate(), acc.alpha(), acc.tokens_per_round());
+    std::puts(serialize_json(boost::json::object{{"target_parameters", target_parameters},
+                                                 {"draft_parameters", draft_parameters},
+                                                 {"threads", a.threads},
+                                                 {"target_decode_ms", round_to(target_ms, 3)},
+                                                 {"draft_decode_ms", round_to(draft_ms, 3)},
+                                                 {"c", round_to(draft_ms / target_ms, 4)},
+                                                 {"k", a.k},
+                                                 {"prompts", prompts.size()},
+                                                 {"rounds", acc.rounds},
+                                                 {"drafted", acc.drafted},
+                                                 {"accepted", acc.accepted},
+                                                 {"rejections", acc.rejections},
+                                                 {"acceptance_rate", round_to(acc.acceptance_rate(), 4)},
+                                                 {"alpha", round_to(acc.alpha(), 4)},
+                                                 {"tokens_per_round", round_to(acc.tokens_per_round(), 3)}})
+                  .c_str());
   } catch (const std::exception& e) {
     std::fprintf(stderr, "specd_pair_report: %s\n", e.what());
     return 1;

@@ -3,6 +3,8 @@
 // (English, CJK, Cyrillic, Arabic, emoji, code, digits). Each text is encoded
 // `--repeats` times; the best run is reported, and the first (cold word cache) too.
 // Usage: specd_tokenizer_bench [MODEL_DIR] [--repeats N]
+#include <boost/json/object.hpp>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -14,6 +16,8 @@
 
 #include "engine/base/errors.hpp"
 #include "engine/tokenizer/tokenizer.hpp"
+#include "json/json_number.hpp"
+#include "json/json_serialize.hpp"
 
 namespace {
 
@@ -71,13 +75,13 @@ Run measure(const specd::Tokenizer& tok, const std::string& text, int repeats) {
   return run;
 }
 
-void print_run(const char* name, const std::string& text, const Run& r, bool last) {
+boost::json::object run_json(const std::string& text, const Run& r) {
   const double mb = static_cast<double>(text.size()) / 1e6;
-  std::printf(
-      "  \"%s\": {\"bytes\": %zu, \"tokens\": %zu, \"mb_per_s\": %.2f, \"first_run_mb_per_s\": %.2f, "
-      "\"tokens_per_s\": %.0f}%s\n",
-      name, text.size(), r.tokens, mb / r.best_seconds, mb / r.first_seconds,
-      static_cast<double>(r.tokens) / r.best_seconds, last ? "" : ",");
+  return {{"bytes", text.size()},
+          {"tokens", r.tokens},
+          {"mb_per_s", specd::round_to(mb / r.best_seconds, 2)},
+          {"first_run_mb_per_s", specd::round_to(mb / r.first_seconds, 2)},
+          {"tokens_per_s", specd::round_to(static_cast<double>(r.tokens) / r.best_seconds, 0)}};
 }
 
 }  // namespace
@@ -99,10 +103,11 @@ int main(int argc, char** argv) {
     const std::string mixed = mixed_script_text(english);
     const Run e = measure(*tok, english, repeats);
     const Run m = measure(*tok, mixed, repeats);
-    std::printf("{\n  \"tokenizer_dir\": \"%s\",\n  \"repeats\": %d,\n", dir.string().c_str(), repeats);
-    print_run("tinyshakespeare", english, e, false);
-    print_run("mixed_script", mixed, m, true);
-    std::printf("}\n");
+    std::puts(specd::serialize_json(boost::json::object{{"tokenizer_dir", dir.string()},
+                                                        {"repeats", repeats},
+                                                        {"tinyshakespeare", run_json(english, e)},
+                                                        {"mixed_script", run_json(mixed, m)}})
+                  .c_str());
   } catch (const std::exception& e) {
     std::fprintf(stderr, "specd_tokenizer_bench: %s\n", e.what());
     return 2;

@@ -4,6 +4,7 @@
 // directories sharing the tokenizer, plus train_report.json with the figures.
 #include <torch/torch.h>
 #include <CLI/CLI.hpp>
+#include <boost/json/object.hpp>
 
 #include <chrono>
 #include <cstdio>
@@ -17,6 +18,8 @@
 #include "engine/model/llama_model.hpp"
 #include "engine/model/model_files.hpp"
 #include "engine/tokenizer/sentencepiece_tokenizer.hpp"
+#include "json/json_number.hpp"
+#include "json/json_serialize.hpp"
 #include "tools/train/lm_trainer.hpp"
 
 namespace fs = std::filesystem;
@@ -95,18 +98,28 @@ ModelConfig make_config(const Shape& s, int64_t vocab, int64_t max_positions) {
   return c;
 }
 
+// A small JSON file in the layout transformers writes (indented, ending in a newline).
+void write_json_file(const fs::path& file, const boost::json::object& content) {
+  std::ofstream(file) << serialize_json_indented(content) << "\n";
+}
+
 // The tiny pair's chat format mirrors the corpus: "SPEAKER:\ntext" turns ended by EOS.
 void write_tokenizer_files(const fs::path& dir, const fs::path& spm_model) {
   fs::copy_file(spm_model, dir / "tokenizer.model", fs::copy_options::overwrite_existing);
-  std::ofstream(dir / "generation_config.json") << "{\n  \"bos_token_id\": 1,\n  \"eos_token_id\": [2],\n"
-                                                   "  \"do_sample\": false,\n  \"max_length\": 1024\n}\n";
-  std::ofstream(dir / "tokenizer_config.json")
-      << "{\n  \"tokenizer_class\": \"LlamaTokenizer\",\n  \"bos_token\": \"<s>\",\n  \"eos_token\": \"</s>\",\n"
-         "  \"add_bos_token\": true,\n  \"add_eos_token\": false,\n  \"model_max_length\": 1024,\n"
-         "  \"specd_chat_template\": \"speaker-turns\",\n"
-         "  \"chat_template\": \"{{ bos_token }}{% for message in messages %}{{ message['role'] | upper }}:\\n"
-         "{{ message['content'] }}{{ eos_token }}{% endfor %}{% if add_generation_prompt %}ASSISTANT:\\n{% endif "
-         "%}\"\n}\n";
+  write_json_file(dir / "generation_config.json",
+                  {{"bos_token_id", 1}, {"eos_token_id", {2}}, {"do_sample", false}, {"max_length", 1024}});
+  write_json_file(dir / "tokenizer_config.json",
+                  {{"tokenizer_class", "LlamaTokenizer"},
+                   {"bos_token", "<s>"},
+                   {"eos_token", "</s>"},
+                   {"add_bos_token", true},
+                   {"add_eos_token", false},
+                   {"model_max_length", 1024},
+                   {"specd_chat_template", "speaker-turns"},
+                   {"chat_template",
+                    "{{ bos_token }}{% for message in messages %}{{ message['role'] | upper }}:\n"
+                    "{{ message['content'] }}{{ eos_token }}{% endfor %}{% if add_generation_prompt %}ASSISTANT:\n{% "
+                    "endif %}"}});
 }
 
 void add_shape_options(CLI::App& app, const std::string& who, Shape& s) {
@@ -182,15 +195,17 @@ int run(const Args& a) {
   save_model(*draft, out / "draft", DType::F16);
   write_tokenizer_files(out / "draft", spm_model);
   const double total = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  std::ofstream(out / "train_report.json")
-      << "{\n  \"wall_seconds\": " << total << ",\n  \"training_tokens\": " << train_ids.size()
-      << ",\n  \"validation_tokens\": " << val_ids.size()
-      << ",\n  \"target\": {\"parameters\": " << target->parameter_count()
-      << ", \"steps\": " << target_report.steps_done << ", \"seconds\": " << target_report.seconds
-      << ", \"validation_loss\": " << target_report.validation_loss
-      << "},\n  \"draft\": {\"parameters\": " << draft->parameter_count() << ", \"steps\": " << draft_report.steps_done
-      << ", \"seconds\": " << draft_report.seconds << ", \"validation_loss\": " << draft_report.validation_loss
-      << "}\n}\n";
+  const auto model_json = [](const LlamaModel& model, const TrainReport& report) {
+    return boost::json::object{{"parameters", model.parameter_count()},
+                               {"steps", report.steps_done},
+                               {"seconds", round_to(report.seconds, 2)},
+                               {"validation_loss", round_to(report.validation_loss, 5)}};
+  };
+  write_json_file(out / "train_report.json", {{"wall_seconds", round_to(total, 2)},
+                                              {"training_tokens", train_ids.size()},
+                                              {"validation_tokens", val_ids.size()},
+                                              {"target", model_json(*target, target_report)},
+                                              {"draft", model_json(*draft, draft_report)}});
   fs::remove_all(work);
   std::printf("wrote %s/target and %s/draft in %.0fs\n", a.out_dir.c_str(), a.out_dir.c_str(), total);
   return 0;
