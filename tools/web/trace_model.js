@@ -46,12 +46,14 @@
     r.spans.push(s);
   }
 
-  // The bench dialect's async request spans: 'b'/'e' pairs with cat "request".
+  // The bench dialect's async request spans: 'b'/'e' pairs with cat "request", on the
+  // request's own track when the file has one, else grouped by id.
   function addAsyncSpans(events, requests) {
     const open = new Map();
     for (const e of events) {
       if ((e.ph !== 'b' && e.ph !== 'e') || e.cat !== 'request') continue;
-      const key = `async:${e.id}`;
+      const track = `${e.pid}:${e.tid}`;
+      const key = requests.has(track) ? track : `async:${e.id}`;
       if (e.ph === 'b') {
         open.set(`${key}|${e.name}`, e.ts);
         continue;
