@@ -37,6 +37,7 @@ void check_config(const EngineConfig& c) {
   positive(c.max_seq_len, "max_seq_len");
   positive(c.max_waiting, "max_waiting");
   positive(c.burst_queue, "burst_queue");
+  positive(c.trace_capacity, "trace_capacity");
   auto non_negative = [](int64_t v, const char* name) {
     if (v < 0) throw SpecdError(ErrorCode::invalid_argument, std::string("engine config: ") + name + " must be >= 0");
   };
@@ -70,7 +71,7 @@ struct Engine::Impl {
         draft(config.draft_dir.empty() ? nullptr : load_model(config.draft_dir)),
         target_cache(std::make_unique<KvCache>(target->config(), config.max_batch, config.max_seq_len)),
         draft_cache(draft ? std::make_unique<KvCache>(draft->config(), config.max_batch, config.max_seq_len) : nullptr),
-        trace(config.trace),
+        trace(config.trace, static_cast<size_t>(config.trace_capacity)),
         draft_lane({"draft lane", std::max(1, threads.draft_threads), -1, &permits}, &trace),
         target_lane({"target lane", threads.target_threads, -1, &permits}, &trace),
         live_requests(std::make_shared<std::atomic<int64_t>>(0)),
@@ -237,10 +238,14 @@ const ThreadPolicy& Engine::thread_policy() const { return impl_->threads; }
 
 void Engine::write_trace(const std::filesystem::path& path) const { impl_->trace.write_chrome_json(path); }
 
+std::string Engine::trace_json(std::optional<double> seconds, std::optional<std::string> request_id) const {
+  return impl_->trace.chrome_json({seconds, std::move(request_id)});
+}
+
 std::vector<Engine::LaneInterval> Engine::lane_intervals() const {
   std::vector<LaneInterval> out;
   for (const TraceEvent& e : impl_->trace.events()) {
-    if (e.phase == 'X') out.push_back({e.track, e.name, e.start_us, e.start_us + e.duration_us});
+    if (e.phase == 'X' && !e.track.empty()) out.push_back({e.track, e.name, e.start_us, e.start_us + e.duration_us});
   }
   return out;
 }

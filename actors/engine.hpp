@@ -48,11 +48,12 @@ struct EngineConfig {
   // Compute threads across both lanes; 0: what the process may use (its CPU affinity
   // and cgroup quota, gpu/thread_policy.hpp). The lane counts, when > 0, override the split.
   int32_t threads = 0;
-  int32_t target_threads = 0;  // intra-op threads of the target lane (0: the policy's)
-  int32_t draft_threads = 0;   // intra-op threads of the draft lane (0: the policy's)
-  bool overlap = true;         // draft lane works on newcomers while the target verifies
-  bool trace = false;          // record lane and request spans (trace_events, write_trace)
-  int32_t k_max = 8;           // bound on K for every request
+  int32_t target_threads = 0;        // intra-op threads of the target lane (0: the policy's)
+  int32_t draft_threads = 0;         // intra-op threads of the draft lane (0: the policy's)
+  bool overlap = true;               // draft lane works on newcomers while the target verifies
+  bool trace = false;                // record lane and request spans (trace_json, write_trace)
+  int32_t trace_capacity = 100'000;  // events the trace ring holds; the newest overwrite the oldest
+  int32_t k_max = 8;                 // bound on K for every request
   // Seconds each lane spends at start timing passes for the batch K planner; 0 skips
   // calibration (K is then chosen per request from a cost ratio).
   double calibration_seconds = 2.0;
@@ -185,7 +186,10 @@ class Engine {
   const EngineConfig& config() const;
   // The compute threads chosen at construction (lanes' intra-op threads and budget).
   const ThreadPolicy& thread_policy() const;
-  // Recorded trace (config.trace): lane busy intervals and request spans.
+  // Recorded trace (config.trace): lane busy intervals and request spans, as Chrome
+  // trace-event JSON (docs/trace_format.md): the events that end within the last
+  // `seconds` (all when unset), of one request when `request_id` is set.
+  std::string trace_json(std::optional<double> seconds = {}, std::optional<std::string> request_id = {}) const;
   void write_trace(const std::filesystem::path& path) const;
   struct LaneInterval {
     std::string lane, label;

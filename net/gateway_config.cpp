@@ -67,6 +67,8 @@ std::vector<Key> keys_of(GatewayConfig& c) {
       {"engine", "draft_threads", &c.engine.draft_threads},
       {"engine", "overlap", &c.engine.overlap},
       {"engine", "k_max", &c.engine.k_max},
+      {"trace", "enabled", &c.engine.trace},
+      {"trace", "capacity", &c.engine.trace_capacity},
   };
 }
 
@@ -143,6 +145,7 @@ GatewayConfig default_gateway_config() {
   c.web_root = source / "tools" / "web";
   c.engine.target_dir = source / "models" / "target";
   c.engine.draft_dir = source / "models" / "draft";
+  c.engine.trace = true;  // a server keeps its recent spans for GET /v1/trace ([trace])
   c.protocol.k_max = c.engine.k_max;
   return c;
 }

@@ -16,7 +16,9 @@
 #include "net/frames.hpp"
 #include "net/listener.hpp"
 #include "net/openai_stream.hpp"
+#include "net/request_target.hpp"
 #include "net/static_files.hpp"
+#include "net/trace_query.hpp"
 #include "net/wire_error.hpp"
 #include "net/ws_session.hpp"
 
@@ -28,23 +30,6 @@ namespace http = beast::http;
 using actors::use_tuple;
 
 namespace {
-
-std::string_view path_of(std::string_view target) { return target.substr(0, target.find('?')); }
-
-// The value of `name` in the target's query string, if present.
-std::string_view query_param(std::string_view target, std::string_view name) {
-  const size_t q = target.find('?');
-  if (q == std::string_view::npos) return {};
-  std::string_view query = target.substr(q + 1);
-  while (!query.empty()) {
-    std::string_view pair = query.substr(0, query.find('&'));
-    if (pair.size() > name.size() && pair.substr(0, name.size()) == name && pair[name.size()] == '=') {
-      return pair.substr(name.size() + 1);
-    }
-    query.remove_prefix(std::min(query.size(), pair.size() + 1));
-  }
-  return {};
-}
 
 bool equal_constant_time(std::string_view a, std::string_view b) {
   if (a.size() != b.size()) return false;
@@ -120,7 +105,7 @@ bool HttpSession::authorized(const HttpRequest& request) const {
   if (header.size() > 7 && header.substr(0, 7) == "Bearer ") return equal_constant_time(header.substr(7), token);
   // Browsers cannot set headers on a WebSocket handshake: ?access_token= there.
   if (beast::websocket::is_upgrade(request))
-    return equal_constant_time(query_param(request.target(), "access_token"), token);
+    return equal_constant_time(query_value(request.target(), "access_token").value_or(""), token);
   return false;
 }
 
@@ -152,6 +137,7 @@ asio::awaitable<bool> HttpSession::route(HttpRequest& request) {
   if (path == "/v1/models")
     co_return co_await send_text(request, models_body(gateway_->config().model_name), "application/json");
   if (path == "/metrics") co_return co_await send_metrics(request);
+  if (path == "/v1/trace") co_return co_await send_trace(request);
   if (path == "/v1/ws")
     co_return co_await send_error(request, ErrorCode::bad_value, "/v1/ws takes WebSocket upgrades only");
   co_return co_await send_file(request);
@@ -178,6 +164,17 @@ asio::awaitable<bool> HttpSession::send_metrics(const HttpRequest& request) {
   if (!gateway_->stopping()) snapshot = co_await gateway_->engine().snapshot();
   std::string body = gateway_->metrics().render(snapshot);
   co_return co_await send_text(request, std::move(body), "text/plain; version=0.0.4; charset=utf-8");
+}
+
+asio::awaitable<bool> HttpSession::send_trace(const HttpRequest& request) {
+  if (!gateway_->engine().config().trace) {
+    co_return co_await send_error(request, GatewayCode::not_found,
+                                  "this server records no trace ([trace] enabled = false)");
+  }
+  const TraceQuery query = parse_trace_query(request.target());
+  if (query.error) co_return co_await send_error(request, ErrorCode::bad_value, *query.error);
+  co_return co_await send_text(request, gateway_->engine().trace_json(query.seconds, query.request_id),
+                               "application/json");
 }
 
 asio::awaitable<bool> HttpSession::send_file(const HttpRequest& request) {

@@ -1,7 +1,7 @@
 #pragma once
 // One HTTP connection: reads requests (keep-alive) and routes them: POST
 // /v1/completions and /v1/chat/completions (OpenAI wire format, SSE when stream is
-// true), GET /v1/models, /health, /metrics, static files under the web root, and the
+// true), GET /v1/models, /health, /metrics, /v1/trace, static files under the web root, and the
 // WebSocket upgrade of /v1/ws (handed to a WsSession). Every route checks the bearer
 // token when one is configured. Lives on its socket's strand.
 #include <boost/asio/ip/tcp.hpp>
@@ -35,6 +35,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   boost::asio::awaitable<bool> send_text(const HttpRequest& request, std::string body, const char* content_type);
   boost::asio::awaitable<bool> send_file(const HttpRequest& request);
   boost::asio::awaitable<bool> send_metrics(const HttpRequest& request);
+  boost::asio::awaitable<bool> send_trace(const HttpRequest& request);
   boost::asio::awaitable<void> upgrade(HttpRequest request);
   bool authorized(const HttpRequest& request) const;
   void on_shutdown(std::chrono::steady_clock::time_point deadline);

@@ -2,34 +2,9 @@
 
 #include <string>
 
+#include "net/request_target.hpp"
+
 namespace specd::net {
-
-namespace {
-
-int hex_value(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
-std::optional<std::string> percent_decode(std::string_view in) {
-  std::string out;
-  for (size_t i = 0; i < in.size(); ++i) {
-    if (in[i] != '%') {
-      out += in[i];
-      continue;
-    }
-    if (i + 2 >= in.size()) return std::nullopt;
-    const int hi = hex_value(in[i + 1]), lo = hex_value(in[i + 2]);
-    if (hi < 0 || lo < 0) return std::nullopt;
-    out += static_cast<char>(hi * 16 + lo);
-    i += 2;
-  }
-  return out;
-}
-
-}  // namespace
 
 std::optional<std::filesystem::path> resolve_static_path(const std::filesystem::path& root, std::string_view path) {
   if (path.empty() || path.front() != '/') return std::nullopt;

@@ -9,6 +9,7 @@
 #include <boost/beast/http.hpp>
 
 #include <fstream>
+#include <set>
 
 #include "engine/tokenizer/chat_template.hpp"
 #include "tests/support/gateway_fixture.hpp"
@@ -220,6 +221,47 @@ TEST_CASE("GET /metrics: request counters, latency histograms, engine gauges and
   CHECK(f.gateway().metrics().ttft().count() >= 1);
 }
 
+TEST_CASE("GET /v1/trace: the lanes' recent work as trace-event JSON; bad parameters are 400 bad_value") {
+  auto& f = shared_fixture();
+  REQUIRE(request(f.port(), http::verb::post, "/v1/completions", R"({"prompt":"ROMEO:","max_tokens":4})").status ==
+          200);
+  Reply trace = request(f.port(), http::verb::get, "/v1/trace?seconds=600");
+  REQUIRE(trace.status == 200);
+  CHECK(trace.content_type == "application/json");
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc = parser.parse(trace.body);
+  std::set<std::string> lanes, target_jobs;
+  for (simdjson::dom::element e : doc["traceEvents"].get_array()) {
+    const std::string_view phase = e["ph"];
+    if (phase == "M" && std::string_view(e["name"]) == "thread_name" && int64_t(e["pid"]) == 1) {
+      lanes.insert(std::string(std::string_view(e["args"]["name"])));
+    }
+    if (phase == "X" && int64_t(e["pid"]) == 1 && int64_t(e["tid"]) == 1) {
+      target_jobs.insert(std::string(std::string_view(e["name"])));
+    }
+  }
+  CHECK(lanes.count("target lane") == 1);
+  CHECK(lanes.count("draft lane") == 1);
+  CHECK(target_jobs.count("target prefill") == 1);
+  CHECK(double(doc["otherData"]["window_seconds"]) == 600);
+  for (const char* bad : {"/v1/trace?seconds=0", "/v1/trace?seconds=abc", "/v1/trace?seconds=7200",
+                          "/v1/trace?request=", "/v1/trace?request=%zz"}) {
+    CAPTURE(bad);
+    Reply refused = request(f.port(), http::verb::get, bad);
+    CHECK(refused.status == 400);
+    CHECK(field(refused.body, "error", "code") == "bad_value");
+  }
+}
+
+TEST_CASE("GET /v1/trace on a server that records no trace is 404 not_found") {
+  net::GatewayConfig c = test_gateway_config();
+  c.engine.trace = false;
+  GatewayFixture fixture(c);
+  Reply off = request(fixture.port(), http::verb::get, "/v1/trace");
+  CHECK(off.status == 404);
+  CHECK(field(off.body, "error", "code") == "not_found");
+}
+
 TEST_CASE("with a bearer token every API route needs it, the static pages do not") {
   net::GatewayConfig c = test_gateway_config();
   c.auth_token = "s3cret";
@@ -231,6 +273,7 @@ TEST_CASE("with a bearer token every API route needs it, the static pages do not
   CHECK(request(fixture.port(), http::verb::get, "/index.html").status == 200);
   CHECK(request(fixture.port(), http::verb::get, "/v1/models").status == 401);
   CHECK(request(fixture.port(), http::verb::get, "/metrics").status == 401);
+  CHECK(request(fixture.port(), http::verb::get, "/v1/trace").status == 401);
   CHECK(request(fixture.port(), http::verb::get, "/health").status == 401);
   CHECK(request(fixture.port(), http::verb::get, "/health", "", "wrong").status == 401);
   CHECK(request(fixture.port(), http::verb::get, "/health", "", "s3cret").status == 200);

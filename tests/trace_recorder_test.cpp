@@ -116,7 +116,7 @@ TEST_CASE("one request's trace holds its own track and the lane work its flows p
   trace.flow(1, "a", t, "target lane", t + 1ms);
   trace.request_span(2, "b", "round", t + 5ms, t + 7ms);
   trace.flow(2, "b", t + 5ms, "target lane", t + 6ms);
-  const auto events = trace_events(trace.chrome_json({{}, 2}));
+  const auto events = trace_events(trace.chrome_json({{}, "b"}));
   const auto slices = with_phase(events, "X");
   REQUIRE(slices.size() == 2);
   CHECK(slices[0].at("pid").as_int64() == 1);

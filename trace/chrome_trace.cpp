@@ -28,14 +28,12 @@ std::vector<const TraceEvent*> select(std::span<const TraceEvent> events, const 
   std::multimap<std::string, double> flow_ends;  // lane -> where the request's flows land
   for (const TraceEvent& e : events) {
     if (end_us(e) < since) continue;
-    const bool async = e.phase == 'b' || e.phase == 'e';
-    const uint64_t owner = async ? e.id : e.request;
-    if (window.request && (is_request_event(e) || async) && owner != *window.request) continue;
-    if (window.request && e.phase == 'f' && e.request != *window.request) continue;
-    if (window.request && e.phase == 'f') flow_ends.emplace(e.track, e.start_us);
+    const bool requests_own = is_request_event(e) || e.phase == 'b' || e.phase == 'e' || e.phase == 'f';
+    if (window.request_id && requests_own && e.request_id != *window.request_id) continue;
+    if (window.request_id && e.phase == 'f') flow_ends.emplace(e.track, e.start_us);
     out.push_back(&e);
   }
-  if (!window.request) return out;
+  if (!window.request_id) return out;
   std::erase_if(out, [&](const TraceEvent* e) {
     if (is_request_event(*e) || e->phase != 'X') return false;
     auto [first, last] = flow_ends.equal_range(e->track);
@@ -124,7 +122,7 @@ std::string chrome_trace_json(std::span<const TraceEvent> events, const TraceWin
     out.push_back(metadata("thread_name", kRequestsPid, static_cast<int64_t>(request), name));
   }
   for (auto& ev : body) out.push_back(std::move(ev));
-  boost::json::object other{{"dropped_events", dropped}};
+  boost::json::object other{{"dropped_events", dropped}, {"now_us", now_us}};
   if (window.seconds) other["window_seconds"] = *window.seconds;
   return serialize_json(
       boost::json::object{{"traceEvents", std::move(out)}, {"displayTimeUnit", "ms"}, {"otherData", std::move(other)}});

@@ -32,10 +32,10 @@ struct TraceEvent {
 };
 
 // What to write: the events that end within the last `seconds` (all when unset), and of
-// one request only when `request` is set.
+// one request only (by the id its client gave) when `request_id` is set.
 struct TraceWindow {
   std::optional<double> seconds;
-  std::optional<uint64_t> request;
+  std::optional<std::string> request_id;
 };
 
 class TraceRecorder {
