@@ -62,11 +62,11 @@ TEST_CASE("a disabled recorder records nothing") {
 TEST_CASE("lanes are threads of process 1, each request a thread of process 2 named by its id, flows paired") {
   TraceRecorder trace(true);
   const auto t = Clock::now();
-  trace.complete("verify", "target lane", t + 1ms, t + 3ms, {{"rows", 2}});
+  trace.complete("verify", "target lane", t + 1ms, t + 3ms, {{"rows", 2.0}});
   trace.complete("draft", "draft lane", t, t + 1ms);
-  trace.request_span(7, "chat-7", "round", t, t + 3ms, {{"drafted", 4}, {"accepted", 3}});
+  trace.request_span(7, "chat-7", "round", t, t + 3ms, {{"drafted", 4.0}, {"accepted", 3.0}});
   trace.flow(7, "chat-7", t, "target lane", t + 2ms);
-  trace.request_instant(7, "chat-7", "done", t + 4ms);
+  trace.request_instant(7, "chat-7", "done", t + 4ms, {{"finish_reason", "stop"}, {"completion_tokens", 12.0}});
   const auto events = trace_events(trace.chrome_json());
 
   CHECK(thread_name(events, 1, 1) == "target lane");
@@ -91,6 +91,8 @@ TEST_CASE("lanes are threads of process 1, each request a thread of process 2 na
   CHECK(ends[0].at("bp") == "e");
   REQUIRE(with_phase(events, "i").size() == 1);
   CHECK(with_phase(events, "i")[0].at("s") == "t");
+  CHECK(with_phase(events, "i")[0].at("args").at("finish_reason") == "stop");
+  CHECK(with_phase(events, "i")[0].at("args").at("completion_tokens").to_number<double>() == 12);
 }
 
 TEST_CASE("a window keeps the events that end within its last seconds") {

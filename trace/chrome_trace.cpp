@@ -81,7 +81,9 @@ boost::json::object to_json(const TraceEvent& e, int64_t pid, int64_t tid) {
   if (e.phase == 'f') ev["bp"] = "e";
   if (!e.args.empty()) {
     boost::json::object args;
-    for (const auto& [key, value] : e.args) args[key] = value;
+    for (const auto& [key, value] : e.args) {
+      std::visit([&args, &key](const auto& v) { args[key] = v; }, value);
+    }
     ev["args"] = std::move(args);
   }
   return ev;

@@ -12,12 +12,15 @@
 #include <optional>
 #include <string>
 #include <utility>
+#include <variant>
 #include <vector>
 
 namespace specd {
 
-// Numbers a viewer shows when an event is selected (the Chrome format's "args").
-using TraceArgs = std::vector<std::pair<std::string, double>>;
+// What a viewer shows when an event is selected (the Chrome format's "args"): numbers,
+// or words such as a finish reason.
+using TraceValue = std::variant<double, std::string>;
+using TraceArgs = std::vector<std::pair<std::string, TraceValue>>;
 
 struct TraceEvent {
   std::string name;
