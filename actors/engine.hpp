@@ -74,8 +74,10 @@ struct Burst {
   std::string id;
   std::vector<int32_t> token_ids;  // empty only in a final burst carrying held-back text
   std::string text;                // complete UTF-8 characters only; the rest follows later
-  int32_t drafted = 0;             // draft tokens proposed this round
-  int32_t accepted = 0;            // of which the target accepted
+  // Draft tokens proposed this round, and how many of them the target accepted. A burst
+  // that a stop condition cut inside its drafts counts only the drafts it kept.
+  int32_t drafted = 0;
+  int32_t accepted = 0;
   // Per token_ids entry, the text that token completed (empty when it ends inside a
   // UTF-8 character). Their concatenation may run ahead of `text`, which holds back what
   // could start a stop string; clients colour tokens with it (draft vs target).

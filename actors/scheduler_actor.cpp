@@ -119,36 +119,7 @@ awaitable<void> SchedulerActor::collect_messages() {
 
 awaitable<void> SchedulerActor::handle(Message& message) {
   if (auto* m = std::get_if<Submit>(&message)) {
-    const SpecRequest& r = m->request;
-    RequestOutput output(options_.tokenizer, {r.eos_ids, r.stop, r.max_tokens, static_cast<int64_t>(r.prompt.size()),
-                                              options_.max_seq_len});
-    auto entry = std::make_unique<Entry>(
-        Entry{std::move(m->actor), std::move(m->request), std::move(output), nullptr, std::nullopt, {}, std::nullopt});
-    std::optional<RequestError> refusal;
-    const auto& id = entry->actor->id();
-    auto same_id = [&](const auto& list) {
-      return std::any_of(list.begin(), list.end(), [&](const auto& e) { return e->actor->id() == id; });
-    };
-    auto queue_full = [&] { return static_cast<int32_t>(waiting_.size()) >= options_.max_waiting; };
-    // Requests that arrive together must not be refused while KV slots are free: the
-    // bound is on requests that wait for one.
-    if (queue_full() && !stopping_) co_await admit();
-    if (stopping_) {
-      refusal = RequestError{ErrorCode::shutting_down, "the engine is stopping"};
-    } else if (same_id(waiting_) || same_id(fresh_) || same_id(running_)) {
-      refusal = RequestError{ErrorCode::duplicate_id, "request id '" + id + "' is already in flight"};
-    } else if (queue_full()) {
-      refusal = RequestError{ErrorCode::overloaded,
-                             "the waiting queue is full (" + std::to_string(options_.max_waiting) + " requests)"};
-    }
-    if (refusal) {
-      counters_.requests_failed += 1;  // not through finish(): no slots, no trace span
-      entry->actor->post_finished(
-          {FinishReason::error, refusal, {}, static_cast<int32_t>(entry->request.prompt.size())});
-      co_return;
-    }
-    if (trace_) trace_->async_begin("queued", entry->actor->number(), entry->actor->submitted_at());
-    waiting_.push_back(std::move(entry));
+    co_await accept(*m);
   } else if (auto* m = std::get_if<Cancel>(&message)) {
     auto match = [m](const Entry& e) { return m->number ? e.actor->number() == m->number : e.actor->id() == m->id; };
     co_await finish_where(waiting_, match, FinishReason::cancelled);
@@ -171,6 +142,39 @@ awaitable<void> SchedulerActor::handle(Message& message) {
     co_await finish_where(
         waiting_, [](const Entry&) { return true; }, FinishReason::cancelled);
   }
+}
+
+// Queues a submission, or refuses it: stopping, a duplicate id, or a full queue.
+awaitable<void> SchedulerActor::accept(Submit& m) {
+  const SpecRequest& r = m.request;
+  RequestOutput output(options_.tokenizer,
+                       {r.eos_ids, r.stop, r.max_tokens, static_cast<int64_t>(r.prompt.size()), options_.max_seq_len});
+  auto entry = std::make_unique<Entry>(
+      Entry{std::move(m.actor), std::move(m.request), std::move(output), nullptr, std::nullopt, {}, std::nullopt});
+  const auto& id = entry->actor->id();
+  auto same_id = [&](const auto& list) {
+    return std::any_of(list.begin(), list.end(), [&](const auto& e) { return e->actor->id() == id; });
+  };
+  auto queue_full = [&] { return static_cast<int32_t>(waiting_.size()) >= options_.max_waiting; };
+  // Requests that arrive together must not be refused while KV slots are free: the
+  // bound is on requests that wait for one.
+  if (queue_full() && !stopping_) co_await admit();
+  std::optional<RequestError> refusal;
+  if (stopping_) {
+    refusal = RequestError{ErrorCode::shutting_down, "the engine is stopping"};
+  } else if (same_id(waiting_) || same_id(fresh_) || same_id(running_)) {
+    refusal = RequestError{ErrorCode::duplicate_id, "request id '" + id + "' is already in flight"};
+  } else if (queue_full()) {
+    refusal = RequestError{ErrorCode::overloaded,
+                           "the waiting queue is full (" + std::to_string(options_.max_waiting) + " requests)"};
+  }
+  if (refusal) {
+    counters_.requests_failed += 1;  // not through finish(): no slots, no trace span
+    entry->actor->post_finished({FinishReason::error, refusal, {}, static_cast<int32_t>(entry->request.prompt.size())});
+    co_return;
+  }
+  if (trace_) trace_->async_begin("queued", entry->actor->number(), entry->actor->submitted_at());
+  waiting_.push_back(std::move(entry));
 }
 
 awaitable<void> SchedulerActor::enforce_stop_deadline() {
@@ -255,7 +259,7 @@ awaitable<void> SchedulerActor::apply_round(RoundOutcome& outcome, double second
                                    [](const RoundOutput& r) { return r.drafted > 0; });
   if (!running.empty()) {
     cost_.observe(outcome.round, seconds, running);
-    record_round_counters(outcome.round);
+    counters_.rounds += 1;
     batch_drafting_ = !cost_.rounds || drafted;
   }
   const int64_t delivered_before = delivered_tokens_;
@@ -344,6 +348,7 @@ void SchedulerActor::trace_round(Clock::time_point start, const RoundOutcome& ou
 bool SchedulerActor::deliver(Entry& e, std::span<const int32_t> tokens, int32_t drafted, int32_t accepted) {
   OutputChunk chunk = e.output.take(tokens, drafted, accepted);
   delivered_tokens_ += static_cast<int64_t>(chunk.token_ids.size());
+  count_drafts(chunk.drafted, chunk.accepted);
   if (!e.actor->post_burst(std::move(chunk))) {
     e.error =
         RequestError{ErrorCode::slow_consumer, "the burst handler lagged more bursts behind than its queue holds"};
@@ -368,26 +373,21 @@ awaitable<void> SchedulerActor::finish(Entry& e, FinishReason reason, const Requ
   counters_.requests_finished += 1;
   if (reason == FinishReason::cancelled) counters_.requests_cancelled += 1;
   if (reason == FinishReason::error) counters_.requests_failed += 1;
-  RequestActor::Finished finished{reason,
-                                  std::move(error),
-                                  e.seq ? e.seq->stats : SpecStats{},
-                                  static_cast<int32_t>(e.request.prompt.size()),
-                                  e.admitted_at,
-                                  e.output.flush()};
+  RequestActor::Finished finished{reason,           std::move(error),
+                                  e.output.stats(), static_cast<int32_t>(e.request.prompt.size()),
+                                  e.admitted_at,    e.output.flush()};
   e.actor->post_finished(std::move(finished));
 }
 
-void SchedulerActor::record_round_counters(const RoundResult& round) {
-  counters_.rounds += 1;
-  for (const RoundOutput& row : round.rows) {
-    if (row.drafted == 0) continue;
-    counters_.drafts += 1;
-    counters_.draft_tokens += row.drafted;
-    counters_.accepted_tokens += row.accepted;
-    auto& per_position = counters_.accepted_per_position;
-    if (static_cast<int32_t>(per_position.size()) < row.drafted) per_position.resize(row.drafted, 0);
-    for (int32_t i = 0; i < row.accepted; ++i) per_position[i] += 1;
-  }
+// The speculative counters count what the requests kept, as their statistics do.
+void SchedulerActor::count_drafts(int32_t drafted, int32_t accepted) {
+  if (drafted == 0) return;
+  counters_.drafts += 1;
+  counters_.draft_tokens += drafted;
+  counters_.accepted_tokens += accepted;
+  auto& per_position = counters_.accepted_per_position;
+  if (static_cast<int32_t>(per_position.size()) < drafted) per_position.resize(drafted, 0);
+  for (int32_t i = 0; i < accepted; ++i) per_position[i] += 1;
 }
 
 void SchedulerActor::tally_round(size_t rows, bool drafted, double seconds, int64_t delivered) {

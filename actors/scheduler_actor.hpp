@@ -86,6 +86,7 @@ class SchedulerActor {
 
   awaitable<void> collect_messages();
   awaitable<void> handle(Message& message);
+  awaitable<void> accept(Submit& submit);
   awaitable<void> admit();
   awaitable<void> run_round();
   // The running rows' plan, K chosen per row (by the batch planner when calibrated).
@@ -106,7 +107,7 @@ class SchedulerActor {
   awaitable<void> finish_where(std::vector<std::unique_ptr<Entry>>& entries, const Which& which, FinishReason reason,
                                const RequestError* error = nullptr);
   awaitable<void> enforce_stop_deadline();
-  void record_round_counters(const RoundResult& round);
+  void count_drafts(int32_t drafted, int32_t accepted);
   // Adds a decode round of `rows` rows to the snapshot's plain or drafting tallies.
   void tally_round(size_t rows, bool drafted, double seconds, int64_t delivered);
   void trace_round(Clock::time_point start, const RoundOutcome& outcome, int64_t delivered,

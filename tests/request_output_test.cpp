@@ -37,6 +37,10 @@ TEST_CASE("EOS inside the accepted drafts cuts the burst after it and the counts
   REQUIRE(out.finished());
   CHECK(*out.finished() == FinishReason::stop);
   CHECK(out.generated() == 3);
+  CHECK(out.stats().drafted == 2);  // the statistics count the same kept round
+  CHECK(out.stats().accepted == 2);
+  CHECK(out.stats().emitted == 2);
+  CHECK(out.stats().rejections == 0);
   CHECK(out.take(burst, 4, 4).token_ids.empty());  // nothing follows a stop
 }
 

@@ -232,6 +232,10 @@ TEST_CASE("EOS ends a request in the round it appears: no further round, and the
   CHECK(o.bursts[2].drafted == 1);
   CHECK(o.bursts[2].accepted == 1);
   CHECK(o.result.usage.completion_tokens == 7);
+  // The request's statistics add up the frames' counts: 4 + 1 drafted, 4 + 1 accepted.
+  CHECK(o.result.spec.drafted == 5);
+  CHECK(o.result.spec.accepted == 5);
+  CHECK(o.result.spec.emitted == 6);
   CHECK(h.usage().target_in_use == 0);
 }
 

@@ -25,6 +25,7 @@ OutputChunk RequestOutput::take(std::span<const int32_t> tokens, int32_t drafted
   if (kept <= accepted && kept < static_cast<int32_t>(tokens.size())) drafted = accepted = kept;
   chunk.drafted = drafted;
   chunk.accepted = accepted;
+  if (drafted > 0) stats_.record(drafted, accepted, kept);
   // No room left in the KV cache to feed the last sampled token.
   if (!reason_ && limits_.prompt_tokens + generated_ > limits_.max_seq_len) reason_ = FinishReason::length;
   return chunk;

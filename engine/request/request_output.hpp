@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "engine/request/finish_reason.hpp"
+#include "engine/request/spec_settings.hpp"
 #include "engine/request/stop_conditions.hpp"
 #include "engine/tokenizer/stream_detokenizer.hpp"
 
@@ -46,7 +47,7 @@ class RequestOutput {
   // One round's tokens (accepted drafts, then the target's token) for this request.
   // When a stop condition cuts the burst, drafted and accepted are reduced to the
   // drafts that produced a kept token: a burst cut after m <= accepted tokens reports
-  // m drafted and m accepted.
+  // m drafted and m accepted; the statistics record the same.
   OutputChunk take(std::span<const int32_t> tokens, int32_t drafted, int32_t accepted);
   // Set once a stop condition has ended the request.
   std::optional<FinishReason> finished() const { return reason_; }
@@ -54,6 +55,8 @@ class RequestOutput {
   // a stop string); empty after a stop string. Call once, when the request ends.
   std::string flush();
   int32_t generated() const { return generated_; }
+  // The speculation statistics of what was kept: the sums of the chunks' counts.
+  const SpecStats& stats() const { return stats_; }
 
  private:
   // Appends one token; returns true when it ends the request.
@@ -65,6 +68,7 @@ class RequestOutput {
   std::optional<FinishReason> reason_;
   bool stopped_by_string_ = false;
   int32_t generated_ = 0;
+  SpecStats stats_;
 };
 
 }  // namespace specd

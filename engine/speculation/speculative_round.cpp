@@ -73,10 +73,8 @@ RoundDrafts undrafted(RoundPlan& plan) {
 void apply_output(SpecSequence& seq, const RoundOutput& out) {
   seq.tokens.insert(seq.tokens.end(), out.tokens.begin(), out.tokens.end());
   seq.rng = out.rng;
-  if (out.drafted > 0) {
-    seq.stats.record(out.drafted, out.accepted);
-    seq.adaptive.observe(out.drafted, out.accepted);  // also fixed-K rows: the batch planner reads it
-  }
+  // Also fixed-K rows: the batch planner reads it.
+  if (out.drafted > 0) seq.adaptive.observe(out.drafted, out.accepted);
 }
 
 std::optional<BatchPlan> plan_batch(std::span<SpecSequence* const> batch, std::span<const int32_t> max_new,

@@ -38,7 +38,6 @@ struct SpecSequence {
   Rng rng;
   SpecSettings spec;
   AdaptiveK adaptive;
-  SpecStats stats;
 };
 
 // What bounds K besides the request: the caches' length and whether a draft model exists.
@@ -116,8 +115,9 @@ RowPlan plan_row(const SpecSequence& seq, int32_t k);
 // A round in which no row drafts: the plan's rows as drafted rows with K = 0, for the
 // verify side alone.
 RoundDrafts undrafted(RoundPlan& plan);
-// Applies a row's output: appends its tokens, takes its random stream, and records the
-// drafted/accepted counts in the statistics and adaptive K.
+// Applies a row's output: appends its tokens, takes its random stream, and feeds the
+// drafted/accepted counts to adaptive K. (The statistics a client sees are RequestOutput's:
+// of the kept tokens.)
 void apply_output(SpecSequence& seq, const RoundOutput& out);
 
 class RoundCostModel;

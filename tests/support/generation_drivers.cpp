@@ -74,7 +74,7 @@ bool deliver(Active& a, SpecResult& res, std::span<const int32_t> tokens, int32_
 
 // Final bookkeeping of a request that stopped: text, statistics, slots back.
 void finish(DriverSlots& slots, Active& a, SpecResult& res) {
-  res.stats = a.seq->stats;
+  res.stats = a.output.stats();
   res.decode_seconds = std::chrono::duration<double>(Clock::now() - a.first_token_at).count();
   res.text = a.text + a.output.flush();
   slots.release(*a.seq);
