@@ -42,7 +42,7 @@ struct EngineConfig {
   std::filesystem::path target_dir;
   std::filesystem::path draft_dir;  // empty: no draft model (prompt-lookup drafting or none)
   int32_t max_batch = 32;           // KV slots per model = most requests generating at once
-  int64_t max_seq_len = 1024;       // per slot: prompt plus generated tokens
+  int64_t max_seq_len = 1024;       // per slot: prompt plus generated tokens (capped at the models' positions)
   int32_t max_waiting = 256;        // admitted-but-waiting bound; beyond it submit fails `overloaded`
   int32_t burst_queue = 256;        // bursts a request's sink may lag before `slow_consumer`
   // Compute threads across both lanes; 0: what the process may use (its CPU affinity
@@ -184,6 +184,7 @@ class Engine {
   // Request actors alive now (also after stop(); snapshot() needs the running scheduler).
   int64_t live_requests() const;
   const Tokenizer* tokenizer() const;
+  // The configuration in use: max_seq_len capped at the models' max_position_embeddings.
   const EngineConfig& config() const;
   // The compute threads chosen at construction (lanes' intra-op threads and budget).
   const ThreadPolicy& thread_policy() const;
