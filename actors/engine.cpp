@@ -4,15 +4,15 @@
 #include <boost/asio/strand.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include <cstdio>
 #include <mutex>
 
 #include "actors/cache_manager.hpp"
-#include "actors/draft_worker.hpp"
+#include "actors/model_lanes.hpp"
 #include "actors/reply.hpp"
 #include "actors/request_actor.hpp"
 #include "actors/scheduler_actor.hpp"
 #include "actors/spawn.hpp"
-#include "actors/verify_worker.hpp"
 #include "engine/model/kv_cache.hpp"
 #include "engine/model/llama_model.hpp"
 #include "engine/model/model_files.hpp"
@@ -47,6 +47,49 @@ void check_config(const EngineConfig& c) {
   if (c.k_max < 0) throw SpecdError(ErrorCode::invalid_argument, "engine config: k_max must be >= 0");
 }
 
+// The models and tokenizer of a configuration, checked against each other, with
+// max_seq_len capped at what both models' positions allow.
+struct LoadedPair {
+  EngineConfig config;
+  std::unique_ptr<Tokenizer> tokenizer;
+  std::shared_ptr<LlamaModel> target, draft;
+};
+
+// A cache longer than a model's max_position_embeddings would feed it positions it was
+// never trained on (and its RoPE tables may not reach): clamp, and say so.
+void cap_max_seq_len(EngineConfig& c, const LlamaModel& target, const LlamaModel* draft) {
+  int64_t limit = target.config().max_position_embeddings;
+  if (draft) limit = std::min<int64_t>(limit, draft->config().max_position_embeddings);
+  if (limit <= 0 || c.max_seq_len <= limit) return;
+  std::fprintf(stderr, "specd: max_seq_len %lld exceeds the models' max_position_embeddings; using %lld\n",
+               static_cast<long long>(c.max_seq_len), static_cast<long long>(limit));
+  c.max_seq_len = limit;
+}
+
+LoadedPair load_pair(EngineConfig c) {
+  check_config(c);
+  LoadedPair p{std::move(c), nullptr, nullptr, nullptr};
+  const EngineConfig& config = p.config;
+  p.tokenizer = load_tokenizer(config.target_dir);
+  p.target = load_model(config.target_dir);
+  if (p.tokenizer->vocab_size() > p.target->config().vocab_size) {
+    throw SpecdError(ErrorCode::bad_value, config.target_dir.string() + ": tokenizer vocabulary (" +
+                                               std::to_string(p.tokenizer->vocab_size()) + ") exceeds the model's (" +
+                                               std::to_string(p.target->config().vocab_size) + ")");
+  }
+  if (!config.draft_dir.empty()) {
+    p.draft = load_model(config.draft_dir);
+    check_draft_compatible(config.target_dir, p.target->config(), *p.tokenizer, config.draft_dir, p.draft->config(),
+                           *load_tokenizer(config.draft_dir));
+  }
+  cap_max_seq_len(p.config, *p.target, p.draft.get());
+  return p;
+}
+
+std::shared_ptr<KvCache> make_cache(const std::shared_ptr<LlamaModel>& model, const EngineConfig& c) {
+  return model ? std::make_shared<KvCache>(model->config(), c.max_batch, c.max_seq_len) : nullptr;
+}
+
 // The lanes are the parallelism: OpenBLAS's own pool would run inside both lanes at
 // once and contend for the same cores (a 5-row target pass took 38.5 ms with 2 OpenBLAS
 // threads against 10.5 ms with 1 on this machine). Called before calibration, which
@@ -62,39 +105,29 @@ ThreadPolicy engine_thread_policy(const EngineConfig& c) {
 }  // namespace
 
 struct Engine::Impl {
-  explicit Impl(asio::any_io_executor executor, EngineConfig c)
-      : config((check_config(c), std::move(c))),
+  Impl(asio::any_io_executor executor, EngineConfig c) : Impl(executor, load_pair(std::move(c))) {}
+  Impl(asio::any_io_executor executor, LoadedPair p)
+      : config(std::move(p.config)),
         threads(engine_thread_policy(config)),
         permits(threads.budget),
-        tokenizer(load_tokenizer(config.target_dir)),
-        target(load_model(config.target_dir)),
-        draft(config.draft_dir.empty() ? nullptr : load_model(config.draft_dir)),
-        target_cache(std::make_unique<KvCache>(target->config(), config.max_batch, config.max_seq_len)),
-        draft_cache(draft ? std::make_unique<KvCache>(draft->config(), config.max_batch, config.max_seq_len) : nullptr),
+        tokenizer(std::move(p.tokenizer)),
+        vocab_size(static_cast<int32_t>(p.target->config().vocab_size)),
+        has_draft(p.draft != nullptr),
         trace(config.trace, static_cast<size_t>(config.trace_capacity)),
-        draft_lane({"draft lane", std::max(1, threads.draft_threads), -1, &permits}, &trace),
-        target_lane({"target lane", threads.target_threads, -1, &permits}, &trace),
+        draft_worker({"draft lane", std::max(1, threads.draft_threads), -1, &permits}, &trace,
+                     Drafter(p.draft, make_cache(p.draft, config))),
+        verify_worker({"target lane", threads.target_threads, -1, &permits}, &trace,
+                      Verifier(p.target, make_cache(p.target, config))),
+        lanes(draft_worker, verify_worker),
         live_requests(std::make_shared<std::atomic<int64_t>>(0)),
         executor(executor),
         api_strand(asio::make_strand(executor)),
-        cache(asio::make_strand(executor), config.max_batch, draft != nullptr),
-        draft_worker(asio::make_strand(executor), draft_lane, models()),
-        verify_worker(asio::make_strand(executor), target_lane, models()),
-        scheduler(asio::make_strand(executor),
-                  {config.max_waiting, config.overlap, draft != nullptr, config.max_seq_len, calibrate()}, cache,
-                  draft_worker, verify_worker, &trace, live_requests) {
-    if (tokenizer->vocab_size() > target->config().vocab_size) {
-      throw SpecdError(ErrorCode::bad_value, config.target_dir.string() + ": tokenizer vocabulary (" +
-                                                 std::to_string(tokenizer->vocab_size()) + ") exceeds the model's (" +
-                                                 std::to_string(target->config().vocab_size) + ")");
-    }
-    if (draft) {
-      check_draft_compatible(config.target_dir, target->config(), *tokenizer, config.draft_dir, draft->config(),
-                             *load_tokenizer(config.draft_dir));
-    }
-  }
+        cache(asio::make_strand(executor), config.max_batch, has_draft),
+        scheduler(asio::make_strand(executor), scheduler_options(), cache, lanes, &trace, live_requests) {}
 
-  SpecModels models() { return {*target, *target_cache, draft.get(), draft_cache.get()}; }
+  SchedulerOptions scheduler_options() {
+    return {config.max_waiting, config.overlap, has_draft, config.max_seq_len, tokenizer.get(), calibrate()};
+  }
   std::optional<RoundCostModel> calibrate();
 
   SpecRequest prepare(const GenerateRequest& r) const;
@@ -103,16 +136,16 @@ struct Engine::Impl {
   ThreadPolicy threads;
   ComputePermits permits;
   std::unique_ptr<Tokenizer> tokenizer;
-  std::shared_ptr<LlamaModel> target, draft;
-  std::unique_ptr<KvCache> target_cache, draft_cache;
+  int32_t vocab_size;
+  bool has_draft;
   TraceRecorder trace;
-  ComputeLane draft_lane, target_lane;
+  DraftWorker draft_worker;    // owns the draft model and its cache, on the draft lane
+  VerifyWorker verify_worker;  // owns the target model and its cache, on the target lane
+  ModelLanes lanes;
   std::shared_ptr<std::atomic<int64_t>> live_requests;
   asio::any_io_executor executor;    // every actor gets its own strand of it
   asio::any_io_executor api_strand;  // where the public awaitables wait for replies
   CacheManager cache;
-  DraftWorker draft_worker;
-  VerifyWorker verify_worker;
   SchedulerActor scheduler;
   std::atomic<uint64_t> next_number{1};
   std::mutex gate;  // orders submissions before the scheduler's Stop message
@@ -127,12 +160,12 @@ std::optional<RoundCostModel> Engine::Impl::calibrate() {
   if (config.calibration_seconds <= 0) return std::nullopt;
   RoundCostModel costs(config.max_batch, config.k_max);
   const CalibrationLimits limits{config.max_batch, config.k_max, config.calibration_seconds};
-  auto time_verify = [&] { return calibrate_verify(*target, *target_cache, costs, limits); };
-  target_lane.run_blocking("calibrate", time_verify);
+  auto time_verify = [&](Verifier& v) { return calibrate_verify(v.model(), v.cache(), costs, limits); };
+  verify_worker.run_blocking("calibrate", time_verify);
   // Without a draft model only prompt-lookup rows draft, and they need the verify curve alone.
-  if (!draft) return costs;
-  auto time_draft = [&] { return calibrate_draft_steps(*draft, *draft_cache, costs, limits); };
-  draft_lane.run_blocking("calibrate", time_draft);
+  if (!has_draft) return costs;
+  auto time_draft = [&](Drafter& d) { return calibrate_draft_steps(*d.model(), *d.cache(), costs, limits); };
+  draft_worker.run_blocking("calibrate", time_draft);
   return costs;
 }
 
@@ -147,7 +180,7 @@ SpecRequest Engine::Impl::prepare(const GenerateRequest& r) const {
   if (out.spec.enabled && (out.spec.k > config.k_max || (out.spec.adaptive && out.spec.k_max > config.k_max))) {
     throw SpecdError(ErrorCode::invalid_argument, "K above the engine's limit of " + std::to_string(config.k_max));
   }
-  validate_request(out, static_cast<int32_t>(target->config().vocab_size), config.max_seq_len, true);
+  validate_request(out, vocab_size, config.max_seq_len, true);
   return out;
 }
 
@@ -158,27 +191,22 @@ Engine::Engine(boost::asio::any_io_executor executor, EngineConfig config)
   spawn_logged(
       impl->cache.executor(), [impl] { return impl->cache.run(); }, "cache manager");
   spawn_logged(
-      impl->draft_worker.executor(), [impl] { return impl->draft_worker.run(); }, "draft worker");
-  spawn_logged(
-      impl->verify_worker.executor(), [impl] { return impl->verify_worker.run(); }, "verify worker");
-  spawn_logged(
       impl->scheduler.executor(), [impl] { return impl->scheduler.run(); }, "scheduler");
 }
 
 Engine::~Engine() {
   if (!impl_) return;
-  impl_->draft_lane.stop();
-  impl_->target_lane.stop();
+  impl_->draft_worker.stop();
+  impl_->verify_worker.stop();
 }
 
 RequestHandle Engine::submit(GenerateRequest request, BurstHandler on_burst, DoneHandler on_done) {
   Impl& impl = *impl_;
   const uint64_t number = impl.next_number++;
   std::string id = request.id.empty() ? "req-" + std::to_string(number) : request.id;
-  auto actor = std::make_shared<RequestActor>(
-      asio::make_strand(impl.executor), impl.scheduler,
-      RequestActor::Setup{id, number, request.stop, impl.tokenizer.get(), std::move(on_burst), std::move(on_done),
-                          impl.config.burst_queue, impl.live_requests});
+  auto actor = std::make_shared<RequestActor>(asio::make_strand(impl.executor), impl.scheduler,
+                                              RequestActor::Setup{id, number, std::move(on_burst), std::move(on_done),
+                                                                  impl.config.burst_queue, impl.live_requests});
   actor->start();
   auto refuse = [&](ErrorCode code, std::string message) {
     actor->post_finished({FinishReason::error, RequestError{code, std::move(message)}});
@@ -221,8 +249,8 @@ boost::asio::awaitable<void> Engine::stop(std::chrono::milliseconds deadline) {
   const auto until = Clock::now() + deadline;
   auto ask = [this, until]() -> boost::asio::awaitable<void> { co_await impl_->scheduler.stop(until); };
   co_await boost::asio::co_spawn(impl_->api_strand, ask, boost::asio::use_awaitable);
-  impl_->draft_lane.stop();
-  impl_->target_lane.stop();
+  impl_->draft_worker.stop();
+  impl_->verify_worker.stop();
   impl_->stopped = true;
 }
 

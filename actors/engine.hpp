@@ -42,7 +42,7 @@ struct EngineConfig {
   std::filesystem::path target_dir;
   std::filesystem::path draft_dir;  // empty: no draft model (prompt-lookup drafting or none)
   int32_t max_batch = 32;           // KV slots per model = most requests generating at once
-  int64_t max_seq_len = 1024;       // per slot: prompt plus generated tokens
+  int64_t max_seq_len = 1024;       // per slot: prompt plus generated tokens (capped at the models' positions)
   int32_t max_waiting = 256;        // admitted-but-waiting bound; beyond it submit fails `overloaded`
   int32_t burst_queue = 256;        // bursts a request's sink may lag before `slow_consumer`
   // Compute threads across both lanes; 0: what the process may use (its CPU affinity
@@ -75,8 +75,10 @@ struct Burst {
   std::string id;
   std::vector<int32_t> token_ids;  // empty only in a final burst carrying held-back text
   std::string text;                // complete UTF-8 characters only; the rest follows later
-  int32_t drafted = 0;             // draft tokens proposed this round
-  int32_t accepted = 0;            // of which the target accepted
+  // Draft tokens proposed this round, and how many of them the target accepted. A burst
+  // that a stop condition cut inside its drafts counts only the drafts it kept.
+  int32_t drafted = 0;
+  int32_t accepted = 0;
   // Per token_ids entry, the text that token completed (empty when it ends inside a
   // UTF-8 character). Their concatenation may run ahead of `text`, which holds back what
   // could start a stop string; clients colour tokens with it (draft vs target).
@@ -183,6 +185,7 @@ class Engine {
   // Request actors alive now (also after stop(); snapshot() needs the running scheduler).
   int64_t live_requests() const;
   const Tokenizer* tokenizer() const;
+  // The configuration in use: max_seq_len capped at the models' max_position_embeddings.
   const EngineConfig& config() const;
   // The compute threads chosen at construction (lanes' intra-op threads and budget).
   const ThreadPolicy& thread_policy() const;

@@ -22,12 +22,9 @@ RequestActor::RequestActor(asio::any_io_executor strand, SchedulerActor& schedul
       id_(std::move(setup.id)),
       number_(setup.number),
       submitted_at_(Clock::now()),
-      tokenizer_(setup.tokenizer),
       on_burst_(std::move(setup.on_burst)),
       on_done_(std::move(setup.on_done)),
       live_count_(std::move(setup.live_count)) {
-  if (tokenizer_) detokenizer_.emplace(*tokenizer_);
-  if (!setup.stop.empty()) stop_matcher_.emplace(std::move(setup.stop));
   if (live_count_) *live_count_ += 1;
 }
 
@@ -40,7 +37,7 @@ void RequestActor::start() {
       strand_, [self = shared_from_this()]() { return self->run(); }, "request actor");
 }
 
-bool RequestActor::post_tokens(Tokens tokens) { return mailbox_.try_send(error_code{}, Message(std::move(tokens))); }
+bool RequestActor::post_burst(OutputChunk burst) { return mailbox_.try_send(error_code{}, Message(std::move(burst))); }
 
 void RequestActor::post_finished(Finished finished) {
   spawn_logged(
@@ -66,53 +63,27 @@ awaitable<void> RequestActor::run() {
       finish(*finished);
       co_return;
     }
-    if (auto* tokens = std::get_if<Tokens>(&message); tokens && deliver(*tokens)) scheduler_.retire(number_);
+    if (auto* burst = std::get_if<OutputChunk>(&message)) deliver(*burst);
   }
 }
 
-bool RequestActor::deliver(const Tokens& m) {
-  if (cancel_requested_.load() || stopped_by_string_) return false;
+void RequestActor::deliver(OutputChunk& m) {
+  if (cancel_requested_.load()) return;
   if (!first_token_at_) first_token_at_ = Clock::now();
-  Burst burst{id_, {}, {}, m.drafted, m.accepted};
-  for (int32_t token : m.tokens) {
-    burst.token_ids.push_back(token);
-    std::string piece = detokenizer_ ? detokenizer_->push(token) : std::string();
-    burst.pieces.push_back(piece);
-    if (stop_matcher_) {
-      auto result = stop_matcher_->feed(piece);
-      burst.text += result.emit;
-      if (result.stopped) {
-        stopped_by_string_ = true;
-        break;
-      }
-    } else {
-      burst.text += piece;
-    }
-  }
-  tokens_.insert(tokens_.end(), burst.token_ids.begin(), burst.token_ids.end());
-  text_ += burst.text;
-  if (on_burst_) on_burst_(burst);
-  return stopped_by_string_;
+  tokens_.insert(tokens_.end(), m.token_ids.begin(), m.token_ids.end());
+  text_ += m.text;
+  if (!on_burst_) return;
+  on_burst_(Burst{id_, std::move(m.token_ids), std::move(m.text), m.drafted, m.accepted, std::move(m.pieces)});
 }
 
-// Text held back at the end: an unfinished character, or a tail that could have
-// started a stop string.
-std::string RequestActor::flush_text() {
-  if (stopped_by_string_) return {};
-  std::string tail = detokenizer_ ? detokenizer_->flush() : std::string();
-  if (stop_matcher_) tail = stop_matcher_->feed(tail).emit + stop_matcher_->finish();
-  return tail;
-}
-
-void RequestActor::finish(const Finished& m) {
+void RequestActor::finish(Finished& m) {
   const bool cancelled = cancel_requested_.load() && m.reason != FinishReason::error;
-  std::string tail = flush_text();
-  if (!tail.empty() && !cancelled && on_burst_) on_burst_(Burst{id_, {}, tail, 0, 0});
-  text_ += tail;
+  if (!m.tail.empty() && !cancelled && on_burst_) on_burst_(Burst{id_, {}, m.tail, 0, 0});
+  text_ += m.tail;
 
   GenerateResult result;
   result.id = id_;
-  result.finish_reason = stopped_by_string_ ? FinishReason::stop : cancelled ? FinishReason::cancelled : m.reason;
+  result.finish_reason = cancelled ? FinishReason::cancelled : m.reason;
   result.error = m.error;
   result.token_ids = std::move(tokens_);
   result.text = std::move(text_);

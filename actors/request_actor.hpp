@@ -1,9 +1,10 @@
 #pragma once
-// RequestActor: one per request. Owns the request's output stream: the streaming
-// detokenizer (complete UTF-8 characters only), the stop-string matcher, the tokens and
-// text so far, and the caller's burst and done handlers. The scheduler sends it each
-// round's accepted tokens and, once the request has left the batch and its KV slots are
-// free, the finish. Lives on its own strand; its state is touched only by run().
+// RequestActor: one per request. Owns the request's outbound side: its bounded queue of
+// bursts, the tokens and text sent so far, its timings, and the caller's burst and done
+// handlers. The scheduler sends it each round's burst, already cut and turned into text
+// by the request's RequestOutput (engine/request/request_output.hpp, which decides
+// when the request is finished), and, once the request has left the batch and its KV
+// slots are free, the finish. Lives on its own strand; its state is touched only by run().
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -15,8 +16,7 @@
 
 #include "actors/asio_aliases.hpp"
 #include "actors/engine.hpp"
-#include "engine/request/stop_conditions.hpp"
-#include "engine/tokenizer/stream_detokenizer.hpp"
+#include "engine/request/request_output.hpp"
 
 namespace specd::actors {
 
@@ -25,26 +25,20 @@ using Clock = std::chrono::steady_clock;
 
 class RequestActor : public std::enable_shared_from_this<RequestActor> {
  public:
-  struct Tokens {
-    std::vector<int32_t> tokens;  // already cut at EOS and max_tokens by the scheduler
-    int32_t drafted = 0;
-    int32_t accepted = 0;
-  };
   struct Finished {
     FinishReason reason;
     std::optional<RequestError> error;
     SpecStats stats;
     int32_t prompt_tokens = 0;
     Clock::time_point admitted_at;
+    std::string tail;  // text held back until the end (RequestOutput::flush)
   };
   // monostate first: a channel default-constructs the message when it cancels a receive.
-  using Message = std::variant<std::monostate, Tokens, Finished>;
+  using Message = std::variant<std::monostate, OutputChunk, Finished>;
 
   struct Setup {
     std::string id;
     uint64_t number;  // engine-wide, never reused (ids may be)
-    std::vector<std::string> stop;
-    const Tokenizer* tokenizer;  // null: bursts carry ids only
     BurstHandler on_burst;
     DoneHandler on_done;
     int32_t queue_capacity;
@@ -56,8 +50,8 @@ class RequestActor : public std::enable_shared_from_this<RequestActor> {
 
   // Starts run() on the strand; the coroutine keeps the actor alive until finished.
   void start();
-  // A round's tokens; false when the sink lags `queue_capacity` bursts behind.
-  bool post_tokens(Tokens tokens);
+  // A round's burst; false when the sink lags `queue_capacity` bursts behind.
+  bool post_burst(OutputChunk burst);
   // The finish is never dropped: it waits for room in the mailbox.
   void post_finished(Finished finished);
   // From any thread: no more bursts are delivered, and the scheduler frees the slots at
@@ -71,10 +65,8 @@ class RequestActor : public std::enable_shared_from_this<RequestActor> {
 
  private:
   awaitable<void> run();
-  // Returns true when a stop string ended the request in this burst.
-  bool deliver(const Tokens& tokens);
-  void finish(const Finished& finished);
-  std::string flush_text();
+  void deliver(OutputChunk& burst);
+  void finish(Finished& finished);
 
   asio::any_io_executor strand_;
   SchedulerActor& scheduler_;
@@ -82,16 +74,12 @@ class RequestActor : public std::enable_shared_from_this<RequestActor> {
   const std::string id_;
   const uint64_t number_;
   const Clock::time_point submitted_at_;
-  const Tokenizer* tokenizer_;
-  std::optional<StreamDetokenizer> detokenizer_;
-  std::optional<StopStringMatcher> stop_matcher_;
   BurstHandler on_burst_;
   DoneHandler on_done_;
   std::shared_ptr<std::atomic<int64_t>> live_count_;
 
   std::atomic<bool> cancel_requested_{false};
   std::atomic<bool> finished_{false};
-  bool stopped_by_string_ = false;
   std::vector<int32_t> tokens_;
   std::string text_;
   std::optional<Clock::time_point> first_token_at_;

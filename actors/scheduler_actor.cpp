@@ -4,11 +4,9 @@
 
 #include <algorithm>
 
-#include "actors/draft_worker.hpp"
 #include "actors/request_actor.hpp"
 #include "actors/spawn.hpp"
-#include "actors/verify_worker.hpp"
-#include "engine/speculation/prefill.hpp"
+#include "engine/request/request_output.hpp"
 #include "trace/trace_recorder.hpp"
 
 namespace specd::actors {
@@ -18,27 +16,26 @@ using namespace boost::asio::experimental::awaitable_operators;
 struct SchedulerActor::Entry {
   std::shared_ptr<RequestActor> actor;
   SpecRequest request;
+  RequestOutput output;               // decides when the request is finished
   std::unique_ptr<SpecSequence> seq;  // from admission
   std::optional<SlotGrant> slots;     // from admission to finish
-  int32_t generated = 0;
   Clock::time_point admitted_at;
-  std::optional<FinishReason> reason;  // decided by deliver(): EOS, max_tokens, full cache, slow sink
-  std::optional<RequestError> error;
+  std::optional<RequestError> error;  // the sink lagged (slow_consumer)
+  bool finished() const { return output.finished() || error; }
 };
 
 struct SchedulerActor::RoundOutcome {
-  std::vector<int32_t> first_tokens;  // one per fresh entry
-  RoundResult round;                  // one row per running entry
+  std::vector<FirstToken> first_tokens;  // one per fresh entry
+  RoundResult round;                     // one row per running entry
 };
 
 SchedulerActor::SchedulerActor(asio::any_io_executor strand, SchedulerOptions options, CacheManager& cache,
-                               DraftWorker& draft, VerifyWorker& verify, TraceRecorder* trace,
+                               RoundLanes& lanes, TraceRecorder* trace,
                                std::shared_ptr<std::atomic<int64_t>> live_requests)
     : strand_(strand),
       options_(options),
       cache_(cache),
-      draft_(draft),
-      verify_(verify),
+      lanes_(lanes),
       trace_(trace),
       live_requests_(std::move(live_requests)),
       mailbox_(strand, static_cast<size_t>(options.max_waiting) + 1024) {
@@ -50,7 +47,7 @@ SchedulerActor::~SchedulerActor() = default;
 bool SchedulerActor::try_submit(Submit submit) { return mailbox_.try_send(error_code{}, Message(std::move(submit))); }
 
 void SchedulerActor::post(Message message) {
-  // Cancels and retirements must not be lost: wait for room rather than drop.
+  // Cancels must not be lost: wait for room rather than drop.
   spawn_logged(
       strand_,
       [this, message = std::move(message)]() mutable -> awaitable<void> {
@@ -60,7 +57,6 @@ void SchedulerActor::post(Message message) {
 }
 
 void SchedulerActor::cancel(std::string id, uint64_t number) { post(Cancel{std::move(id), number}); }
-void SchedulerActor::retire(uint64_t number) { post(Retire{number}); }
 
 awaitable<EngineSnapshot> SchedulerActor::snapshot() {
   return ask<EngineSnapshot>(mailbox_, [](auto reply) { return Snapshot{reply}; });
@@ -92,8 +88,6 @@ awaitable<void> SchedulerActor::run() {
     co_await admit();
     if (!running_.empty() || !fresh_.empty()) co_await run_round();
   }
-  co_await draft_.stop();
-  co_await verify_.stop();
   co_await cache_.stop();
   // Late submissions (the engine's gate makes them rare) fail instead of hanging.
   for (bool more = true; more;) {
@@ -109,7 +103,7 @@ awaitable<void> SchedulerActor::run() {
 }
 
 // Blocks for one message when there is no work, then takes everything queued: the
-// round boundary is where cancels, retirements and newcomers take effect.
+// round boundary is where cancels and newcomers take effect.
 awaitable<void> SchedulerActor::collect_messages() {
   std::vector<Message> messages;
   if (idle()) {
@@ -125,40 +119,11 @@ awaitable<void> SchedulerActor::collect_messages() {
 
 awaitable<void> SchedulerActor::handle(Message& message) {
   if (auto* m = std::get_if<Submit>(&message)) {
-    auto entry =
-        std::make_unique<Entry>(Entry{std::move(m->actor), std::move(m->request), nullptr, std::nullopt, 0, {}});
-    std::optional<RequestError> refusal;
-    const auto& id = entry->actor->id();
-    auto same_id = [&](const auto& list) {
-      return std::any_of(list.begin(), list.end(), [&](const auto& e) { return e->actor->id() == id; });
-    };
-    auto queue_full = [&] { return static_cast<int32_t>(waiting_.size()) >= options_.max_waiting; };
-    // Requests that arrive together must not be refused while KV slots are free: the
-    // bound is on requests that wait for one.
-    if (queue_full() && !stopping_) co_await admit();
-    if (stopping_) {
-      refusal = RequestError{ErrorCode::shutting_down, "the engine is stopping"};
-    } else if (same_id(waiting_) || same_id(fresh_) || same_id(running_)) {
-      refusal = RequestError{ErrorCode::duplicate_id, "request id '" + id + "' is already in flight"};
-    } else if (queue_full()) {
-      refusal = RequestError{ErrorCode::overloaded,
-                             "the waiting queue is full (" + std::to_string(options_.max_waiting) + " requests)"};
-    }
-    if (refusal) {
-      counters_.requests_failed += 1;  // not through finish(): no slots, no trace span
-      entry->actor->post_finished(
-          {FinishReason::error, refusal, {}, static_cast<int32_t>(entry->request.prompt.size())});
-      co_return;
-    }
-    if (trace_) trace_->async_begin("queued", entry->actor->number(), entry->actor->submitted_at());
-    waiting_.push_back(std::move(entry));
+    co_await accept(*m);
   } else if (auto* m = std::get_if<Cancel>(&message)) {
     auto match = [m](const Entry& e) { return m->number ? e.actor->number() == m->number : e.actor->id() == m->id; };
     co_await finish_where(waiting_, match, FinishReason::cancelled);
     co_await finish_where(running_, match, FinishReason::cancelled);
-  } else if (auto* m = std::get_if<Retire>(&message)) {
-    co_await finish_where(
-        running_, [m](const Entry& e) { return e.actor->number() == m->number; }, FinishReason::stop);
   } else if (auto* m = std::get_if<Snapshot>(&message)) {
     EngineSnapshot s = counters_;
     s.waiting = static_cast<int32_t>(waiting_.size());
@@ -177,6 +142,39 @@ awaitable<void> SchedulerActor::handle(Message& message) {
     co_await finish_where(
         waiting_, [](const Entry&) { return true; }, FinishReason::cancelled);
   }
+}
+
+// Queues a submission, or refuses it: stopping, a duplicate id, or a full queue.
+awaitable<void> SchedulerActor::accept(Submit& m) {
+  const SpecRequest& r = m.request;
+  RequestOutput output(options_.tokenizer,
+                       {r.eos_ids, r.stop, r.max_tokens, static_cast<int64_t>(r.prompt.size()), options_.max_seq_len});
+  auto entry = std::make_unique<Entry>(
+      Entry{std::move(m.actor), std::move(m.request), std::move(output), nullptr, std::nullopt, {}, std::nullopt});
+  const auto& id = entry->actor->id();
+  auto same_id = [&](const auto& list) {
+    return std::any_of(list.begin(), list.end(), [&](const auto& e) { return e->actor->id() == id; });
+  };
+  auto queue_full = [&] { return static_cast<int32_t>(waiting_.size()) >= options_.max_waiting; };
+  // Requests that arrive together must not be refused while KV slots are free: the
+  // bound is on requests that wait for one.
+  if (queue_full() && !stopping_) co_await admit();
+  std::optional<RequestError> refusal;
+  if (stopping_) {
+    refusal = RequestError{ErrorCode::shutting_down, "the engine is stopping"};
+  } else if (same_id(waiting_) || same_id(fresh_) || same_id(running_)) {
+    refusal = RequestError{ErrorCode::duplicate_id, "request id '" + id + "' is already in flight"};
+  } else if (queue_full()) {
+    refusal = RequestError{ErrorCode::overloaded,
+                           "the waiting queue is full (" + std::to_string(options_.max_waiting) + " requests)"};
+  }
+  if (refusal) {
+    counters_.requests_failed += 1;  // not through finish(): no slots, no trace span
+    entry->actor->post_finished({FinishReason::error, refusal, {}, static_cast<int32_t>(entry->request.prompt.size())});
+    co_return;
+  }
+  if (trace_) trace_->async_begin("queued", entry->actor->number(), entry->actor->submitted_at());
+  waiting_.push_back(std::move(entry));
 }
 
 awaitable<void> SchedulerActor::enforce_stop_deadline() {
@@ -208,21 +206,14 @@ awaitable<void> SchedulerActor::admit() {
 }
 
 awaitable<void> SchedulerActor::run_round() {
-  std::vector<SpecSequence*> running, fresh;
-  for (auto& e : running_) {
-    e->seq->max_new_this_round = e->request.max_tokens - e->generated;
-    e->seq->adaptive.set_cost_ratio(cost_.cost_ratio());
-    running.push_back(e->seq.get());
-  }
-  for (auto& e : fresh_) fresh.push_back(e->seq.get());
-  if (running.empty()) batch_drafting_ = true;  // a new batch: nothing planned against drafting yet
-  std::optional<BatchPlan> plan;
-  if (cost_.rounds) plan = plan_batch(running, *cost_.rounds, options_.max_seq_len, options_.has_draft);
+  if (running_.empty()) batch_drafting_ = true;  // a new batch: nothing planned against drafting yet
+  std::optional<BatchPlan> batch_plan;
+  RoundPlan plan = plan_round(batch_plan);
   RoundOutcome outcome;
   std::optional<RequestError> failure;
   const auto round_start = Clock::now();
   try {
-    outcome = co_await execute(running, fresh);
+    outcome = co_await execute(plan);
   } catch (const std::exception& error) {
     failure = RequestError{ErrorCode::internal, std::string("model call failed: ") + error.what()};
   }
@@ -235,68 +226,95 @@ awaitable<void> SchedulerActor::run_round() {
     co_return;
   }
   // A round that also prefilled newcomers says nothing about the per-round overhead.
-  const double seconds = fresh.empty() ? std::chrono::duration<double>(Clock::now() - round_start).count() : 0;
+  const double seconds = fresh_.empty() ? std::chrono::duration<double>(Clock::now() - round_start).count() : 0;
+  const int64_t delivered_before = delivered_tokens_;
+  co_await apply_round(outcome, seconds);
+  if (trace_) trace_round(round_start, outcome, delivered_tokens_ - delivered_before, batch_plan);
+}
+
+RoundPlan SchedulerActor::plan_round(std::optional<BatchPlan>& batch_plan) {
+  std::vector<SpecSequence*> running;
+  std::vector<int32_t> max_new, planned_k;
+  for (auto& e : running_) {
+    max_new.push_back(e->request.max_tokens - e->output.generated());
+    e->seq->adaptive.set_cost_ratio(cost_.cost_ratio());
+    running.push_back(e->seq.get());
+  }
+  if (cost_.rounds) batch_plan = plan_batch(running, max_new, *cost_.rounds, limits(), planned_k);
+  RoundPlan plan;
+  for (size_t i = 0; i < running.size(); ++i) {
+    const int32_t k = plan_k(*running[i], limits(), max_new[i], planned_k.empty() ? -1 : planned_k[i]);
+    plan.rows.push_back(plan_row(*running[i], k));
+  }
+  return plan;
+}
+
+awaitable<void> SchedulerActor::apply_round(RoundOutcome& outcome, double seconds) {
+  std::vector<SpecSequence*> running;
+  for (size_t i = 0; i < running_.size(); ++i) {
+    apply_output(*running_[i]->seq, outcome.round.rows[i]);
+    running.push_back(running_[i]->seq.get());
+  }
   const bool drafted = std::any_of(outcome.round.rows.begin(), outcome.round.rows.end(),
                                    [](const RoundOutput& r) { return r.drafted > 0; });
   if (!running.empty()) {
     cost_.observe(outcome.round, seconds, running);
-    record_round_counters(outcome.round);
+    counters_.rounds += 1;
     batch_drafting_ = !cost_.rounds || drafted;
   }
-  const int64_t generated_before = delivered_tokens_;
-  std::vector<bool> done(running_.size());
+  const int64_t delivered_before = delivered_tokens_;
   for (size_t i = 0; i < running_.size(); ++i) {
     const RoundOutput& row = outcome.round.rows[i];
-    done[i] = deliver(*running_[i], row.tokens, row.drafted, row.accepted);
+    deliver(*running_[i], row.tokens, row.drafted, row.accepted);
   }
   if (seconds > 0 && !running.empty())
-    tally_round(outcome.round.rows.size(), drafted, seconds, delivered_tokens_ - generated_before);
-  size_t index = 0;
+    tally_round(running.size(), drafted, seconds, delivered_tokens_ - delivered_before);
   co_await finish_where(
-      running_, [&](const Entry&) { return done[index++]; }, FinishReason::length);
+      running_, [](const Entry& e) { return e.finished(); }, FinishReason::length);
   std::vector<std::unique_ptr<Entry>> newcomers = std::move(fresh_);
   fresh_.clear();
   for (size_t i = 0; i < newcomers.size(); ++i) {  // the first token of each newcomer
-    if (!deliver(*newcomers[i], {outcome.first_tokens[i]}, 0, 0)) running_.push_back(std::move(newcomers[i]));
+    Entry& e = *newcomers[i];
+    const FirstToken& first = outcome.first_tokens[i];
+    e.seq->tokens.push_back(first.token);
+    e.seq->rng = first.rng;
+    if (!deliver(e, std::span(&first.token, 1), 0, 0)) running_.push_back(std::move(newcomers[i]));
   }
-  if (trace_) trace_round(round_start, outcome, delivered_tokens_ - generated_before, plan);
   co_await finish_where(
-      newcomers, [](const Entry& e) { return e.reason.has_value(); }, FinishReason::length);
+      newcomers, [](const Entry& e) { return e.finished(); }, FinishReason::length);
 }
 
 // The round on the lanes. With overlap, the draft lane proposes for the running batch
 // while the target lane prefills the newcomers, then the target lane verifies while the
 // draft lane prefills the newcomers' prompts into the draft cache.
-awaitable<SchedulerActor::RoundOutcome> SchedulerActor::execute(const std::vector<SpecSequence*>& running,
-                                                                const std::vector<SpecSequence*>& fresh) {
+awaitable<SchedulerActor::RoundOutcome> SchedulerActor::execute(RoundPlan& plan) {
+  std::vector<TargetPrefill> prefills;
   std::vector<DraftPrefill> prompts;
-  // While the planner keeps the batch at K = 0 a draft prefill is wasted work on a busy
-  // machine; the draft cache then catches up lazily if drafting resumes.
-  for (size_t i = 0; i < fresh.size(); ++i) {
-    if (fresh[i]->draft_slot < 0) continue;
-    if (batch_drafting_) {
-      prompts.push_back({fresh[i]->draft_slot, fresh_[i]->request.prompt});
-    } else {
-      fresh[i]->draft_keep = 0;  // the slot may hold a finished request's tokens: emptied before drafting
-    }
+  for (auto& e : fresh_) {
+    prefills.push_back({e->seq->target_slot, e->request.prompt, e->seq->sampling, e->seq->rng});
+    // While the planner keeps the batch at K = 0 a draft prefill is wasted work on a
+    // busy machine; the draft slot then catches up lazily if drafting resumes.
+    if (e->seq->draft_slot >= 0 && batch_drafting_) prompts.push_back({e->seq->draft_slot, e->request.prompt});
   }
   RoundOutcome out;
-  const bool plain = !running.empty() && std::all_of(running.begin(), running.end(),
-                                                     [](const SpecSequence* s) { return drafts_nothing(*s); });
-  if (plain) {  // nobody drafts: no trip to the draft worker
-    out.first_tokens = co_await verify_.prefill(fresh);
-    out.round = co_await (verify_.plain_step(running) && draft_.prefill(prompts));
+  const bool plain =
+      !plan.rows.empty() && std::all_of(plan.rows.begin(), plan.rows.end(), [](const RowPlan& r) { return r.k == 0; });
+  if (plain) {  // nobody drafts: no trip to the draft lane
+    out.first_tokens = co_await lanes_.prefill_target(prefills);
+    RoundDrafts drafts = undrafted(plan);
+    out.round = co_await (lanes_.verify(drafts) && lanes_.prefill_draft(prompts));
   } else if (!options_.overlap) {
-    out.first_tokens = co_await verify_.prefill(fresh);
-    co_await draft_.prefill(prompts);
-    RoundDrafts drafts = co_await draft_.propose(running);
-    out.round = co_await verify_.verify(drafts);
-  } else if (running.empty()) {
-    out.first_tokens = co_await (verify_.prefill(fresh) && draft_.prefill(prompts));
+    out.first_tokens = co_await lanes_.prefill_target(prefills);
+    co_await lanes_.prefill_draft(prompts);
+    RoundDrafts drafts = co_await lanes_.propose(plan);
+    out.round = co_await lanes_.verify(drafts);
+  } else if (plan.rows.empty()) {
+    out.first_tokens = co_await (lanes_.prefill_target(prefills) && lanes_.prefill_draft(prompts));
   } else {
-    std::tuple<RoundDrafts, std::vector<int32_t>> phase1 = co_await (draft_.propose(running) && verify_.prefill(fresh));
+    std::tuple<RoundDrafts, std::vector<FirstToken>> phase1 =
+        co_await (lanes_.propose(plan) && lanes_.prefill_target(prefills));
     out.first_tokens = std::move(std::get<1>(phase1));
-    out.round = co_await (verify_.verify(std::get<0>(phase1)) && draft_.prefill(prompts));
+    out.round = co_await (lanes_.verify(std::get<0>(phase1)) && lanes_.prefill_draft(prompts));
   }
   co_return out;
 }
@@ -327,31 +345,15 @@ void SchedulerActor::trace_round(Clock::time_point start, const RoundOutcome& ou
   trace_->complete("round", "scheduler", start, Clock::now(), std::move(args));
 }
 
-bool SchedulerActor::deliver(Entry& e, const std::vector<int32_t>& tokens, int32_t drafted, int32_t accepted) {
-  const auto& eos = e.request.eos_ids;
-  size_t keep = tokens.size();
-  for (size_t i = 0; i < tokens.size() && !e.reason; ++i) {
-    if (std::find(eos.begin(), eos.end(), tokens[i]) != eos.end()) {
-      keep = i + 1;
-      e.reason = FinishReason::stop;
-    }
-  }
-  const auto room = static_cast<size_t>(e.request.max_tokens - e.generated);
-  if (keep >= room) {
-    if (keep > room || !e.reason) e.reason = FinishReason::length;
-    keep = room;
-  }
-  e.generated += static_cast<int32_t>(keep);
-  delivered_tokens_ += static_cast<int64_t>(keep);
-  // The cache is full when no room is left to feed the last sampled token.
-  if (!e.reason && static_cast<int64_t>(e.seq->tokens.size()) > options_.max_seq_len) e.reason = FinishReason::length;
-  RequestActor::Tokens burst{{tokens.begin(), tokens.begin() + static_cast<std::ptrdiff_t>(keep)}, drafted, accepted};
-  if (!e.actor->post_tokens(std::move(burst))) {
-    e.reason = FinishReason::error;
+bool SchedulerActor::deliver(Entry& e, std::span<const int32_t> tokens, int32_t drafted, int32_t accepted) {
+  OutputChunk chunk = e.output.take(tokens, drafted, accepted);
+  delivered_tokens_ += static_cast<int64_t>(chunk.token_ids.size());
+  count_drafts(chunk.drafted, chunk.accepted);
+  if (!e.actor->post_burst(std::move(chunk))) {
     e.error =
         RequestError{ErrorCode::slow_consumer, "the burst handler lagged more bursts behind than its queue holds"};
   }
-  return e.reason.has_value();
+  return e.finished();
 }
 
 awaitable<void> SchedulerActor::finish(Entry& e, FinishReason reason, const RequestError* error_in) {
@@ -359,30 +361,33 @@ awaitable<void> SchedulerActor::finish(Entry& e, FinishReason reason, const Requ
   if (error_in) error = *error_in;
   if (e.slots) co_await cache_.release(*e.slots);
   const auto now = Clock::now();
-  if (e.reason && reason != FinishReason::cancelled) {  // what deliver() found wins, but not over a cancel
-    reason = *e.reason;
-    if (e.error) error = e.error;
+  if (reason != FinishReason::cancelled) {  // what the output decided wins, but not over a cancel
+    if (e.error) {
+      reason = FinishReason::error;
+      error = e.error;
+    } else if (e.output.finished()) {
+      reason = *e.output.finished();
+    }
   }
   if (trace_) trace_->async_end(e.admitted_at == Clock::time_point{} ? "queued" : "generating", e.actor->number(), now);
   counters_.requests_finished += 1;
   if (reason == FinishReason::cancelled) counters_.requests_cancelled += 1;
   if (reason == FinishReason::error) counters_.requests_failed += 1;
-  RequestActor::Finished finished{reason, std::move(error), e.seq ? e.seq->stats : SpecStats{},
-                                  static_cast<int32_t>(e.request.prompt.size()), e.admitted_at};
+  RequestActor::Finished finished{reason,           std::move(error),
+                                  e.output.stats(), static_cast<int32_t>(e.request.prompt.size()),
+                                  e.admitted_at,    e.output.flush()};
   e.actor->post_finished(std::move(finished));
 }
 
-void SchedulerActor::record_round_counters(const RoundResult& round) {
-  counters_.rounds += 1;
-  for (const RoundOutput& row : round.rows) {
-    if (row.drafted == 0) continue;
-    counters_.drafts += 1;
-    counters_.draft_tokens += row.drafted;
-    counters_.accepted_tokens += row.accepted;
-    auto& per_position = counters_.accepted_per_position;
-    if (static_cast<int32_t>(per_position.size()) < row.drafted) per_position.resize(row.drafted, 0);
-    for (int32_t i = 0; i < row.accepted; ++i) per_position[i] += 1;
-  }
+// The speculative counters count what the requests kept, as their statistics do.
+void SchedulerActor::count_drafts(int32_t drafted, int32_t accepted) {
+  if (drafted == 0) return;
+  counters_.drafts += 1;
+  counters_.draft_tokens += drafted;
+  counters_.accepted_tokens += accepted;
+  auto& per_position = counters_.accepted_per_position;
+  if (static_cast<int32_t>(per_position.size()) < drafted) per_position.resize(drafted, 0);
+  for (int32_t i = 0; i < accepted; ++i) per_position[i] += 1;
 }
 
 void SchedulerActor::tally_round(size_t rows, bool drafted, double seconds, int64_t delivered) {

@@ -1,14 +1,18 @@
 #pragma once
-// SchedulerActor: admission and continuous batching, one round at a time. Requests
-// wait in a bounded queue until CacheManager grants their KV slots, join the batch at
-// a round boundary (their target prefill and draft prefill run inside that round, on
-// the lanes, overlapping the running batch's draft and verify work), and leave it at a
-// round boundary when they finish, are cancelled or fail. Cancels, retirements and
-// submissions that arrive during a round are applied at the next boundary. Lives on its
-// strand; its state is touched only by run().
+// SchedulerActor: admission, continuous batching and K planning, one round at a time.
+// Requests wait in a bounded queue until CacheManager grants their KV slots, join the
+// batch at a round boundary (their target prefill and draft prefill run inside that
+// round, on the lanes, overlapping the running batch's draft and verify work), and
+// leave it at a round boundary when they finish, are cancelled or fail. It owns each
+// request's round state (SpecSequence) and its RequestOutput, which decides on every
+// burst, before it leaves, whether the request is finished (EOS, stop strings,
+// max_tokens, a full cache): a finished request runs no further round. Rounds go to the
+// lanes as values (RoundLanes). Cancels and submissions that arrive during a round are
+// applied at the next boundary. Lives on its strand; its state is touched only by run().
 #include <chrono>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <variant>
 #include <vector>
@@ -17,19 +21,19 @@
 #include "actors/cache_manager.hpp"
 #include "actors/engine.hpp"
 #include "actors/reply.hpp"
+#include "actors/round_lanes.hpp"
 #include "engine/planning/adaptive_k.hpp"
 #include "engine/planning/batch_k_planner.hpp"
 #include "engine/speculation/spec_request.hpp"
 
 namespace specd {
 class TraceRecorder;
-}
+class Tokenizer;
+}  // namespace specd
 
 namespace specd::actors {
 
-class DraftWorker;
 class RequestActor;
-class VerifyWorker;
 using Clock = std::chrono::steady_clock;
 
 struct SchedulerOptions {
@@ -37,6 +41,7 @@ struct SchedulerOptions {
   bool overlap = true;
   bool has_draft = false;
   int64_t max_seq_len = 1024;
+  const Tokenizer* tokenizer = nullptr;  // for stop strings and burst text (null: ids only)
   // Calibrated round costs (engine/cost_calibration.hpp): K is then planned for the
   // batch as a whole each round; without them, per request.
   std::optional<RoundCostModel> round_costs;
@@ -52,9 +57,6 @@ class SchedulerActor {
     std::string id;
     uint64_t number = 0;  // 0: whichever request has this id
   };
-  struct Retire {
-    uint64_t number;  // a stop string ended it
-  };
   struct Snapshot {
     Reply<EngineSnapshot> reply;
   };
@@ -63,10 +65,10 @@ class SchedulerActor {
     Reply<std::monostate> reply;
   };
   // monostate first: a channel default-constructs the message when it cancels a receive.
-  using Message = std::variant<std::monostate, Submit, Cancel, Retire, Snapshot, Stop>;
+  using Message = std::variant<std::monostate, Submit, Cancel, Snapshot, Stop>;
 
-  SchedulerActor(asio::any_io_executor strand, SchedulerOptions options, CacheManager& cache, DraftWorker& draft,
-                 VerifyWorker& verify, TraceRecorder* trace, std::shared_ptr<std::atomic<int64_t>> live_requests);
+  SchedulerActor(asio::any_io_executor strand, SchedulerOptions options, CacheManager& cache, RoundLanes& lanes,
+                 TraceRecorder* trace, std::shared_ptr<std::atomic<int64_t>> live_requests);
   ~SchedulerActor();
 
   awaitable<void> run();
@@ -75,7 +77,6 @@ class SchedulerActor {
   // From any thread. Submit fails (false) when the mailbox is full: `overloaded`.
   bool try_submit(Submit submit);
   void cancel(std::string id, uint64_t number);
-  void retire(uint64_t number);
   awaitable<EngineSnapshot> snapshot();
   awaitable<void> stop(Clock::time_point deadline);
 
@@ -85,11 +86,18 @@ class SchedulerActor {
 
   awaitable<void> collect_messages();
   awaitable<void> handle(Message& message);
+  awaitable<void> accept(Submit& submit);
   awaitable<void> admit();
   awaitable<void> run_round();
-  awaitable<RoundOutcome> execute(const std::vector<SpecSequence*>& running, const std::vector<SpecSequence*>& fresh);
-  // Applies a burst to an entry; returns true when the entry has finished.
-  bool deliver(Entry& entry, const std::vector<int32_t>& tokens, int32_t drafted, int32_t accepted);
+  // The running rows' plan, K chosen per row (by the batch planner when calibrated).
+  RoundPlan plan_round(std::optional<BatchPlan>& batch_plan);
+  awaitable<RoundOutcome> execute(RoundPlan& plan);
+  // Applies the round's outputs and the newcomers' first tokens; finishes who ended.
+  awaitable<void> apply_round(RoundOutcome& outcome, double seconds);
+  // Passes a burst through the entry's output and on to its actor; true when the
+  // entry has finished (a stop condition, or a sink too slow for its bursts).
+  bool deliver(Entry& entry, std::span<const int32_t> tokens, int32_t drafted, int32_t accepted);
+  RoundLimits limits() const { return {options_.max_seq_len, options_.has_draft}; }
   // Coroutine arguments here are references, pointers or trivially destructible values:
   // no temporary with a destructor is left in a co_await expression (compilers have
   // destroyed such temporaries twice; see CMakeLists.txt).
@@ -99,7 +107,7 @@ class SchedulerActor {
   awaitable<void> finish_where(std::vector<std::unique_ptr<Entry>>& entries, const Which& which, FinishReason reason,
                                const RequestError* error = nullptr);
   awaitable<void> enforce_stop_deadline();
-  void record_round_counters(const RoundResult& round);
+  void count_drafts(int32_t drafted, int32_t accepted);
   // Adds a decode round of `rows` rows to the snapshot's plain or drafting tallies.
   void tally_round(size_t rows, bool drafted, double seconds, int64_t delivered);
   void trace_round(Clock::time_point start, const RoundOutcome& outcome, int64_t delivered,
@@ -110,8 +118,7 @@ class SchedulerActor {
   asio::any_io_executor strand_;
   SchedulerOptions options_;
   CacheManager& cache_;
-  DraftWorker& draft_;
-  VerifyWorker& verify_;
+  RoundLanes& lanes_;
   TraceRecorder* trace_;
   std::shared_ptr<std::atomic<int64_t>> live_requests_;
   Mailbox<Message> mailbox_;

@@ -292,6 +292,28 @@ TEST_CASE("bad requests fail with their error code and do not disturb others") {
   io.run(engine.stop(std::chrono::seconds(5)));
 }
 
+TEST_CASE("max_seq_len above the models' max_position_embeddings is capped before the caches are sized") {
+  IoThreads io(1);
+  EngineConfig c = default_config();
+  c.max_batch = 2;
+  c.max_seq_len = int64_t{1} << 24;  // uncapped, the caches would need terabytes
+  c.calibration_seconds = 0;
+  Engine engine(io.io().get_executor(), c);
+  CHECK(engine.config().max_seq_len == 1024);  // both committed models' max_position_embeddings
+  Collector too_long;
+  GenerateRequest r;
+  r.prompt_ids = std::vector<int32_t>(1024, 5);
+  RequestHandle h = engine.submit(r, {}, too_long.on_done());
+  const GenerateResult refused = too_long.done.get_future().get();
+  REQUIRE(refused.error);
+  CHECK(refused.error->code == ErrorCode::out_of_capacity);
+  GenerateRequest good;
+  good.prompt = "ROMEO:\n";
+  good.max_tokens = 12;
+  CHECK(io.run(engine.generate(good)).token_ids == solo_greedy("ROMEO:\n", 12));
+  io.run(engine.stop(std::chrono::seconds(5)));
+}
+
 TEST_CASE("stop with requests in flight ends them within the deadline and refuses new ones") {
   IoThreads io(1);
   Engine engine(io.io().get_executor(), default_config());

@@ -39,7 +39,6 @@ TEST_CASE("greedy generation is deterministic and matches argmax of the full for
   REQUIRE(a.tokens.size() == 12);
   CHECK(a.tokens == b.tokens);
   CHECK(a.finish_reason == FinishReason::length);
-  CHECK(cache.free_slot_count() == 1);  // the slot came back
   // Recompute each token with a fresh full forward over the growing sequence.
   std::vector<int64_t> seq(req.prompt.begin(), req.prompt.end());
   for (int32_t token : a.tokens) {

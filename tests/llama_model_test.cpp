@@ -38,7 +38,7 @@ TEST_CASE("incremental decode through the KV cache equals the full forward at se
     at::Tensor tokens = random_tokens(length, 97, 100 + length);
     at::Tensor reference = full_logits(*model, tokens);
     KvCache cache(model->config(), 2, 128);
-    const int32_t slot = *cache.allocate();
+    const int32_t slot = 0;
     const int64_t prefill = length / 2 + 1;
     ForwardBatch first{tokens.narrow(0, 0, prefill).unsqueeze(0), {slot}, {prefill}};
     at::Tensor logits = model->forward(first, cache, LogitsFor::all_positions)[0];
@@ -64,10 +64,8 @@ TEST_CASE("batched rows of different lengths and cache positions match each row 
       refs.push_back(full_logits(*model, seqs.back()));
     }
     KvCache cache(model->config(), 6, 64);
-    cache.allocate();  // slot 0 stays unused, so rows use slots 1..4 in a non-trivial order
-    std::vector<int32_t> slots;
-    for (size_t r = 0; r < lengths.size(); ++r) slots.push_back(*cache.allocate());
-    std::reverse(slots.begin(), slots.end());
+    // Slot 0 stays unused, so rows use slots 1..4 in a non-trivial order.
+    std::vector<int32_t> slots = {4, 3, 2, 1};
 
     // Prefill: right-padded [4, 17].
     const int64_t T = *std::max_element(lengths.begin(), lengths.end());
@@ -107,7 +105,7 @@ TEST_CASE("truncating the cache and re-feeding gives the same logits as never ha
   at::Tensor tokens = random_tokens(20, 97, 5);
   at::Tensor reference = full_logits(*model, tokens);
   KvCache cache(model->config(), 1, 32);
-  const int32_t slot = *cache.allocate();
+  const int32_t slot = 0;
   model->forward({tokens.narrow(0, 0, 12).unsqueeze(0), {slot}, {12}}, cache, LogitsFor::last_position);
   // Write 5 wrong tokens past position 12 (like rejected drafts), then roll back.
   model->forward({at::full({1, 5}, 42, at::kLong), {slot}, {5}}, cache, LogitsFor::all_positions);
@@ -121,7 +119,7 @@ TEST_CASE("a forward past max_seq_len is an out_of_capacity error and leaves the
   torch::InferenceMode guard;
   auto model = random_model(tiny_config(), 3);
   KvCache cache(model->config(), 1, 8);
-  const int32_t slot = *cache.allocate();
+  const int32_t slot = 0;
   model->forward({at::ones({1, 6}, at::kLong), {slot}, {6}}, cache, LogitsFor::last_position);
   try {
     model->forward({at::ones({1, 3}, at::kLong), {slot}, {3}}, cache, LogitsFor::last_position);
@@ -132,18 +130,16 @@ TEST_CASE("a forward past max_seq_len is an out_of_capacity error and leaves the
   CHECK(cache.length(slot) == 6);
 }
 
-TEST_CASE("KV slots are handed out, released and reused") {
+TEST_CASE("the KV cache keeps a length per slot within max_seq_len, and its size in bytes") {
   KvCache cache(tiny_config(), 2, 16);
-  auto a = cache.allocate(), b = cache.allocate();
-  REQUIRE(a);
-  REQUIRE(b);
-  CHECK(*a == 0);
-  CHECK(*b == 1);
-  CHECK_FALSE(cache.allocate());
-  cache.release(*a);
-  CHECK(cache.free_slot_count() == 1);
-  CHECK(cache.allocate() == a);
-  CHECK_THROWS_AS(cache.release(7), SpecdError);
+  CHECK(cache.slot_count() == 2);
+  cache.set_length(1, 9);
+  CHECK(cache.length(0) == 0);
+  CHECK(cache.length(1) == 9);
+  cache.truncate_to(1, 4);
+  CHECK(cache.length(1) == 4);
+  CHECK_THROWS_AS(cache.truncate_to(1, 5), SpecdError);
+  CHECK_THROWS_AS(cache.set_length(0, 17), SpecdError);
   CHECK(cache.bytes() == 2 * 2 * (2 * 2 * 16 * 16) * 4);  // layers x {K,V} x slots*kv*seq*dim x f32
 }
 
@@ -219,7 +215,7 @@ TEST_CASE("packing the parameters for inference keeps their values and the full 
   model->pack_parameters_for_inference();
   CHECK(at::equal(model->named_parameters()["model.layers.1.self_attn.k_proj.weight"], k_before));
   KvCache cache(model->config(), 1, 64);
-  const int32_t slot = *cache.allocate();
+  const int32_t slot = 0;
   at::Tensor cached = model->forward({tokens, {slot}, {30}}, cache, LogitsFor::all_positions);
   CHECK(max_diff(cached, before) < 1e-4);
 }

@@ -8,7 +8,6 @@
 #include "engine/base/errors.hpp"
 #include "engine/model/kv_cache.hpp"
 #include "engine/planning/round_cost_model.hpp"
-#include "engine/speculation/prefill.hpp"
 #include "engine/speculation/speculative_round.hpp"
 #include "tests/support/generation_drivers.hpp"
 #include "tests/support/joint_distribution.hpp"
@@ -78,8 +77,6 @@ void check_greedy_grid(TestPair& pair, const std::vector<int32_t>& ks, const std
           }
         }
       }
-      CHECK(pair.target_cache->free_slot_count() == pair.target_cache->slot_count());
-      CHECK(pair.draft_cache->free_slot_count() == pair.draft_cache->slot_count());
     }
   }
 }
@@ -130,36 +127,45 @@ TEST_CASE("rows with different K, speculation off, and the lookup drafter share 
 }
 
 // The actors skip a newcomer's draft prefill while the batch planner keeps K = 0; the
-// draft slot may still hold a finished request's longer context, which draft_keep = 0
-// empties before the first draft step (a lazy prefill of the whole context).
-TEST_CASE("a reused draft slot holding a longer stale context is emptied by draft_keep before drafting") {
+// draft slot may still hold a finished request's longer context. The Drafter keeps only
+// what that context shares with the new one and feeds the rest in its first step.
+TEST_CASE("a reused draft slot holding a longer stale context is cut to the shared prefix before drafting") {
   TestPair pair = make_pair(true, 2);
-  const std::vector<int32_t> stale(60, 5);
+  SpecModels models = pair.models();
+  Drafter drafter = borrow_drafter(models);
+  Verifier verifier = borrow_verifier(models);
+  const std::vector<int32_t> prompt = mixed_prompts()[5];
+  std::vector<int32_t> stale(prompt.begin(), prompt.begin() + 3);  // shares 3 tokens, then differs
+  stale.resize(60, 5);
   const DraftPrefill leftover{1, stale};
-  prefill_draft(*pair.draft, *pair.draft_cache, std::span<const DraftPrefill>(&leftover, 1));
+  drafter.prefill(std::span<const DraftPrefill>(&leftover, 1));
   REQUIRE(pair.draft_cache->length(1) == 60);
 
-  const std::vector<int32_t> prompt = mixed_prompts()[5];
   SpecSettings spec;
   spec.k = 4;
   SpecSequence seq(prompt, 0, 1, SamplingParams{}, spec, 0.1);
-  seq.draft_keep = 0;
-  SpecModels models = pair.models();
+  TargetPrefill first_prompt{0, prompt, seq.sampling, seq.rng};
+  const FirstToken first_token = verifier.prefill(std::span(&first_prompt, 1)).front();
+  seq.tokens.push_back(first_token.token);
+  seq.rng = first_token.rng;
   SpecSequence* batch[] = {&seq};
-  prefill_target(*pair.target, *pair.target_cache, batch);
-  // The first draft step catches the emptied cache up on the whole prompt: not a draft
+  const RoundLimits limits{128, true};
+  // The first draft step catches the slot up on the rest of the context: not a draft
   // step's price, so it is left out of the step times the cost model learns from.
-  const RoundResult first = speculative_round(models, batch);
+  const RoundResult first = speculative_round(drafter, verifier, batch, limits);
   CHECK(first.draft_steps == 4);
   CHECK(first.draft_step_times.size() == 3);
+  CHECK(pair.draft_cache->length(1) == static_cast<int64_t>(prompt.size()) + 1 + 3);  // context, t1..t3
+  int32_t drafted = first.rows[0].drafted;
   while (seq.tokens.size() < prompt.size() + 24) {
-    const RoundResult next = speculative_round(models, batch);
+    const RoundResult next = speculative_round(drafter, verifier, batch, limits);
     CHECK(next.draft_step_times.size() == static_cast<size_t>(next.draft_steps));
+    drafted += next.rows[0].drafted;
   }
   const std::vector<int32_t> generated(seq.tokens.begin() + static_cast<std::ptrdiff_t>(prompt.size()),
                                        seq.tokens.begin() + static_cast<std::ptrdiff_t>(prompt.size()) + 24);
   CHECK(generated == target_only(*pair.target, prompt, 24));
-  CHECK(seq.stats.drafted > 0);
+  CHECK(drafted > 0);
 }
 
 TEST_CASE("max_tokens is exact and EOS ends generation at the accepted token") {
@@ -249,8 +255,6 @@ TEST_CASE("bad requests are refused before any slot is taken") {
     } catch (const SpecdError& e) {
       CHECK(e.code() == ErrorCode::invalid_argument);
     }
-    CHECK(pair.target_cache->free_slot_count() == 2);
-    CHECK(pair.draft_cache->free_slot_count() == 2);
   };
   SpecRequest ok = spec_request({1, 5, 6}, 4, 8);
   SpecRequest r = ok;
@@ -286,27 +290,29 @@ TEST_CASE("plan_batch plans adaptive lookup rows from the verify curve alone") {
   SpecSequence a({1, 5, 6, 5, 6}, 0, -1, SamplingParams{}, lookup, 0.0, 0.8);
   SpecSequence b({1, 7, 8, 7, 8}, 1, -1, SamplingParams{}, lookup, 0.0, 0.8);
   std::vector<SpecSequence*> batch{&a, &b};
+  const std::vector<int32_t> max_new{100, 100};
+  const RoundLimits lookup_only{128, false};
+  std::vector<int32_t> planned;
 
   // A flat verify pass: lookup drafts are free, so both rows take the whole K.
   const RoundCostModel flat = verify_only(1e-3, 0.0);
-  REQUIRE(plan_batch(batch, flat, 128, false).has_value());
-  CHECK(a.planned_k == 8);
-  CHECK(b.planned_k == 8);
+  REQUIRE(plan_batch(batch, max_new, flat, lookup_only, planned).has_value());
+  CHECK(planned == std::vector<int32_t>{8, 8});
+  CHECK(plan_k(a, lookup_only, 100, planned[0]) == 8);
+  CHECK(plan_k(a, lookup_only, 5, planned[0]) == 4);  // never past max_tokens
 
   // A verify pass proportional to the tokens fed: every draft costs a full token's
   // time and returns less than one, so speculation is off for both.
   const RoundCostModel proportional = verify_only(0.0, 1e-3);
-  REQUIRE(plan_batch(batch, proportional, 128, false).has_value());
-  CHECK(a.planned_k == 0);
-  CHECK(b.planned_k == 0);
-  CHECK(drafts_nothing(a));
+  REQUIRE(plan_batch(batch, max_new, proportional, lookup_only, planned).has_value());
+  CHECK(planned == std::vector<int32_t>{0, 0});
+  CHECK(plan_k(a, lookup_only, 100, planned[0]) == 0);
 
   // An adaptive draft-model row needs the draft-step curve: no plan without it.
   SpecSettings model;
   model.adaptive = true;
   SpecSequence c({1, 5, 6}, 2, 2, SamplingParams{}, model, 0.1, 0.8);
-  c.planned_k = -1;
   std::vector<SpecSequence*> mixed{&a, &c};
-  CHECK_FALSE(plan_batch(mixed, flat, 128, true).has_value());
-  CHECK(c.planned_k == -1);
+  CHECK_FALSE(plan_batch(mixed, max_new, flat, RoundLimits{128, true}, planned).has_value());
+  CHECK(planned == std::vector<int32_t>{-1, -1});
 }

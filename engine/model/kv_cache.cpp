@@ -11,7 +11,7 @@
 namespace specd {
 
 KvCache::KvCache(const ModelConfig& config, int32_t slots, int64_t max_seq_len)
-    : max_seq_len_(max_seq_len), lengths_(slots > 0 ? slots : 0, 0), pool_(slots > 0 ? slots : 1) {
+    : max_seq_len_(max_seq_len), lengths_(slots > 0 ? slots : 0, 0) {
   if (slots <= 0 || max_seq_len <= 0) {
     throw SpecdError(ErrorCode::invalid_argument, "KV cache needs slots > 0 and max_seq_len > 0");
   }
@@ -26,17 +26,6 @@ int64_t KvCache::bytes() const {
   int64_t total = 0;
   for (const auto& k : keys_) total += k.numel() * static_cast<int64_t>(k.element_size());
   return total * 2;
-}
-
-std::optional<int32_t> KvCache::allocate() {
-  auto slot = pool_.allocate();
-  if (slot) lengths_[*slot] = 0;
-  return slot;
-}
-
-void KvCache::release(int32_t slot) {
-  pool_.release(slot);
-  lengths_[slot] = 0;
 }
 
 void KvCache::set_length(int32_t slot, int64_t length) {

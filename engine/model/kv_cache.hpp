@@ -1,15 +1,13 @@
 #pragma once
 // Preallocated per-slot KV cache for one model: per layer, K and V tensors of shape
-// [slots, kv_heads, max_seq_len, head_dim]. A request holds one slot; its length is the
-// number of positions written. Truncation only lowers the length (stale entries are
-// overwritten by the next write). Not thread-safe: one owner drives it.
+// [slots, kv_heads, max_seq_len, head_dim]. Storage only: which request holds a slot is
+// decided elsewhere (the engine's CacheManager is the one allocator); a slot's length
+// is the number of positions written. Truncation only lowers the length (stale entries
+// are overwritten by the next write). Not thread-safe: one owner (a lane) drives it.
 #include <ATen/core/Tensor.h>
 
 #include <cstdint>
-#include <optional>
 #include <vector>
-
-#include "engine/model/slot_pool.hpp"
 
 namespace specd {
 
@@ -21,13 +19,8 @@ class KvCache {
 
   int32_t slot_count() const { return static_cast<int32_t>(lengths_.size()); }
   int64_t max_seq_len() const { return max_seq_len_; }
-  int32_t free_slot_count() const { return pool_.free_count(); }
   // Bytes held by the K and V tensors of all layers.
   int64_t bytes() const;
-
-  // Takes a free slot with length 0, or nullopt when all are in use.
-  std::optional<int32_t> allocate();
-  void release(int32_t slot);
 
   int64_t length(int32_t slot) const { return lengths_.at(slot); }
   // Sets the valid length (rollback after rejected speculative tokens, or advance after a write).
@@ -42,7 +35,6 @@ class KvCache {
   std::vector<at::Tensor> keys_;
   std::vector<at::Tensor> values_;
   std::vector<int64_t> lengths_;
-  SlotPool pool_;  // allocate/release for single-owner callers; the actors keep their own
 };
 
 }  // namespace specd

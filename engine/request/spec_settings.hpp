@@ -37,7 +37,10 @@ struct SpecStats {
     return accepted + rejections ? static_cast<double>(accepted) / static_cast<double>(accepted + rejections) : 0.0;
   }
   double tokens_per_round() const { return rounds ? static_cast<double>(emitted) / rounds : 0.0; }
-  void record(int32_t drafted_now, int32_t accepted_now);
+  // One drafting round that emitted the accepted drafts and the correction or bonus token.
+  void record(int32_t drafted_now, int32_t accepted_now) { record(drafted_now, accepted_now, accepted_now + 1); }
+  // A round as far as it was kept: a stop condition may cut it inside its accepted drafts.
+  void record(int32_t drafted_now, int32_t accepted_now, int32_t emitted_now);
   // Sums another request's statistics into these (aggregates over requests).
   void add(const SpecStats& other);
 };

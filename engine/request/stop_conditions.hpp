@@ -1,7 +1,7 @@
 #pragma once
 // Stop strings over streamed text. The engine feeds it the text of accepted tokens only
 // (a rejected draft's text never reaches it), burst by burst, and sends the client what
-// feed() says is safe. One matcher per request, touched by that request's strand only.
+// feed() says is safe. One matcher per request, inside its RequestOutput (request_output.hpp).
 #include <cstddef>
 #include <string>
 #include <string_view>

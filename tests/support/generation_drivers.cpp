@@ -12,9 +12,8 @@
 #include "engine/base/errors.hpp"
 #include "engine/model/kv_cache.hpp"
 #include "engine/model/llama_model.hpp"
-#include "engine/request/stop_conditions.hpp"
-#include "engine/speculation/prefill.hpp"
-#include "engine/tokenizer/stream_detokenizer.hpp"
+#include "engine/model/slot_pool.hpp"
+#include "engine/request/request_output.hpp"
 #include "engine/tokenizer/tokenizer.hpp"
 
 namespace specd {
@@ -23,56 +22,38 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// Non-owning: the caller keeps the model or cache alive for the driver's call.
+template <class T>
+std::shared_ptr<T> borrowed(T* p) {
+  return std::shared_ptr<T>(std::shared_ptr<void>(), p);
+}
+
 struct Active {
   size_t index;
   std::unique_ptr<SpecSequence> seq;  // null once finished and released
-  std::optional<StopStringMatcher> stop;
-  std::optional<StreamDetokenizer> detokenizer;  // feeds the stop matcher, with stop strings only
-  std::string stop_text;
-  bool stopped_by_string = false;
+  RequestOutput output;
+  std::string text;
   Clock::time_point first_token_at;
 };
 
-// Feeds the text a newly accepted token completes to the stop matcher.
-bool feed_stop(Active& a, int32_t token) {
-  auto result = a.stop->feed(a.detokenizer->push(token));
-  a.stop_text += result.emit;
-  return result.stopped;
-}
-
-// Applies stop conditions to a burst in order; returns true when the request ends.
-bool accept_burst(Active& a, const SpecRequest& req, SpecResult& res, const std::vector<int32_t>& burst) {
-  for (int32_t token : burst) {
-    res.tokens.push_back(token);
-    if (std::find(req.eos_ids.begin(), req.eos_ids.end(), token) != req.eos_ids.end()) {
-      res.finish_reason = FinishReason::stop;
-      return true;
-    }
-    if (a.stop && feed_stop(a, token)) {
-      res.finish_reason = FinishReason::stop;
-      a.stopped_by_string = true;
-      return true;
-    }
-    if (static_cast<int32_t>(res.tokens.size()) >= req.max_tokens) {
-      res.finish_reason = FinishReason::length;
-      return true;
-    }
+// Slots for the driver's requests: its own allocator, as CacheManager is the engine's.
+struct DriverSlots {
+  SlotPool target;
+  std::optional<SlotPool> draft;
+  void release(const SpecSequence& seq) {
+    target.release(seq.target_slot);
+    if (seq.draft_slot >= 0) draft->release(seq.draft_slot);
   }
-  return false;
-}
+};
 
-}  // namespace
-
-namespace {
-
-std::unique_ptr<SpecSequence> admit(SpecModels& m, const SpecRequest& r, const CostMeter& cost) {
-  auto target_slot = m.target_cache.allocate();
+std::unique_ptr<SpecSequence> admit(DriverSlots& slots, const SpecRequest& r, const CostMeter& cost) {
+  auto target_slot = slots.target.allocate();
   if (!target_slot) throw SpecdError(ErrorCode::out_of_capacity, "no free target KV slot");
   int32_t draft_slot = -1;
-  if (m.draft && r.spec.enabled && r.spec.drafter == DrafterKind::model) {
-    auto slot = m.draft_cache->allocate();
+  if (slots.draft && r.spec.enabled && r.spec.drafter == DrafterKind::model) {
+    auto slot = slots.draft->allocate();
     if (!slot) {
-      m.target_cache.release(*target_slot);
+      slots.target.release(*target_slot);
       throw SpecdError(ErrorCode::out_of_capacity, "no free draft KV slot");
     }
     draft_slot = *slot;
@@ -81,98 +62,125 @@ std::unique_ptr<SpecSequence> admit(SpecModels& m, const SpecRequest& r, const C
                                         cost.acceptance.estimate(r.spec.drafter));
 }
 
-void release(SpecModels& m, Active& a) {
-  if (!a.seq) return;
-  m.target_cache.release(a.seq->target_slot);
-  if (a.seq->draft_slot >= 0) m.draft_cache->release(a.seq->draft_slot);
-  a.seq.reset();
+// Applies a burst through the request's output; true when the request has ended.
+bool deliver(Active& a, SpecResult& res, std::span<const int32_t> tokens, int32_t drafted, int32_t accepted) {
+  OutputChunk chunk = a.output.take(tokens, drafted, accepted);
+  res.tokens.insert(res.tokens.end(), chunk.token_ids.begin(), chunk.token_ids.end());
+  a.text += chunk.text;
+  if (!a.output.finished()) return false;
+  res.finish_reason = *a.output.finished();
+  return true;
 }
 
 // Final bookkeeping of a request that stopped: text, statistics, slots back.
-void finish(SpecModels& m, Active& a, SpecResult& res, const Tokenizer* tok) {
-  res.stats = a.seq->stats;
+void finish(DriverSlots& slots, Active& a, SpecResult& res) {
+  res.stats = a.output.stats();
   res.decode_seconds = std::chrono::duration<double>(Clock::now() - a.first_token_at).count();
-  if (a.stopped_by_string) {
-    res.text = a.stop_text;
-  } else if (tok) {
-    res.text = tok->decode(res.tokens);
+  res.text = a.text + a.output.flush();
+  slots.release(*a.seq);
+  a.seq.reset();
+}
+
+Active make_active(size_t index, std::unique_ptr<SpecSequence> seq, const SpecRequest& r, const Tokenizer* tokenizer,
+                   int64_t max_seq_len) {
+  OutputLimits limits{r.eos_ids, r.stop, r.max_tokens, static_cast<int64_t>(r.prompt.size()), max_seq_len};
+  return Active{index, std::move(seq), RequestOutput(tokenizer, std::move(limits)), {}, {}};
+}
+
+// Prefills every request and keeps those its first token does not end.
+std::vector<Active> prefill_all(Verifier& verifier, DriverSlots& slots, std::vector<Active>& active,
+                                std::vector<SpecResult>& results) {
+  std::vector<TargetPrefill> prompts;
+  for (auto& a : active) prompts.push_back({a.seq->target_slot, a.seq->tokens, a.seq->sampling, a.seq->rng});
+  const auto t0 = Clock::now();
+  const std::vector<FirstToken> first = verifier.prefill(prompts);
+  const double prefill_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  std::vector<Active> running;
+  for (size_t b = 0; b < active.size(); ++b) {
+    Active& a = active[b];
+    SpecResult& res = results[a.index];
+    res.prefill_seconds = prefill_seconds;
+    a.first_token_at = Clock::now();
+    a.seq->tokens.push_back(first[b].token);
+    a.seq->rng = first[b].rng;
+    const int32_t token = first[b].token;
+    if (deliver(a, res, std::span(&token, 1), 0, 0)) {
+      finish(slots, a, res);
+    } else {
+      running.push_back(std::move(a));
+    }
   }
-  release(m, a);
+  return running;
+}
+
+RoundResult run_planned_round(Drafter& drafter, Verifier& verifier, std::span<SpecSequence* const> batch,
+                              const RoundLimits& limits, std::span<const int32_t> max_new,
+                              std::span<const int32_t> planned_k) {
+  RoundPlan plan;
+  for (size_t i = 0; i < batch.size(); ++i) {
+    const int32_t k = plan_k(*batch[i], limits, max_new[i], planned_k.empty() ? -1 : planned_k[i]);
+    plan.rows.push_back(plan_row(*batch[i], k));
+  }
+  RoundDrafts drafts = drafter.propose(plan);
+  RoundResult round = verifier.verify(drafts);
+  for (size_t i = 0; i < batch.size(); ++i) apply_output(*batch[i], round.rows[i]);
+  return round;
 }
 
 }  // namespace
 
+Drafter borrow_drafter(SpecModels& m) { return Drafter(borrowed(m.draft), borrowed(m.draft_cache)); }
+Verifier borrow_verifier(SpecModels& m) { return Verifier(borrowed(&m.target), borrowed(&m.target_cache)); }
+
+RoundResult speculative_round(Drafter& drafter, Verifier& verifier, std::span<SpecSequence* const> batch,
+                              const RoundLimits& limits) {
+  const std::vector<int32_t> max_new(batch.size(), 1 << 30);
+  return run_planned_round(drafter, verifier, batch, limits, max_new, {});
+}
+
 std::vector<SpecResult> generate_speculative(SpecModels& m, const std::vector<SpecRequest>& requests,
                                              const Tokenizer* tokenizer, CostMeter* meter) {
+  const int64_t max_seq_len = m.target_cache.max_seq_len();
   for (const auto& r : requests) {
-    validate_request(r, static_cast<int32_t>(m.target.config().vocab_size), m.target_cache.max_seq_len(),
-                     tokenizer != nullptr);
+    validate_request(r, static_cast<int32_t>(m.target.config().vocab_size), max_seq_len, tokenizer != nullptr);
   }
   torch::InferenceMode inference;
   CostMeter local_meter;
   CostMeter& cost = meter ? *meter : local_meter;
+  Drafter drafter = borrow_drafter(m);
+  Verifier verifier = borrow_verifier(m);
+  const RoundLimits limits{max_seq_len, m.draft != nullptr};
+  DriverSlots slots{SlotPool(m.target_cache.slot_count()), std::nullopt};
+  if (m.draft_cache) slots.draft.emplace(m.draft_cache->slot_count());
   std::vector<SpecResult> results(requests.size());
   std::vector<Active> active;
-  auto cleanup = [&] {
-    for (auto& a : active) release(m, a);
-  };
-  try {
-    for (size_t i = 0; i < requests.size(); ++i) {
-      active.push_back({i, admit(m, requests[i], cost), std::nullopt, std::nullopt, {}, false, {}});
-      if (!requests[i].stop.empty() && tokenizer) {
-        active.back().stop.emplace(requests[i].stop);
-        active.back().detokenizer.emplace(*tokenizer);
-      }
+  for (size_t i = 0; i < requests.size(); ++i)
+    active.push_back(make_active(i, admit(slots, requests[i], cost), requests[i], tokenizer, max_seq_len));
+  active = prefill_all(verifier, slots, active, results);
+  while (!active.empty()) {
+    std::vector<SpecSequence*> seqs;
+    std::vector<int32_t> max_new, planned_k;
+    for (auto& a : active) {
+      max_new.push_back(requests[a.index].max_tokens - static_cast<int32_t>(results[a.index].tokens.size()));
+      a.seq->adaptive.set_cost_ratio(cost.cost_ratio());
+      seqs.push_back(a.seq.get());
     }
-    const auto t0 = Clock::now();
-    std::vector<SpecSequence*> prompts;
-    for (auto& a : active) prompts.push_back(a.seq.get());
-    const auto first = prefill_target(m.target, m.target_cache, prompts);
-    const double prefill_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+    const auto round_start = Clock::now();
+    if (cost.rounds) plan_batch(seqs, max_new, *cost.rounds, limits, planned_k);
+    const RoundResult round = run_planned_round(drafter, verifier, seqs, limits, max_new, planned_k);
+    cost.observe(round, std::chrono::duration<double>(Clock::now() - round_start).count(), seqs);
     std::vector<Active> running;
     for (size_t b = 0; b < active.size(); ++b) {
       Active& a = active[b];
       SpecResult& res = results[a.index];
-      res.prefill_seconds = prefill_seconds;
-      a.first_token_at = Clock::now();
-      if (accept_burst(a, requests[a.index], res, {first[b]})) {
-        finish(m, a, res, tokenizer);
+      const RoundOutput& row = round.rows[b];
+      if (deliver(a, res, row.tokens, row.drafted, row.accepted)) {
+        finish(slots, a, res);
       } else {
         running.push_back(std::move(a));
       }
     }
     active = std::move(running);
-    while (!active.empty()) {
-      std::vector<SpecSequence*> seqs;
-      for (auto& a : active) {
-        a.seq->max_new_this_round = requests[a.index].max_tokens - static_cast<int32_t>(results[a.index].tokens.size());
-        a.seq->adaptive.set_cost_ratio(cost.cost_ratio());
-        seqs.push_back(a.seq.get());
-      }
-      const auto round_start = Clock::now();
-      if (cost.rounds) plan_batch(seqs, *cost.rounds, m.target_cache.max_seq_len(), m.draft != nullptr);
-      RoundResult round = speculative_round(m, seqs);
-      cost.observe(round, std::chrono::duration<double>(Clock::now() - round_start).count(), seqs);
-      running.clear();
-      for (size_t b = 0; b < active.size(); ++b) {
-        Active& a = active[b];
-        SpecResult& res = results[a.index];
-        bool done = accept_burst(a, requests[a.index], res, round.rows[b].tokens);
-        if (!done && static_cast<int64_t>(a.seq->tokens.size()) > m.target_cache.max_seq_len()) {
-          res.finish_reason = FinishReason::length;  // the cache is full: no room to feed g
-          done = true;
-        }
-        if (done) {
-          finish(m, a, res, tokenizer);
-        } else {
-          running.push_back(std::move(a));
-        }
-      }
-      active = std::move(running);
-    }
-  } catch (...) {
-    cleanup();
-    throw;
   }
   return results;
 }
@@ -184,13 +192,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
-
-// Releases the slot on every exit path, including exceptions.
-struct SlotLease {
-  KvCache& cache;
-  int32_t slot;
-  ~SlotLease() { cache.release(slot); }
-};
 
 at::Tensor last_logits(LlamaModel& model, KvCache& cache, int32_t slot, const std::vector<int32_t>& ids) {
   ForwardBatch batch{at::tensor(ids, at::kInt).to(at::kLong).unsqueeze(0), {slot}, {static_cast<int64_t>(ids.size())}};
@@ -209,16 +210,15 @@ GenerationResult generate_target_only(LlamaModel& model, KvCache& cache, const G
                                                      " tokens does not fit max_seq_len " +
                                                      std::to_string(cache.max_seq_len()));
   }
-  auto slot = cache.allocate();
-  if (!slot) throw SpecdError(ErrorCode::out_of_capacity, "no free KV cache slot");
-  SlotLease lease{cache, *slot};
+  const int32_t slot = 0;  // the reference runs alone on its cache
+  cache.set_length(slot, 0);
   torch::InferenceMode inference;
   Rng rng(request.sampling.seed);
   GenerationResult result;
   std::vector<int32_t> context = request.prompt;
 
   auto t0 = Clock::now();
-  at::Tensor logits = last_logits(model, cache, *slot, request.prompt);
+  at::Tensor logits = last_logits(model, cache, slot, request.prompt);
   result.prefill_seconds = seconds_since(t0);
   auto t1 = Clock::now();
   while (true) {
@@ -232,11 +232,11 @@ GenerationResult generate_target_only(LlamaModel& model, KvCache& cache, const G
       break;
     }
     if (static_cast<int32_t>(result.tokens.size()) >= request.max_tokens ||
-        cache.length(*slot) + 1 > cache.max_seq_len()) {
+        cache.length(slot) + 1 > cache.max_seq_len()) {
       result.finish_reason = FinishReason::length;
       break;
     }
-    logits = last_logits(model, cache, *slot, {token});
+    logits = last_logits(model, cache, slot, {token});
   }
   result.decode_seconds = seconds_since(t1);
   return result;

@@ -3,9 +3,10 @@
 // - generate_target_only: one request, one model step per token. The independent
 //   reference that speculative decoding must reproduce exactly (greedy) or in
 //   distribution (sampling).
-// - generate_speculative: a batch of requests through speculative_round() directly,
-//   for the round's losslessness across K, batch mixes and prompt lengths on in-memory
-//   models (the Engine needs checkpoint directories and a tokenizer).
+// - generate_speculative: a batch of requests through the round's parts (Drafter,
+//   Verifier, plan/apply) directly, for the round's losslessness across K, batch mixes
+//   and prompt lengths on in-memory models (the Engine needs checkpoint directories and
+//   a tokenizer).
 // Programs run requests through the Engine (actors/engine.hpp); these exist for tests.
 #include <cstdint>
 #include <functional>
@@ -14,13 +15,33 @@
 
 #include "engine/request/finish_reason.hpp"
 #include "engine/sampling/sampling.hpp"
+#include "engine/speculation/drafter.hpp"
 #include "engine/speculation/spec_request.hpp"
 #include "engine/speculation/speculative_round.hpp"
+#include "engine/speculation/verifier.hpp"
 
 namespace specd {
 
 class LlamaModel;
 class KvCache;
+
+// The two models and their caches as a test holds them (the draft is optional). The
+// drivers lend them to a Drafter and a Verifier for the length of one call.
+struct SpecModels {
+  LlamaModel& target;
+  KvCache& target_cache;
+  LlamaModel* draft = nullptr;
+  KvCache* draft_cache = nullptr;
+};
+
+// A Drafter and a Verifier over borrowed models and caches (the caller keeps them alive).
+Drafter borrow_drafter(SpecModels& models);
+Verifier borrow_verifier(SpecModels& models);
+
+// One round for every sequence, as the scheduler runs it without a batch planner: plan
+// (max_tokens unbounded), draft, verify, apply. Returns the round's result.
+RoundResult speculative_round(Drafter& drafter, Verifier& verifier, std::span<SpecSequence* const> batch,
+                              const RoundLimits& limits);
 
 struct GenerationRequest {
   std::vector<int32_t> prompt;  // token ids, BOS included if the model wants it
@@ -39,7 +60,7 @@ struct GenerationResult {
 // Called after each generated token; return false to stop early.
 using TokenCallback = std::function<bool(int32_t token)>;
 
-// Runs on a free slot of `cache` and releases it before returning. A prompt that does
+// Runs on slot 0 of `cache`. A prompt that does
 // not fit the cache is SpecdError(out_of_capacity); generation that reaches
 // max_seq_len ends with finish_reason length.
 GenerationResult generate_target_only(LlamaModel& model, KvCache& cache, const GenerationRequest& request,
@@ -57,9 +78,9 @@ struct SpecResult {
 class Tokenizer;
 
 // Runs all requests together (a finished request leaves the batch, its slots are
-// released). Stop conditions (EOS ids, stop strings, max_tokens) apply to accepted
-// tokens only, in order. Throws SpecdError for a request that cannot fit or when
-// slots run out.
+// released). Stop conditions (EOS ids, stop strings, max_tokens, a full cache) are
+// RequestOutput's, applied to accepted tokens only, in order. Throws SpecdError for a
+// request that cannot fit or when slots run out.
 std::vector<SpecResult> generate_speculative(SpecModels& models, const std::vector<SpecRequest>& requests,
                                              const Tokenizer* tokenizer, CostMeter* meter = nullptr);
 

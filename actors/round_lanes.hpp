@@ -1,0 +1,31 @@
+#pragma once
+// RoundLanes: what the scheduler asks of the compute lanes in a round, as values in and
+// values out: the target lane prefills newcomers and verifies, the draft lane prefills
+// newcomers' draft slots and proposes. ModelLanes (model_lanes.hpp) runs them on the
+// models; tests give the scheduler scripted fakes. Called from the scheduler's strand;
+// arguments are references to the caller's frame (no temporary with a destructor in a
+// co_await expression, see scheduler_actor.hpp), and the callee may move from them.
+#include <cstdint>
+#include <vector>
+
+#include "actors/asio_aliases.hpp"
+#include "engine/speculation/drafter.hpp"
+#include "engine/speculation/verifier.hpp"
+
+namespace specd::actors {
+
+class RoundLanes {
+ public:
+  virtual ~RoundLanes() = default;
+
+  // Target lane: each prompt into its (emptied) target slot; the first tokens, in order.
+  virtual awaitable<std::vector<FirstToken>> prefill_target(std::vector<TargetPrefill>& prompts) = 0;
+  // Draft lane: each prompt into its draft slot (nothing without a draft model).
+  virtual awaitable<void> prefill_draft(std::vector<DraftPrefill>& prompts) = 0;
+  // Draft lane: the drafts of every row of the plan.
+  virtual awaitable<RoundDrafts> propose(RoundPlan& plan) = 0;
+  // Target lane: the verify pass and accept/reject of every drafted row.
+  virtual awaitable<RoundResult> verify(RoundDrafts& drafts) = 0;
+};
+
+}  // namespace specd::actors

@@ -1,0 +1,53 @@
+#pragma once
+// Drafter: the draft side of the rounds. Owns the draft model and its KV cache (both
+// absent when only prompt lookup drafts) and what each draft slot holds, so the cache
+// is cut back to what is still valid without anyone else telling it: before a row
+// drafts, its slot keeps the longest prefix of the row's context that it was fed
+// (after a round that is the context plus the accepted drafts; after a slot is reused,
+// whatever the new context shares with the old). Touched by one thread (the draft lane).
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "engine/speculation/speculative_round.hpp"
+
+namespace specd {
+
+class KvCache;
+class LlamaModel;
+
+// One prompt for the draft's prefill, by value.
+struct DraftPrefill {
+  int32_t draft_slot;
+  std::vector<int32_t> prompt;
+};
+
+class Drafter {
+ public:
+  Drafter(std::shared_ptr<LlamaModel> model, std::shared_ptr<KvCache> cache);
+  ~Drafter();
+  Drafter(Drafter&&) noexcept;
+
+  // Drafts for every row of the plan: K batched draft steps for draft-model rows (the
+  // first step feeds what the slot lacks: the whole context for a newcomer, the
+  // emitted tokens otherwise), n-gram lookup for lookup rows, nothing for K = 0.
+  RoundDrafts propose(RoundPlan& plan);
+  // One batched pass writing each prompt into its draft slot.
+  void prefill(std::span<const DraftPrefill> prompts);
+
+  bool has_model() const { return model_ != nullptr; }
+  LlamaModel* model() { return model_.get(); }
+  KvCache* cache() { return cache_.get(); }
+
+ private:
+  // Cuts the slot back to the longest prefix of `context` it holds; returns its length.
+  int64_t keep_common_prefix(int32_t slot, std::span<const int32_t> context);
+  int32_t run_steps(std::vector<DraftedRow*>& rows, std::vector<DraftStepTime>& times);
+
+  std::shared_ptr<LlamaModel> model_;
+  std::shared_ptr<KvCache> cache_;
+  std::vector<std::vector<int32_t>> fed_;  // per draft slot, the tokens its cache holds
+};
+
+}  // namespace specd

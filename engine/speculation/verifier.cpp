@@ -1,0 +1,130 @@
+#include "engine/speculation/verifier.hpp"
+
+#include <ATen/ATen.h>
+#include <torch/csrc/autograd/grad_mode.h>
+
+#include <chrono>
+
+#include "engine/base/errors.hpp"
+#include "engine/model/kv_cache.hpp"
+#include "engine/model/llama_model.hpp"
+#include "engine/sampling/rejection_sampler.hpp"
+#include "engine/sampling/sampling.hpp"
+#include "engine/speculation/token_batch.hpp"
+
+namespace specd {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+// A deterministic proposal is a draft distribution with all mass on the proposed token.
+at::Tensor one_hot(int32_t token, int64_t vocab) {
+  at::Tensor q = at::zeros({vocab}, at::kFloat);
+  q[token] = 1.0f;
+  return q;
+}
+
+// Position j sees the context plus t1..tj, as target-only decoding would have: a prefix
+// of row.plan.context, which holds the context followed by every draft.
+VerifyOutcome accept_reject(DraftedRow& row, const at::Tensor& logits) {
+  const SamplingParams& sp = row.plan.sampling;
+  const int32_t k = row.plan.k;
+  if (sp.greedy() && sp.repetition_penalty == 1.0) {  // argmax needs no context
+    std::vector<int32_t> choices;
+    at::Tensor best = logits.narrow(0, 0, k + 1).argmax(-1);
+    for (int32_t j = 0; j <= k; ++j) choices.push_back(static_cast<int32_t>(best[j].item<int64_t>()));
+    return verify_greedy(choices, row.drafts);
+  }
+  const std::span<const int32_t> all(row.plan.context);
+  const size_t base = all.size() - row.drafts.size();
+  if (sp.greedy()) {
+    std::vector<int32_t> choices;
+    for (int32_t j = 0; j <= k; ++j) {
+      choices.push_back(
+          static_cast<int32_t>(penalized_logits(logits[j], sp, all.first(base + j)).argmax().item<int64_t>()));
+    }
+    return verify_greedy(choices, row.drafts);
+  }
+  std::vector<at::Tensor> p;
+  for (int32_t j = 0; j <= k; ++j) p.push_back(sampling_distribution(logits[j], sp, all.first(base + j)));
+  if (row.draft_q.empty()) {
+    for (int32_t t : row.drafts) row.draft_q.push_back(one_hot(t, logits.size(-1)));
+  }
+  return verify_sampled(p, row.draft_q, row.drafts, row.plan.rng);
+}
+
+}  // namespace
+
+Verifier::Verifier(std::shared_ptr<LlamaModel> model, std::shared_ptr<KvCache> cache)
+    : model_(std::move(model)), cache_(std::move(cache)) {}
+
+Verifier::~Verifier() = default;
+Verifier::Verifier(Verifier&&) noexcept = default;
+
+std::vector<FirstToken> Verifier::prefill(std::span<TargetPrefill> prompts) {
+  if (prompts.empty()) return {};
+  torch::InferenceMode inference;
+  std::vector<std::span<const int32_t>> rows;
+  std::vector<int32_t> slots;
+  for (const TargetPrefill& p : prompts) {
+    cache_->set_length(p.target_slot, 0);
+    rows.emplace_back(p.prompt);
+    slots.push_back(p.target_slot);
+  }
+  std::vector<int64_t> lengths;
+  at::Tensor logits = model_->forward({token_batch(rows, lengths), slots, lengths}, *cache_, LogitsFor::last_position);
+  std::vector<FirstToken> first;
+  for (size_t b = 0; b < prompts.size(); ++b) {
+    TargetPrefill& p = prompts[b];
+    const int32_t token = sample_token(logits[static_cast<int64_t>(b)], p.sampling, p.prompt, p.rng);
+    first.push_back({token, p.rng});
+  }
+  return first;
+}
+
+RoundResult Verifier::verify(RoundDrafts& drafts) {
+  torch::InferenceMode inference;
+  const auto phase_start = Clock::now();
+  RoundResult result;
+  result.draft_steps = drafts.draft_steps;
+  result.draft_seconds = drafts.draft_seconds;
+  result.draft_step_times = drafts.step_times;
+  // One batched target pass over [g, t1..tK] per row.
+  std::vector<std::span<const int32_t>> feed;
+  std::vector<int32_t> slots;
+  std::vector<int64_t> starts;
+  for (DraftedRow& row : drafts.rows) {
+    const std::vector<int32_t>& context = row.plan.context;  // the context, then the drafts
+    const size_t base = context.size() - row.drafts.size();
+    if (static_cast<int64_t>(base) > cache_->max_seq_len()) {
+      throw SpecdError(ErrorCode::out_of_capacity, "speculative round: a sequence has no room left in the KV cache");
+    }
+    feed.emplace_back(context.data() + base - 1, row.drafts.size() + 1);
+    slots.push_back(row.plan.target_slot);
+    starts.push_back(cache_->length(row.plan.target_slot));
+    result.verify_tokens += row.plan.k + 1;
+  }
+  std::vector<int64_t> lengths;
+  const auto t0 = Clock::now();
+  at::Tensor logits = model_->forward({token_batch(feed, lengths), slots, lengths}, *cache_, LogitsFor::all_positions);
+  result.verify_seconds = seconds_since(t0);
+  for (size_t b = 0; b < drafts.rows.size(); ++b) {
+    DraftedRow& row = drafts.rows[b];
+    const VerifyOutcome outcome = accept_reject(row, logits[static_cast<int64_t>(b)]);
+    cache_->truncate_to(row.plan.target_slot, starts[b] + outcome.accepted + 1);
+    RoundOutput out;
+    out.tokens.assign(row.drafts.begin(), row.drafts.begin() + outcome.accepted);
+    out.tokens.push_back(outcome.next_token);
+    out.drafted = row.plan.k;
+    out.accepted = outcome.accepted;
+    out.rng = row.plan.rng;
+    result.rows.push_back(std::move(out));
+  }
+  result.verify_phase_seconds = seconds_since(phase_start);
+  return result;
+}
+
+}  // namespace specd

@@ -1,0 +1,328 @@
+// SchedulerActor against fake lanes (no model weights): admission order and batching,
+// the one place that ends a request (EOS, stop strings, max_tokens, a full cache) and
+// that no further round runs for it, cancel at a round boundary, the waiting bound, and
+// KV slots back in CacheManager after every ending.
+#include <doctest/doctest.h>
+
+#include <boost/asio/strand.hpp>
+
+#include <filesystem>
+#include <functional>
+#include <future>
+#include <list>
+#include <map>
+#include <memory>
+#include <mutex>
+
+#include "actors/cache_manager.hpp"
+#include "actors/request_actor.hpp"
+#include "actors/round_lanes.hpp"
+#include "actors/scheduler_actor.hpp"
+#include "actors/spawn.hpp"
+#include "engine/tokenizer/tokenizer.hpp"
+#include "tests/support/engine_runner.hpp"
+
+using namespace specd;
+using namespace specd::actors;
+using namespace specd::testing;
+
+namespace {
+
+// Lanes that emit a scripted continuation per request: a request's prompt is one token,
+// its tag, and its i-th generated token is script[tag][i]. The drafter proposes the
+// script's next K tokens and the target accepts `accept` of them (all by default), then
+// adds the next script token. Every call comes from the scheduler's strand.
+class FakeLanes : public RoundLanes {
+ public:
+  std::map<int32_t, std::vector<int32_t>> script;
+  int32_t accept = 1 << 30;
+  std::function<void(int32_t round)> on_round;  // called in each verify, before it answers
+  std::vector<int32_t> prefill_order;           // tags, in prefill order
+  std::vector<std::vector<int32_t>> rounds;     // tags of each verify pass's rows
+  int32_t draft_prefills = 0;
+
+  awaitable<std::vector<FirstToken>> prefill_target(std::vector<TargetPrefill>& prompts) override {
+    std::vector<FirstToken> first;
+    for (const TargetPrefill& p : prompts) {
+      prefill_order.push_back(p.prompt.front());
+      first.push_back({script.at(p.prompt.front()).at(0), p.rng});
+    }
+    co_return first;
+  }
+  awaitable<void> prefill_draft(std::vector<DraftPrefill>& prompts) override {
+    draft_prefills += static_cast<int32_t>(prompts.size());
+    co_return;
+  }
+  awaitable<RoundDrafts> propose(RoundPlan& plan) override {
+    RoundDrafts drafts;
+    for (RowPlan& row : plan.rows) {
+      drafts.rows.emplace_back();
+      DraftedRow& d = drafts.rows.back();
+      for (int32_t j = 0; j < row.k; ++j) d.drafts.push_back(next(row.context, j));
+      d.plan = std::move(row);
+    }
+    co_return drafts;
+  }
+  awaitable<RoundResult> verify(RoundDrafts& drafts) override {
+    RoundResult result;
+    rounds.emplace_back();
+    for (DraftedRow& d : drafts.rows) {
+      rounds.back().push_back(d.plan.context.front());
+      RoundOutput out;
+      out.drafted = d.plan.k;
+      out.accepted = std::min(accept, d.plan.k);
+      for (int32_t j = 0; j <= out.accepted; ++j) out.tokens.push_back(next(d.plan.context, j));
+      out.rng = d.plan.rng;
+      result.rows.push_back(std::move(out));
+    }
+    if (on_round) on_round(static_cast<int32_t>(rounds.size()));
+    co_return result;
+  }
+  // Rounds whose verify pass had a row of request `tag`.
+  int32_t rounds_with(int32_t tag) const {
+    int32_t n = 0;
+    for (const auto& r : rounds) n += std::count(r.begin(), r.end(), tag) > 0;
+    return n;
+  }
+
+ private:
+  int32_t next(const std::vector<int32_t>& context, int32_t ahead) const {
+    const std::vector<int32_t>& s = script.at(context.front());
+    const size_t at = context.size() - 1 + static_cast<size_t>(ahead);
+    return at < s.size() ? s[at] : 0;
+  }
+};
+
+// Counting tokens: tag t generates 100 t + 1, 100 t + 2, ...
+std::vector<int32_t> counting(int32_t tag, int32_t n) {
+  std::vector<int32_t> s;
+  for (int32_t i = 1; i <= n; ++i) s.push_back(100 * tag + i);
+  return s;
+}
+
+struct Outcome {
+  GenerateResult result;
+  std::vector<Burst> bursts;
+};
+
+// A scheduler, a cache manager and fake lanes on an io_context; requests go straight to
+// the scheduler as validated SpecRequests. The test submits, then start()s.
+class Harness {
+ public:
+  Harness(int32_t slots, SchedulerOptions options)
+      : io_(1),
+        cache_(asio::make_strand(io_.io()), slots, options.has_draft),
+        scheduler_(asio::make_strand(io_.io()), options, cache_, lanes, nullptr, nullptr) {
+    spawn_logged(
+        cache_.executor(), [this] { return cache_.run(); }, "cache manager");
+  }
+  // Starts the scheduler: everything submitted before arrives at its first boundary,
+  // so admission and the rounds do not depend on thread timing.
+  void start() {
+    if (std::exchange(started_, true)) return;
+    spawn_logged(
+        scheduler_.executor(), [this] { return scheduler_.run(); }, "scheduler");
+  }
+  void cancel(const std::string& id) { scheduler_.cancel(id, 0); }
+  ~Harness() { stop(); }
+
+  // Submits a request; returns the actor (to cancel) and where its outcome arrives.
+  std::shared_ptr<RequestActor> submit(const std::string& id, SpecRequest request) {
+    auto outcome = std::make_shared<Outcome>();
+    auto& promise = promises_.emplace_back();
+    futures_.push_back(promise.get_future());
+    auto on_burst = [outcome](const Burst& b) { outcome->bursts.push_back(b); };
+    auto on_done = [outcome, &promise](GenerateResult r) {
+      outcome->result = std::move(r);
+      promise.set_value(std::move(*outcome));
+    };
+    auto actor =
+        std::make_shared<RequestActor>(asio::make_strand(io_.io()), scheduler_,
+                                       RequestActor::Setup{id, next_number_++, on_burst, on_done, 64, nullptr});
+    actor->start();
+    if (!scheduler_.try_submit({actor, std::move(request)})) FAIL("the scheduler's mailbox is full");
+    return actor;
+  }
+  std::vector<Outcome> wait_all() {
+    start();
+    std::vector<Outcome> out;
+    for (auto& f : futures_) out.push_back(f.get());
+    return out;
+  }
+  // Before stop(): the scheduler's stop ends the cache manager too.
+  CacheUsage usage() { return io_.run(cache_.usage()); }
+  void stop() {
+    start();
+    if (stopped_) return;
+    stopped_ = true;
+    io_.run(scheduler_.stop(Clock::now() + std::chrono::seconds(5)));
+  }
+
+  FakeLanes lanes;
+
+ private:
+  IoThreads io_;
+  CacheManager cache_;
+  SchedulerActor scheduler_;
+  std::list<std::promise<Outcome>> promises_;
+  std::vector<std::future<Outcome>> futures_;
+  uint64_t next_number_ = 1;
+  bool started_ = false;
+  bool stopped_ = false;
+};
+
+SpecRequest request(int32_t tag, int32_t max_tokens, int32_t k = 3) {
+  SpecRequest r;
+  r.prompt = {tag};
+  r.max_tokens = max_tokens;
+  r.spec.k = k;
+  return r;
+}
+
+SchedulerOptions options(int32_t max_waiting = 16, int64_t max_seq_len = 256) {
+  SchedulerOptions o;
+  o.max_waiting = max_waiting;
+  o.has_draft = true;
+  o.max_seq_len = max_seq_len;
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE("requests are admitted in arrival order as slots free, join the batch at a boundary, and get their tokens") {
+  Harness h(2, options());
+  for (int32_t tag = 1; tag <= 4; ++tag) h.lanes.script[tag] = counting(tag, 20);
+  h.submit("a", request(1, 9));
+  h.submit("b", request(2, 5));
+  h.submit("c", request(3, 5));
+  h.submit("d", request(4, 1));
+  const auto outcomes = h.wait_all();
+  for (int32_t i = 0; i < 4; ++i) {
+    CAPTURE(i);
+    const int32_t max_tokens = std::vector<int32_t>{9, 5, 5, 1}[i];
+    CHECK(outcomes[i].result.token_ids == counting(i + 1, max_tokens));
+    CHECK(outcomes[i].result.finish_reason == FinishReason::length);
+  }
+  // Two slots: 1 and 2 first; 3 takes 2's slot when 2 ends (after 1 + 4 tokens: the
+  // first token, then one round of K = 3 plus the bonus), 4 takes the next free one.
+  CHECK(h.lanes.prefill_order == std::vector<int32_t>{1, 2, 3, 4});
+  CHECK(h.lanes.rounds.front() == std::vector<int32_t>{1, 2});
+  CHECK(h.lanes.rounds_with(2) == 1);
+  CHECK(h.lanes.rounds_with(4) == 0);  // max_tokens 1: the prefill's token ends it
+  CHECK(h.lanes.draft_prefills == 4);
+  const CacheUsage usage = h.usage();
+  CHECK(usage.target_in_use == 0);
+  CHECK(usage.draft_in_use == 0);
+}
+
+TEST_CASE("EOS ends a request in the round it appears: no further round, and the cut burst counts what it kept") {
+  Harness h(2, options());
+  h.lanes.script[1] = counting(1, 20);
+  SpecRequest r = request(1, 50, 4);
+  r.eos_ids = {107};  // the 7th token: the first draft of the second round (1 + 5 + 5)
+  h.submit("eos", r);
+  const Outcome o = h.wait_all().front();
+  CHECK(o.result.token_ids == counting(1, 7));
+  CHECK(o.result.finish_reason == FinishReason::stop);
+  CHECK(h.lanes.rounds_with(1) == 2);
+  REQUIRE(o.bursts.size() == 3);
+  CHECK(o.bursts[1].token_ids == std::vector<int32_t>{102, 103, 104, 105, 106});
+  CHECK(o.bursts[2].token_ids == std::vector<int32_t>{107});
+  // Drafted 4, all accepted, cut after 1 accepted draft: the frame says 1 and 1.
+  CHECK(o.bursts[2].drafted == 1);
+  CHECK(o.bursts[2].accepted == 1);
+  CHECK(o.result.usage.completion_tokens == 7);
+  // The request's statistics add up the frames' counts: 4 + 1 drafted, 4 + 1 accepted.
+  CHECK(o.result.spec.drafted == 5);
+  CHECK(o.result.spec.accepted == 5);
+  CHECK(o.result.spec.emitted == 6);
+  CHECK(h.usage().target_in_use == 0);
+}
+
+TEST_CASE("a stop string completed across token boundaries ends the request before another round runs") {
+  const auto tokenizer = load_tokenizer(std::filesystem::path(SPECD_SOURCE_DIR) / "models" / "target");
+  SchedulerOptions o = options();
+  o.tokenizer = tokenizer.get();
+  Harness h(2, o);
+  const std::vector<int32_t> text = tokenizer->encode("To be, or not to be: that is the question. Whether", false);
+  REQUIRE(text.size() > 12);
+  // The tag is a token too: the first generated token is text[0].
+  h.lanes.script[text.front()] = std::vector<int32_t>(text.begin() + 1, text.end());
+  SpecRequest r = request(text.front(), 200, 3);
+  r.prompt = {text.front()};
+  r.stop = {"that is"};
+  h.submit("stop", r);
+  const Outcome out = h.wait_all().front();
+  CHECK(out.result.finish_reason == FinishReason::stop);
+  const std::string all = tokenizer->decode(std::vector<int32_t>(text.begin() + 1, text.end()));
+  REQUIRE(all.find("that is") != std::string::npos);
+  CHECK(out.result.text == all.substr(0, all.find("that is")));
+  // The token that completed the stop string is the last one kept and sent.
+  const std::vector<int32_t>& ids = out.result.token_ids;
+  REQUIRE(!ids.empty());
+  CHECK(tokenizer->decode(ids).find("that is") != std::string::npos);
+  CHECK(tokenizer->decode(std::vector<int32_t>(ids.begin(), ids.end() - 1)).find("that is") == std::string::npos);
+  // Rounds emit 4 tokens each after the first: the request ran exactly the rounds that
+  // produced its tokens, and none after.
+  CHECK(h.lanes.rounds_with(text.front()) == static_cast<int32_t>((ids.size() - 1 + 3) / 4));
+  CHECK(h.usage().target_in_use == 0);
+}
+
+TEST_CASE("the context may not outgrow max_seq_len: the request ends with length at the cache's end") {
+  Harness h(1, options(16, 12));
+  h.lanes.script[1] = counting(1, 40);
+  h.submit("long", request(1, 100, 4));
+  const Outcome o = h.wait_all().front();
+  // Prompt 1 + 12 generated = 13 tokens: g is the one the cache has no room to feed.
+  CHECK(o.result.token_ids == counting(1, 12));
+  CHECK(o.result.finish_reason == FinishReason::length);
+  for (const auto& round : h.lanes.rounds) CHECK(round.size() == 1);
+}
+
+TEST_CASE("cancel takes effect at the next round boundary and frees both slots") {
+  Harness h(2, options());
+  h.lanes.script[1] = counting(1, 90);
+  h.lanes.script[2] = counting(2, 90);
+  h.lanes.on_round = [&h](int32_t round) {
+    if (round == 2) h.cancel("victim");
+  };
+  h.submit("victim", request(1, 80));
+  h.submit("other", request(2, 21));
+  const auto outcomes = h.wait_all();
+  CHECK(outcomes[0].result.finish_reason == FinishReason::cancelled);
+  CHECK(h.lanes.rounds_with(1) == 2);  // cancelled during round 2: no round 3 for it
+  CHECK(outcomes[1].result.finish_reason == FinishReason::length);
+  CHECK(outcomes[1].result.token_ids == counting(2, 21));
+  const CacheUsage usage = h.usage();
+  CHECK(usage.target_in_use == 0);
+  CHECK(usage.draft_in_use == 0);
+}
+
+TEST_CASE("beyond max_waiting submissions fail with overloaded; the others complete") {
+  Harness h(1, options(2));
+  for (int32_t tag = 1; tag <= 5; ++tag) h.lanes.script[tag] = counting(tag, 10);
+  for (int32_t tag = 1; tag <= 5; ++tag) h.submit("r" + std::to_string(tag), request(tag, 3));
+  const auto outcomes = h.wait_all();
+  int32_t overloaded = 0, completed = 0;
+  for (const Outcome& o : outcomes) {
+    if (o.result.error && o.result.error->code == ErrorCode::overloaded) ++overloaded;
+    if (o.result.finish_reason == FinishReason::length && o.result.token_ids.size() == 3) ++completed;
+  }
+  // One slot: one request runs and two wait; with the queue full, two more are refused.
+  CHECK(overloaded == 2);
+  CHECK(completed == 3);
+  CHECK(h.usage().target_in_use == 0);
+}
+
+TEST_CASE("a duplicate id in flight is refused and the first request is untouched") {
+  Harness h(2, options());
+  h.lanes.script[1] = counting(1, 10);
+  h.lanes.script[2] = counting(2, 10);
+  h.submit("same", request(1, 6));
+  h.submit("same", request(2, 6));
+  const auto outcomes = h.wait_all();
+  CHECK(outcomes[0].result.token_ids == counting(1, 6));
+  REQUIRE(outcomes[1].result.error);
+  CHECK(outcomes[1].result.error->code == ErrorCode::duplicate_id);
+  CHECK(h.lanes.prefill_order == std::vector<int32_t>{1});
+}
