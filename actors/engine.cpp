@@ -204,9 +204,10 @@ RequestHandle Engine::submit(GenerateRequest request, BurstHandler on_burst, Don
   Impl& impl = *impl_;
   const uint64_t number = impl.next_number++;
   std::string id = request.id.empty() ? "req-" + std::to_string(number) : request.id;
-  auto actor = std::make_shared<RequestActor>(asio::make_strand(impl.executor), impl.scheduler,
-                                              RequestActor::Setup{id, number, std::move(on_burst), std::move(on_done),
-                                                                  impl.config.burst_queue, impl.live_requests});
+  auto actor =
+      std::make_shared<RequestActor>(asio::make_strand(impl.executor), impl.scheduler,
+                                     RequestActor::Setup{id, number, std::move(on_burst), std::move(on_done),
+                                                         impl.config.burst_queue, impl.live_requests, &impl.trace});
   actor->start();
   auto refuse = [&](ErrorCode code, std::string message) {
     actor->post_finished({FinishReason::error, RequestError{code, std::move(message)}});

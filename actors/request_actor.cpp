@@ -6,6 +6,7 @@
 
 #include "actors/scheduler_actor.hpp"
 #include "actors/spawn.hpp"
+#include "trace/trace_recorder.hpp"
 
 namespace specd::actors {
 
@@ -24,7 +25,8 @@ RequestActor::RequestActor(asio::any_io_executor strand, SchedulerActor& schedul
       submitted_at_(Clock::now()),
       on_burst_(std::move(setup.on_burst)),
       on_done_(std::move(setup.on_done)),
-      live_count_(std::move(setup.live_count)) {
+      live_count_(std::move(setup.live_count)),
+      trace_(setup.trace) {
   if (live_count_) *live_count_ += 1;
 }
 
@@ -69,11 +71,21 @@ awaitable<void> RequestActor::run() {
 
 void RequestActor::deliver(OutputChunk& m) {
   if (cancel_requested_.load()) return;
-  if (!first_token_at_) first_token_at_ = Clock::now();
+  const auto received = Clock::now();
+  if (!first_token_at_) first_token_at_ = received;
   tokens_.insert(tokens_.end(), m.token_ids.begin(), m.token_ids.end());
   text_ += m.text;
-  if (!on_burst_) return;
-  on_burst_(Burst{id_, std::move(m.token_ids), std::move(m.text), m.drafted, m.accepted, std::move(m.pieces)});
+  const auto count = static_cast<double>(m.token_ids.size());
+  if (on_burst_) {
+    on_burst_(Burst{id_, std::move(m.token_ids), std::move(m.text), m.drafted, m.accepted, std::move(m.pieces)});
+  }
+  // A burst is an instant on the request's track (it may fall inside the next round's
+  // span, and a zero-length slice always nests); when the sink took it is an argument.
+  if (trace_) {
+    const double handed_us = std::chrono::duration<double, std::micro>(Clock::now() - received).count();
+    trace_->request_span(number_, id_, "burst", received, received,
+                         {{"tokens", count}, {"handed_after_us", handed_us}});
+  }
 }
 
 void RequestActor::finish(Finished& m) {
@@ -97,6 +109,12 @@ void RequestActor::finish(Finished& m) {
     if (decode_s > 0) result.timings.tokens_per_second = static_cast<double>(result.token_ids.size()) / decode_s;
   }
   result.timings.total_ms = millis(now - submitted_at_);
+  if (trace_) {
+    trace_->request_instant(number_, id_, "done", now,
+                            {{"finish_reason", std::string(finish_reason_name(result.finish_reason))},
+                             {"completion_tokens", static_cast<double>(result.token_ids.size())},
+                             {"ttft_ms", result.timings.first_token_ms}});
+  }
   finished_ = true;
   on_burst_ = {};
   if (on_done_) {

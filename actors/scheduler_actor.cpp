@@ -173,7 +173,6 @@ awaitable<void> SchedulerActor::accept(Submit& m) {
     entry->actor->post_finished({FinishReason::error, refusal, {}, static_cast<int32_t>(entry->request.prompt.size())});
     co_return;
   }
-  if (trace_) trace_->async_begin("queued", entry->actor->number(), entry->actor->submitted_at());
   waiting_.push_back(std::move(entry));
 }
 
@@ -196,10 +195,8 @@ awaitable<void> SchedulerActor::admit() {
     e.seq = std::make_unique<SpecSequence>(e.request.prompt, grant->target_slot, grant->draft_slot, e.request.sampling,
                                            e.request.spec, cost_.cost_ratio(),
                                            cost_.acceptance.estimate(e.request.spec.drafter));
-    if (trace_) {
-      trace_->async_end("queued", e.actor->number(), e.admitted_at);
-      trace_->async_begin("generating", e.actor->number(), e.admitted_at);
-    }
+    if (trace_)
+      trace_->request_span(e.actor->number(), e.actor->id(), "queued", e.actor->submitted_at(), e.admitted_at);
     fresh_.push_back(std::move(waiting_.front()));
     waiting_.erase(waiting_.begin());
   }
@@ -228,6 +225,13 @@ awaitable<void> SchedulerActor::run_round() {
   // A round that also prefilled newcomers says nothing about the per-round overhead.
   const double seconds = fresh_.empty() ? std::chrono::duration<double>(Clock::now() - round_start).count() : 0;
   const int64_t delivered_before = delivered_tokens_;
+  const RoundResult& round = outcome.round;
+  round_timing_ = {round_start, Clock::now(), round_start, {}};
+  if (round.verify_start != Clock::time_point{}) {
+    round_timing_.verify_at = round.verify_start + std::chrono::duration_cast<Clock::duration>(
+                                                       std::chrono::duration<double>(round.verify_phase_seconds / 2));
+  }
+  for (const RowPlan& row : plan.rows) round_timing_.planned_k.push_back(row.k);
   co_await apply_round(outcome, seconds);
   if (trace_) trace_round(round_start, outcome, delivered_tokens_ - delivered_before, batch_plan);
 }
@@ -265,7 +269,7 @@ awaitable<void> SchedulerActor::apply_round(RoundOutcome& outcome, double second
   const int64_t delivered_before = delivered_tokens_;
   for (size_t i = 0; i < running_.size(); ++i) {
     const RoundOutput& row = outcome.round.rows[i];
-    deliver(*running_[i], row.tokens, row.drafted, row.accepted);
+    deliver(*running_[i], row.tokens, row.drafted, row.accepted, round_timing_.planned_k[i]);
   }
   if (seconds > 0 && !running.empty())
     tally_round(running.size(), drafted, seconds, delivered_tokens_ - delivered_before);
@@ -345,8 +349,10 @@ void SchedulerActor::trace_round(Clock::time_point start, const RoundOutcome& ou
   trace_->complete("round", "scheduler", start, Clock::now(), std::move(args));
 }
 
-bool SchedulerActor::deliver(Entry& e, std::span<const int32_t> tokens, int32_t drafted, int32_t accepted) {
+bool SchedulerActor::deliver(Entry& e, std::span<const int32_t> tokens, int32_t drafted, int32_t accepted,
+                             int32_t planned_k) {
   OutputChunk chunk = e.output.take(tokens, drafted, accepted);
+  if (trace_) trace_request(e, chunk, planned_k);
   delivered_tokens_ += static_cast<int64_t>(chunk.token_ids.size());
   count_drafts(chunk.drafted, chunk.accepted);
   if (!e.actor->post_burst(std::move(chunk))) {
@@ -356,11 +362,25 @@ bool SchedulerActor::deliver(Entry& e, std::span<const int32_t> tokens, int32_t 
   return e.finished();
 }
 
+void SchedulerActor::trace_request(const Entry& e, const OutputChunk& chunk, int32_t planned_k) {
+  const RoundTiming& t = round_timing_;
+  const uint64_t number = e.actor->number();
+  if (planned_k < 0) {
+    trace_->request_span(number, e.actor->id(), "prefill", t.start, t.end);
+    return;
+  }
+  trace_->request_span(number, e.actor->id(), "round", t.start, t.end,
+                       {{"k_planned", static_cast<double>(planned_k)},
+                        {"drafted", static_cast<double>(chunk.drafted)},
+                        {"accepted", static_cast<double>(chunk.accepted)},
+                        {"tokens", static_cast<double>(chunk.token_ids.size())}});
+  trace_->flow(number, e.actor->id(), t.start, "target lane", t.verify_at);
+}
+
 awaitable<void> SchedulerActor::finish(Entry& e, FinishReason reason, const RequestError* error_in) {
   std::optional<RequestError> error;
   if (error_in) error = *error_in;
   if (e.slots) co_await cache_.release(*e.slots);
-  const auto now = Clock::now();
   if (reason != FinishReason::cancelled) {  // what the output decided wins, but not over a cancel
     if (e.error) {
       reason = FinishReason::error;
@@ -369,7 +389,6 @@ awaitable<void> SchedulerActor::finish(Entry& e, FinishReason reason, const Requ
       reason = *e.output.finished();
     }
   }
-  if (trace_) trace_->async_end(e.admitted_at == Clock::time_point{} ? "queued" : "generating", e.actor->number(), now);
   counters_.requests_finished += 1;
   if (reason == FinishReason::cancelled) counters_.requests_cancelled += 1;
   if (reason == FinishReason::error) counters_.requests_failed += 1;

@@ -28,6 +28,7 @@
 
 namespace specd {
 class TraceRecorder;
+struct OutputChunk;
 class Tokenizer;
 }  // namespace specd
 
@@ -96,7 +97,12 @@ class SchedulerActor {
   awaitable<void> apply_round(RoundOutcome& outcome, double seconds);
   // Passes a burst through the entry's output and on to its actor; true when the
   // entry has finished (a stop condition, or a sink too slow for its bursts).
-  bool deliver(Entry& entry, std::span<const int32_t> tokens, int32_t drafted, int32_t accepted);
+  // `planned_k`: the K planned for the row this round; -1 for a newcomer's first token.
+  bool deliver(Entry& entry, std::span<const int32_t> tokens, int32_t drafted, int32_t accepted,
+               int32_t planned_k = -1);
+  // The request's own trace track: its prefill or round span, and the flow from the
+  // round to the verify pass that served it.
+  void trace_request(const Entry& entry, const OutputChunk& chunk, int32_t planned_k);
   RoundLimits limits() const { return {options_.max_seq_len, options_.has_draft}; }
   // Coroutine arguments here are references, pointers or trivially destructible values:
   // no temporary with a destructor is left in a co_await expression (compilers have
@@ -127,6 +133,13 @@ class SchedulerActor {
   std::vector<std::unique_ptr<Entry>> fresh_;    // admitted, prefilled in the next round
   std::vector<std::unique_ptr<Entry>> running_;  // prefilled, in the batch
   CostMeter cost_;
+  // When the round now being applied ran, for the requests' trace spans.
+  struct RoundTiming {
+    Clock::time_point start, end;
+    Clock::time_point verify_at;     // inside the verify pass on the target lane
+    std::vector<int32_t> planned_k;  // per running row
+  };
+  RoundTiming round_timing_;
   bool batch_drafting_ = true;    // the last round drafted for some row (or K is not planned)
   EngineSnapshot counters_;       // the monotonic counters part
   int64_t delivered_tokens_ = 0;  // to requests so far, first tokens included (trace)

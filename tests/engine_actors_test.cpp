@@ -392,18 +392,29 @@ TEST_CASE("newcomers' draft prefill overlaps the running batch's verify pass on 
   CHECK(json.find("\"traceEvents\"") != std::string::npos);
   CHECK(json.find("\"target lane\"") != std::string::npos);
   CHECK(json.find("\"draft prefill\"") != std::string::npos);
-  // The scheduler's round events account for every token the requests received.
-  double round_tokens = 0;
+  // The scheduler's round events (process 1) account for every token the requests
+  // received; so do the requests' own tracks (process 2): a first token per prefill, then
+  // their rounds; each request ends with one done event.
+  double round_tokens = 0, request_round_tokens = 0, prefills = 0, done = 0;
   int rounds = 0;
   const boost::json::value trace = boost::json::parse(json);
   for (const auto& event : trace.at("traceEvents").as_array()) {
     const auto& e = event.as_object();
-    if (e.at("name").as_string() != "round") continue;
-    ++rounds;
+    const bool request_track = e.at("pid").as_int64() == 2;
+    if (request_track && e.at("name") == "prefill") prefills += 1;
+    if (request_track && e.at("name") == "done") done += 1;
+    if (e.at("name") != "round" || e.at("ph") != "X") continue;
     const auto& args = e.at("args").as_object();
+    if (request_track) {
+      request_round_tokens += args.at("tokens").to_number<double>();
+      continue;
+    }
+    ++rounds;
     round_tokens += args.at("tokens").to_number<double>();
     CHECK(args.at("rows").to_number<double>() + args.at("newcomers").to_number<double>() >= 1);
   }
   CHECK(rounds >= 10);
   CHECK(round_tokens == static_cast<double>(completion_tokens));
+  CHECK(prefills + request_round_tokens == static_cast<double>(completion_tokens));
+  CHECK(done == static_cast<double>(collectors.size()));
 }

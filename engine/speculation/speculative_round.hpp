@@ -7,6 +7,7 @@
 // its sequence. Rows may use different K (0 = a plain target step) and drafters.
 // Torch-free: at::Tensor is named only inside DraftedRow, whose special members live
 // in the .cpp.
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -102,8 +103,9 @@ struct RoundResult {
   double draft_seconds = 0;
   double verify_seconds = 0;  // the one batched target pass
   std::vector<DraftStepTime> draft_step_times;
-  int32_t verify_tokens = 0;        // tokens the target pass fed: sum of K+1
-  double verify_phase_seconds = 0;  // the pass plus accept/reject and cache truncation
+  int32_t verify_tokens = 0;                           // tokens the target pass fed: sum of K+1
+  double verify_phase_seconds = 0;                     // the pass plus accept/reject and cache truncation
+  std::chrono::steady_clock::time_point verify_start;  // when the verify phase began on its lane (traces)
 };
 
 // The K a row will use: `planned_k` (the batch planner's, -1: none), else the request's

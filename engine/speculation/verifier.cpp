@@ -123,6 +123,7 @@ RoundResult Verifier::verify(RoundDrafts& drafts) {
     out.rng = row.plan.rng;
     result.rows.push_back(std::move(out));
   }
+  result.verify_start = phase_start;
   result.verify_phase_seconds = seconds_since(phase_start);
   return result;
 }

@@ -187,7 +187,7 @@ async function checkBenchFile() {
     '--repeat', '1', '--skip-no-overlap', '--trace', file], { stdio: ['ignore', 'ignore', 'inherit'] });
   const bench = JSON.parse(readFileSync(file, 'utf8'));
   assertEqual(validateTrace(bench).problems, [], 'the bench trace is a valid trace');
-  const ids = new Set(bench.traceEvents.filter((e) => e.ph === 'b').map((e) => e.id));
+  const ids = new Set(bench.traceEvents.filter((e) => e.ph === 'M' && e.name === 'thread_name' && e.pid === 2).map((e) => e.tid));
   const { root } = await page.send('DOM.getDocument');
   const { nodeId } = await page.send('DOM.querySelector', { nodeId: root.nodeId, selector: '#file' });
   await page.send('DOM.setFileInputFiles', { nodeId, files: [file] });
@@ -200,13 +200,18 @@ async function checkBenchFile() {
   assertEqual(seen.scheduler, 1, 'bench trace: the scheduler row');
   assertEqual(seen.requests, ids.size, 'bench trace: one row per request');
   const first = await page.evaluate(`specdTraceViewer.model.requests[0].id`);
-  const point = await page.evaluate(`specdTraceViewer.timeline.pointOf(${JSON.stringify(first)}, 'generating', 0)`);
+  const point = await page.evaluate(`specdTraceViewer.timeline.pointOf(${JSON.stringify(first)}, 'round', 0)`);
   for (const type of ['mouseMoved', 'mousePressed', 'mouseReleased']) {
     await page.send('Input.dispatchMouseEvent', { type, x: point.x, y: point.y, button: 'left', clickCount: 1 });
   }
   await page.waitFor(`document.querySelector('.waterfall')?.dataset.request === ${JSON.stringify(first)}`, 5000, 'the bench waterfall');
-  assertEqual(await page.evaluate(`[...document.querySelectorAll('.waterfall .wf-row')].map((r) => r.dataset.kind)`),
-    ['queued', 'generating'], 'bench trace: a request\'s queued and generating spans');
+  // The bench runs the server's Engine, so its trace has the server's request spans: a
+  // request's rounds and bursts follow its queue and prefill, one burst per round plus the prefill's.
+  const kinds = await page.evaluate(`[...document.querySelectorAll('.waterfall .wf-row')].map((r) => r.dataset.kind)`);
+  const count = (kind) => kinds.filter((k) => k === kind).length;
+  assertEqual(kinds.slice(0, 2), ['queued', 'prefill'], 'bench trace: a request starts queued, then prefilled');
+  assertTrue(count('round') >= 1, `bench trace: the request's rounds: ${count('round')}`);
+  assertEqual(count('burst'), count('round') + 1, 'bench trace: a burst per round and one for the first token');
   writeScreenshot(args.screenshot.replace(/\.png$/, '_bench.png'), await page.send('Page.captureScreenshot', { format: 'png' }));
 }
 
