@@ -28,7 +28,7 @@ std::vector<const TraceEvent*> select(std::span<const TraceEvent> events, const 
   std::multimap<std::string, double> flow_ends;  // lane -> where the request's flows land
   for (const TraceEvent& e : events) {
     if (end_us(e) < since) continue;
-    const bool requests_own = is_request_event(e) || e.phase == 'b' || e.phase == 'e' || e.phase == 'f';
+    const bool requests_own = is_request_event(e) || e.phase == 'f';
     if (window.request_id && requests_own && e.request_id != *window.request_id) continue;
     if (window.request_id && e.phase == 'f') flow_ends.emplace(e.track, e.start_us);
     out.push_back(&e);
@@ -42,19 +42,14 @@ std::vector<const TraceEvent*> select(std::span<const TraceEvent> events, const 
   return out;
 }
 
-// Drops async spans and flows whose other end fell out of the ring or the window.
+// Drops flows whose other end fell out of the ring or the window.
 void keep_paired(std::vector<const TraceEvent*>& events) {
-  std::set<std::pair<std::string, uint64_t>> begins, ends;
   std::set<uint64_t> flow_starts, flow_ends;
   for (const TraceEvent* e : events) {
-    if (e->phase == 'b') begins.emplace(e->name, e->id);
-    if (e->phase == 'e') ends.emplace(e->name, e->id);
     if (e->phase == 's') flow_starts.insert(e->id);
     if (e->phase == 'f') flow_ends.insert(e->id);
   }
   std::erase_if(events, [&](const TraceEvent* e) {
-    if (e->phase == 'b') return !ends.contains({e->name, e->id});
-    if (e->phase == 'e') return !begins.contains({e->name, e->id});
     if (e->phase == 's') return !flow_ends.contains(e->id);
     if (e->phase == 'f') return !flow_starts.contains(e->id);
     return false;
@@ -70,10 +65,6 @@ boost::json::object to_json(const TraceEvent& e, int64_t pid, int64_t tid) {
       {"name", e.name}, {"ph", std::string(1, e.phase)}, {"ts", e.start_us}, {"pid", pid}, {"tid", tid}};
   if (e.phase == 'X') ev["dur"] = e.duration_us;
   if (e.phase == 'i') ev["s"] = "t";
-  if (e.phase == 'b' || e.phase == 'e') {
-    ev["cat"] = "request";
-    ev["id"] = e.id;
-  }
   if (e.phase == 's' || e.phase == 'f') {
     ev["cat"] = "round";
     ev["id"] = e.id;
@@ -98,7 +89,7 @@ std::string chrome_trace_json(std::span<const TraceEvent> events, const TraceWin
   // Lanes are numbered in the order they first recorded, so rows keep their places as the window moves.
   std::map<std::string, int64_t> lane_tids;
   for (const TraceEvent* e : kept) {
-    if (!is_request_event(*e) && e->phase != 'b' && e->phase != 'e') {
+    if (!is_request_event(*e)) {
       lane_tids.try_emplace(e->track, static_cast<int64_t>(lane_tids.size()) + 1);
     }
   }
@@ -110,9 +101,8 @@ std::string chrome_trace_json(std::span<const TraceEvent> events, const TraceWin
   std::map<uint64_t, std::string> request_names;
   boost::json::array body;
   for (const TraceEvent* e : kept) {
-    const bool async = e->phase == 'b' || e->phase == 'e';
-    if (is_request_event(*e) || async) {
-      const uint64_t request = async ? e->id : e->request;
+    if (is_request_event(*e)) {
+      const uint64_t request = e->request;
       auto& name = request_names[request];
       if (name.empty()) name = e->request_id.empty() ? "request " + std::to_string(request) : e->request_id;
       body.push_back(to_json(*e, kRequestsPid, static_cast<int64_t>(request)));

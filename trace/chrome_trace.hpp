@@ -1,7 +1,7 @@
 #pragma once
 // Trace events as Chrome trace-event JSON (docs/trace_format.md): lanes and the scheduler
 // as threads of process 1 ("lanes"), each request as a thread of process 2 ("requests")
-// named by its id; async spans and flows kept only when both of their ends are.
+// named by its id; flows kept only when both of their ends are.
 #include <span>
 #include <string>
 

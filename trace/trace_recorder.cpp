@@ -16,6 +16,10 @@ double TraceRecorder::micros(Clock::time_point t) const {
 
 void TraceRecorder::add(TraceEvent event) {
   std::lock_guard lock(mutex_);
+  add_locked(std::move(event));
+}
+
+void TraceRecorder::add_locked(TraceEvent event) {
   if (ring_.size() < capacity_) {
     ring_.push_back(std::move(event));
     return;
@@ -29,16 +33,6 @@ void TraceRecorder::complete(std::string name, std::string track, Clock::time_po
                              TraceArgs args) {
   if (!enabled_) return;
   add({std::move(name), std::move(track), 0, {}, 'X', micros(start), micros(end) - micros(start), 0, std::move(args)});
-}
-
-void TraceRecorder::async_begin(std::string name, uint64_t id, Clock::time_point at) {
-  if (!enabled_) return;
-  add({std::move(name), {}, id, {}, 'b', micros(at), 0, id});
-}
-
-void TraceRecorder::async_end(std::string name, uint64_t id, Clock::time_point at) {
-  if (!enabled_) return;
-  add({std::move(name), {}, id, {}, 'e', micros(at), 0, id});
 }
 
 void TraceRecorder::request_span(uint64_t request, const std::string& request_id, std::string name,
@@ -56,13 +50,10 @@ void TraceRecorder::request_instant(uint64_t request, const std::string& request
 void TraceRecorder::flow(uint64_t request, const std::string& request_id, Clock::time_point from, std::string lane,
                          Clock::time_point to) {
   if (!enabled_) return;
-  uint64_t id;
-  {
-    std::lock_guard lock(mutex_);
-    id = next_flow_++;
-  }
-  add({"round", {}, request, request_id, 's', micros(from), 0, id});
-  add({"round", std::move(lane), request, request_id, 'f', micros(to), 0, id});
+  std::lock_guard lock(mutex_);
+  const uint64_t id = next_flow_++;
+  add_locked({"round", {}, request, request_id, 's', micros(from), 0, id});
+  add_locked({"round", std::move(lane), request, request_id, 'f', micros(to), 0, id});
 }
 
 std::vector<TraceEvent> TraceRecorder::events() const {

@@ -27,10 +27,10 @@ struct TraceEvent {
   std::string track;       // a lane ("draft lane", "target lane") or "scheduler"; empty for request events
   uint64_t request = 0;    // request events: the request's engine-wide number (its track)
   std::string request_id;  // request events: the id its client gave (the track's name)
-  char phase = 'X';        // 'X' complete, 'i' instant, 'b'/'e' async span, 's'/'f' flow start/end
+  char phase = 'X';        // 'X' complete, 'i' instant, 's'/'f' flow start/end
   double start_us = 0;     // since the recorder was created
   double duration_us = 0;  // 'X' only
-  uint64_t id = 0;         // async spans: the request's number; flows: the flow's id
+  uint64_t id = 0;         // flows: the flow's id
   TraceArgs args;
 };
 
@@ -51,9 +51,6 @@ class TraceRecorder {
   // A slice on a lane's or the scheduler's track.
   void complete(std::string name, std::string track, Clock::time_point start, Clock::time_point end,
                 TraceArgs args = {});
-  // A request's async span (the "requests" track of bench traces).
-  void async_begin(std::string name, uint64_t id, Clock::time_point at);
-  void async_end(std::string name, uint64_t id, Clock::time_point at);
   // A slice or an instant on a request's own track, named by its id.
   void request_span(uint64_t request, const std::string& request_id, std::string name, Clock::time_point start,
                     Clock::time_point end, TraceArgs args = {});
@@ -72,6 +69,7 @@ class TraceRecorder {
  private:
   double micros(Clock::time_point t) const;
   void add(TraceEvent event);
+  void add_locked(TraceEvent event);  // with mutex_ held
 
   const bool enabled_;
   const size_t capacity_;
