@@ -113,17 +113,17 @@ struct Engine::Impl {
         tokenizer(std::move(p.tokenizer)),
         vocab_size(static_cast<int32_t>(p.target->config().vocab_size)),
         has_draft(p.draft != nullptr),
-        trace(config.trace, static_cast<size_t>(config.trace_capacity)),
-        draft_worker({"draft lane", std::max(1, threads.draft_threads), -1, &permits}, &trace,
+        trace(std::make_shared<TraceRecorder>(config.trace, static_cast<size_t>(config.trace_capacity))),
+        draft_worker({"draft lane", std::max(1, threads.draft_threads), -1, &permits}, trace.get(),
                      Drafter(p.draft, make_cache(p.draft, config))),
-        verify_worker({"target lane", threads.target_threads, -1, &permits}, &trace,
+        verify_worker({"target lane", threads.target_threads, -1, &permits}, trace.get(),
                       Verifier(p.target, make_cache(p.target, config))),
         lanes(draft_worker, verify_worker),
         live_requests(std::make_shared<std::atomic<int64_t>>(0)),
         executor(executor),
         api_strand(asio::make_strand(executor)),
         cache(asio::make_strand(executor), config.max_batch, has_draft),
-        scheduler(asio::make_strand(executor), scheduler_options(), cache, lanes, &trace, live_requests) {}
+        scheduler(asio::make_strand(executor), scheduler_options(), cache, lanes, trace.get(), live_requests) {}
 
   SchedulerOptions scheduler_options() {
     return {config.max_waiting, config.overlap, has_draft, config.max_seq_len, tokenizer.get(), calibrate()};
@@ -138,9 +138,9 @@ struct Engine::Impl {
   std::unique_ptr<Tokenizer> tokenizer;
   int32_t vocab_size;
   bool has_draft;
-  TraceRecorder trace;
-  DraftWorker draft_worker;    // owns the draft model and its cache, on the draft lane
-  VerifyWorker verify_worker;  // owns the target model and its cache, on the target lane
+  std::shared_ptr<TraceRecorder> trace;  // shared with the burst marks a socket still holds
+  DraftWorker draft_worker;              // owns the draft model and its cache, on the draft lane
+  VerifyWorker verify_worker;            // owns the target model and its cache, on the target lane
   ModelLanes lanes;
   std::shared_ptr<std::atomic<int64_t>> live_requests;
   asio::any_io_executor executor;    // every actor gets its own strand of it
@@ -207,7 +207,7 @@ RequestHandle Engine::submit(GenerateRequest request, BurstHandler on_burst, Don
   auto actor =
       std::make_shared<RequestActor>(asio::make_strand(impl.executor), impl.scheduler,
                                      RequestActor::Setup{id, number, std::move(on_burst), std::move(on_done),
-                                                         impl.config.burst_queue, impl.live_requests, &impl.trace});
+                                                         impl.config.burst_queue, impl.live_requests, impl.trace});
   actor->start();
   auto refuse = [&](ErrorCode code, std::string message) {
     actor->post_finished({FinishReason::error, RequestError{code, std::move(message)}});
@@ -265,15 +265,15 @@ const Tokenizer* Engine::tokenizer() const { return impl_->tokenizer.get(); }
 const EngineConfig& Engine::config() const { return impl_->config; }
 const ThreadPolicy& Engine::thread_policy() const { return impl_->threads; }
 
-void Engine::write_trace(const std::filesystem::path& path) const { impl_->trace.write_chrome_json(path); }
+void Engine::write_trace(const std::filesystem::path& path) const { impl_->trace->write_chrome_json(path); }
 
 std::string Engine::trace_json(std::optional<double> seconds, std::optional<std::string> request_id) const {
-  return impl_->trace.chrome_json({seconds, std::move(request_id)});
+  return impl_->trace->chrome_json({seconds, std::move(request_id)});
 }
 
 std::vector<Engine::LaneInterval> Engine::lane_intervals() const {
   std::vector<LaneInterval> out;
-  for (const TraceEvent& e : impl_->trace.events()) {
+  for (const TraceEvent& e : impl_->trace->events()) {
     if (e.phase == 'X' && !e.track.empty()) out.push_back({e.track, e.name, e.start_us, e.start_us + e.duration_us});
   }
   return out;

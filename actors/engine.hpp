@@ -33,6 +33,7 @@
 
 namespace specd {
 
+class BurstTrace;
 class Tokenizer;
 namespace actors {
 class RequestActor;
@@ -83,6 +84,10 @@ struct Burst {
   // UTF-8 character). Their concatenation may run ahead of `text`, which holds back what
   // could start a stop string; clients colour tokens with it (draft vs target).
   std::vector<std::string> pieces;
+  // The burst's trace event (null when the engine records no trace). A sink that writes
+  // the burst to a client keeps this until the write completes and calls written() on
+  // it (trace/burst_trace.hpp), so the trace shows when the client got the burst.
+  std::shared_ptr<BurstTrace> trace;
 };
 
 struct Usage {

@@ -2,16 +2,32 @@
 
 namespace specd::actors {
 
-awaitable<std::vector<FirstToken>> ModelLanes::prefill_target(std::vector<TargetPrefill>& prompts) {
-  if (prompts.empty()) co_return std::vector<FirstToken>{};
-  auto job = [&prompts](Verifier& v) { return v.prefill(prompts); };
-  co_return co_await verify_.run("target prefill", job);
+namespace {
+using Clock = std::chrono::steady_clock;
 }
 
-awaitable<void> ModelLanes::prefill_draft(std::vector<DraftPrefill>& prompts) {
-  if (prompts.empty()) co_return;
-  auto job = [&prompts](Drafter& d) { d.prefill(prompts); };
+awaitable<TargetPrefills> ModelLanes::prefill_target(std::vector<TargetPrefill>& prompts) {
+  TargetPrefills out;
+  if (prompts.empty()) co_return out;
+  auto job = [&prompts, &out](Verifier& v) {
+    out.lane.start = Clock::now();
+    out.first_tokens = v.prefill(prompts);
+    out.lane.end = Clock::now();
+  };
+  co_await verify_.run("target prefill", job);
+  co_return out;
+}
+
+awaitable<LaneSpan> ModelLanes::prefill_draft(std::vector<DraftPrefill>& prompts) {
+  LaneSpan lane;
+  if (prompts.empty()) co_return lane;
+  auto job = [&prompts, &lane](Drafter& d) {
+    lane.start = Clock::now();
+    d.prefill(prompts);
+    lane.end = Clock::now();
+  };
   co_await draft_.run("draft prefill", job);
+  co_return lane;
 }
 
 awaitable<RoundDrafts> ModelLanes::propose(RoundPlan& plan) {

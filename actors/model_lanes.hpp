@@ -19,8 +19,8 @@ class ModelLanes : public RoundLanes {
   ModelLanes(DraftWorker& draft, VerifyWorker& verify) : draft_(draft), verify_(verify) {}
 
   // Empty inputs are answered without a trip to the lane.
-  awaitable<std::vector<FirstToken>> prefill_target(std::vector<TargetPrefill>& prompts) override;
-  awaitable<void> prefill_draft(std::vector<DraftPrefill>& prompts) override;
+  awaitable<TargetPrefills> prefill_target(std::vector<TargetPrefill>& prompts) override;
+  awaitable<LaneSpan> prefill_draft(std::vector<DraftPrefill>& prompts) override;
   awaitable<RoundDrafts> propose(RoundPlan& plan) override;
   awaitable<RoundResult> verify(RoundDrafts& drafts) override;
 

@@ -6,6 +6,7 @@
 
 #include "actors/scheduler_actor.hpp"
 #include "actors/spawn.hpp"
+#include "trace/burst_trace.hpp"
 #include "trace/trace_recorder.hpp"
 
 namespace specd::actors {
@@ -26,7 +27,7 @@ RequestActor::RequestActor(asio::any_io_executor strand, SchedulerActor& schedul
       on_burst_(std::move(setup.on_burst)),
       on_done_(std::move(setup.on_done)),
       live_count_(std::move(setup.live_count)),
-      trace_(setup.trace) {
+      trace_(setup.trace && setup.trace->enabled() ? std::move(setup.trace) : nullptr) {
   if (live_count_) *live_count_ += 1;
 }
 
@@ -75,17 +76,14 @@ void RequestActor::deliver(OutputChunk& m) {
   if (!first_token_at_) first_token_at_ = received;
   tokens_.insert(tokens_.end(), m.token_ids.begin(), m.token_ids.end());
   text_ += m.text;
-  const auto count = static_cast<double>(m.token_ids.size());
+  std::shared_ptr<BurstTrace> mark;
+  if (trace_)
+    mark = std::make_shared<BurstTrace>(trace_, number_, id_, static_cast<double>(m.token_ids.size()), received);
   if (on_burst_) {
-    on_burst_(Burst{id_, std::move(m.token_ids), std::move(m.text), m.drafted, m.accepted, std::move(m.pieces)});
+    on_burst_(Burst{id_, std::move(m.token_ids), std::move(m.text), m.drafted, m.accepted, std::move(m.pieces), mark});
   }
-  // A burst is an instant on the request's track (it may fall inside the next round's
-  // span, and a zero-length slice always nests); when the sink took it is an argument.
-  if (trace_) {
-    const double handed_us = std::chrono::duration<double, std::micro>(Clock::now() - received).count();
-    trace_->request_span(number_, id_, "burst", received, received,
-                         {{"tokens", count}, {"handed_after_us", handed_us}});
-  }
+  // Recorded now, or when the sink that kept a copy has written the burst.
+  if (mark) mark->handed();
 }
 
 void RequestActor::finish(Finished& m) {

@@ -47,7 +47,7 @@ class RequestActor : public std::enable_shared_from_this<RequestActor> {
     DoneHandler on_done;
     int32_t queue_capacity;
     std::shared_ptr<std::atomic<int64_t>> live_count;
-    TraceRecorder* trace = nullptr;  // its bursts and its end go to the request's trace track
+    std::shared_ptr<TraceRecorder> trace;  // its bursts and its end go to the request's trace track
   };
 
   RequestActor(asio::any_io_executor strand, SchedulerActor& scheduler, Setup setup);
@@ -82,7 +82,7 @@ class RequestActor : public std::enable_shared_from_this<RequestActor> {
   BurstHandler on_burst_;
   DoneHandler on_done_;
   std::shared_ptr<std::atomic<int64_t>> live_count_;
-  TraceRecorder* trace_;
+  std::shared_ptr<TraceRecorder> trace_;  // null when the engine records no trace
 
   std::atomic<bool> cancel_requested_{false};
   std::atomic<bool> finished_{false};

@@ -5,6 +5,7 @@
 // models; tests give the scheduler scripted fakes. Called from the scheduler's strand;
 // arguments are references to the caller's frame (no temporary with a destructor in a
 // co_await expression, see scheduler_actor.hpp), and the callee may move from them.
+#include <chrono>
 #include <cstdint>
 #include <vector>
 
@@ -14,14 +15,26 @@
 
 namespace specd::actors {
 
+// When a job ran on its lane, as the job saw it (a trace's flows point into it).
+struct LaneSpan {
+  std::chrono::steady_clock::time_point start, end;
+  bool ran() const { return end != std::chrono::steady_clock::time_point{}; }
+  std::chrono::steady_clock::time_point middle() const { return start + (end - start) / 2; }
+};
+
+struct TargetPrefills {
+  std::vector<FirstToken> first_tokens;  // one per prompt, in order
+  LaneSpan lane;                         // not run when there were no prompts
+};
+
 class RoundLanes {
  public:
   virtual ~RoundLanes() = default;
 
   // Target lane: each prompt into its (emptied) target slot; the first tokens, in order.
-  virtual awaitable<std::vector<FirstToken>> prefill_target(std::vector<TargetPrefill>& prompts) = 0;
+  virtual awaitable<TargetPrefills> prefill_target(std::vector<TargetPrefill>& prompts) = 0;
   // Draft lane: each prompt into its draft slot (nothing without a draft model).
-  virtual awaitable<void> prefill_draft(std::vector<DraftPrefill>& prompts) = 0;
+  virtual awaitable<LaneSpan> prefill_draft(std::vector<DraftPrefill>& prompts) = 0;
   // Draft lane: the drafts of every row of the plan.
   virtual awaitable<RoundDrafts> propose(RoundPlan& plan) = 0;
   // Target lane: the verify pass and accept/reject of every drafted row.

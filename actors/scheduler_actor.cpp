@@ -7,7 +7,6 @@
 #include "actors/request_actor.hpp"
 #include "actors/spawn.hpp"
 #include "engine/request/request_output.hpp"
-#include "trace/trace_recorder.hpp"
 
 namespace specd::actors {
 
@@ -25,8 +24,9 @@ struct SchedulerActor::Entry {
 };
 
 struct SchedulerActor::RoundOutcome {
-  std::vector<FirstToken> first_tokens;  // one per fresh entry
-  RoundResult round;                     // one row per running entry
+  TargetPrefills prefills;  // one first token per fresh entry
+  LaneSpan draft_prefill;
+  RoundResult round;  // one row per running entry
 };
 
 SchedulerActor::SchedulerActor(asio::any_io_executor strand, SchedulerOptions options, CacheManager& cache,
@@ -195,8 +195,7 @@ awaitable<void> SchedulerActor::admit() {
     e.seq = std::make_unique<SpecSequence>(e.request.prompt, grant->target_slot, grant->draft_slot, e.request.sampling,
                                            e.request.spec, cost_.cost_ratio(),
                                            cost_.acceptance.estimate(e.request.spec.drafter));
-    if (trace_)
-      trace_->request_span(e.actor->number(), e.actor->id(), "queued", e.actor->submitted_at(), e.admitted_at);
+    trace_.queued(e.actor->number(), e.actor->id(), e.actor->submitted_at(), e.admitted_at);
     fresh_.push_back(std::move(waiting_.front()));
     waiting_.erase(waiting_.begin());
   }
@@ -226,14 +225,16 @@ awaitable<void> SchedulerActor::run_round() {
   const double seconds = fresh_.empty() ? std::chrono::duration<double>(Clock::now() - round_start).count() : 0;
   const int64_t delivered_before = delivered_tokens_;
   const RoundResult& round = outcome.round;
-  round_timing_ = {round_start, Clock::now(), round_start, {}};
+  round_timing_ = {round_start, Clock::now(), outcome.prefills.lane, outcome.draft_prefill, {}};
   if (round.verify_start != Clock::time_point{}) {
-    round_timing_.verify_at = round.verify_start + std::chrono::duration_cast<Clock::duration>(
-                                                       std::chrono::duration<double>(round.verify_phase_seconds / 2));
+    round_timing_.verify = {round.verify_start,
+                            round.verify_start + std::chrono::duration_cast<Clock::duration>(
+                                                     std::chrono::duration<double>(round.verify_phase_seconds))};
   }
-  for (const RowPlan& row : plan.rows) round_timing_.planned_k.push_back(row.k);
+  planned_k_.clear();
+  for (const RowPlan& row : plan.rows) planned_k_.push_back(row.k);
   co_await apply_round(outcome, seconds);
-  if (trace_) trace_round(round_start, outcome, delivered_tokens_ - delivered_before, batch_plan);
+  if (trace_.on()) trace_round(outcome, delivered_tokens_ - delivered_before, batch_plan);
 }
 
 RoundPlan SchedulerActor::plan_round(std::optional<BatchPlan>& batch_plan) {
@@ -269,7 +270,7 @@ awaitable<void> SchedulerActor::apply_round(RoundOutcome& outcome, double second
   const int64_t delivered_before = delivered_tokens_;
   for (size_t i = 0; i < running_.size(); ++i) {
     const RoundOutput& row = outcome.round.rows[i];
-    deliver(*running_[i], row.tokens, row.drafted, row.accepted, round_timing_.planned_k[i]);
+    deliver(*running_[i], row.tokens, row.drafted, row.accepted, planned_k_[i]);
   }
   if (seconds > 0 && !running.empty())
     tally_round(running.size(), drafted, seconds, delivered_tokens_ - delivered_before);
@@ -279,7 +280,7 @@ awaitable<void> SchedulerActor::apply_round(RoundOutcome& outcome, double second
   fresh_.clear();
   for (size_t i = 0; i < newcomers.size(); ++i) {  // the first token of each newcomer
     Entry& e = *newcomers[i];
-    const FirstToken& first = outcome.first_tokens[i];
+    const FirstToken& first = outcome.prefills.first_tokens[i];
     e.seq->tokens.push_back(first.token);
     e.seq->rng = first.rng;
     if (!deliver(e, std::span(&first.token, 1), 0, 0)) running_.push_back(std::move(newcomers[i]));
@@ -304,55 +305,45 @@ awaitable<SchedulerActor::RoundOutcome> SchedulerActor::execute(RoundPlan& plan)
   const bool plain =
       !plan.rows.empty() && std::all_of(plan.rows.begin(), plan.rows.end(), [](const RowPlan& r) { return r.k == 0; });
   if (plain) {  // nobody drafts: no trip to the draft lane
-    out.first_tokens = co_await lanes_.prefill_target(prefills);
+    out.prefills = co_await lanes_.prefill_target(prefills);
     RoundDrafts drafts = undrafted(plan);
-    out.round = co_await (lanes_.verify(drafts) && lanes_.prefill_draft(prompts));
+    std::tie(out.round, out.draft_prefill) = co_await (lanes_.verify(drafts) && lanes_.prefill_draft(prompts));
   } else if (!options_.overlap) {
-    out.first_tokens = co_await lanes_.prefill_target(prefills);
-    co_await lanes_.prefill_draft(prompts);
+    out.prefills = co_await lanes_.prefill_target(prefills);
+    out.draft_prefill = co_await lanes_.prefill_draft(prompts);
     RoundDrafts drafts = co_await lanes_.propose(plan);
     out.round = co_await lanes_.verify(drafts);
   } else if (plan.rows.empty()) {
-    out.first_tokens = co_await (lanes_.prefill_target(prefills) && lanes_.prefill_draft(prompts));
+    std::tie(out.prefills, out.draft_prefill) =
+        co_await (lanes_.prefill_target(prefills) && lanes_.prefill_draft(prompts));
   } else {
-    std::tuple<RoundDrafts, std::vector<FirstToken>> phase1 =
-        co_await (lanes_.propose(plan) && lanes_.prefill_target(prefills));
-    out.first_tokens = std::move(std::get<1>(phase1));
-    out.round = co_await (lanes_.verify(std::get<0>(phase1)) && lanes_.prefill_draft(prompts));
+    std::tuple<RoundDrafts, TargetPrefills> phase1 = co_await (lanes_.propose(plan) && lanes_.prefill_target(prefills));
+    out.prefills = std::move(std::get<1>(phase1));
+    std::tie(out.round, out.draft_prefill) =
+        co_await (lanes_.verify(std::get<0>(phase1)) && lanes_.prefill_draft(prompts));
   }
   co_return out;
 }
 
-// One "round" event on the scheduler's track: what the round fed and emitted, and what
-// the batch K planner expected of it, so a trace shows why K was what it was.
-void SchedulerActor::trace_round(Clock::time_point start, const RoundOutcome& outcome, int64_t delivered,
-                                 const std::optional<BatchPlan>& plan) {
-  double drafting_rows = 0, drafted = 0, accepted = 0;
+// The round on the scheduler's track, once its outputs are applied.
+void SchedulerActor::trace_round(const RoundOutcome& outcome, int64_t delivered, const std::optional<BatchPlan>& plan) {
+  RoundSummary summary{outcome.round.rows.size(), outcome.prefills.first_tokens.size()};
   for (const RoundOutput& row : outcome.round.rows) {
-    drafting_rows += row.drafted > 0;
-    drafted += row.drafted;
-    accepted += row.accepted;
+    summary.drafting_rows += row.drafted > 0;
+    summary.drafted += row.drafted;
+    summary.accepted += row.accepted;
   }
-  TraceArgs args{{"rows", static_cast<double>(outcome.round.rows.size())},
-                 {"newcomers", static_cast<double>(outcome.first_tokens.size())},
-                 {"drafting_rows", drafting_rows},
-                 {"drafted", drafted},
-                 {"accepted", accepted},
-                 {"tokens", static_cast<double>(delivered)}};
-  if (plan && !outcome.round.rows.empty()) {
-    // Planned figures cover the running rows only (newcomers are prefilled, not planned).
-    args.emplace_back("planned_tokens", plan->expected_tokens);
-    args.emplace_back("planned_ms", plan->expected_seconds * 1e3);
-    args.emplace_back("undrafted_planned_ms", plan->undrafted_seconds * 1e3);
-    if (plan->refresh) args.emplace_back("refresh", 1.0);
-  }
-  trace_->complete("round", "scheduler", start, Clock::now(), std::move(args));
+  summary.tokens = delivered;
+  trace_.round(round_timing_, summary, plan);
 }
 
 bool SchedulerActor::deliver(Entry& e, std::span<const int32_t> tokens, int32_t drafted, int32_t accepted,
                              int32_t planned_k) {
   OutputChunk chunk = e.output.take(tokens, drafted, accepted);
-  if (trace_) trace_request(e, chunk, planned_k);
+  if (planned_k < 0)
+    trace_.prefill(e.actor->number(), e.actor->id(), round_timing_);
+  else
+    trace_.request_round(e.actor->number(), e.actor->id(), round_timing_, planned_k, chunk);
   delivered_tokens_ += static_cast<int64_t>(chunk.token_ids.size());
   count_drafts(chunk.drafted, chunk.accepted);
   if (!e.actor->post_burst(std::move(chunk))) {
@@ -360,21 +351,6 @@ bool SchedulerActor::deliver(Entry& e, std::span<const int32_t> tokens, int32_t 
         RequestError{ErrorCode::slow_consumer, "the burst handler lagged more bursts behind than its queue holds"};
   }
   return e.finished();
-}
-
-void SchedulerActor::trace_request(const Entry& e, const OutputChunk& chunk, int32_t planned_k) {
-  const RoundTiming& t = round_timing_;
-  const uint64_t number = e.actor->number();
-  if (planned_k < 0) {
-    trace_->request_span(number, e.actor->id(), "prefill", t.start, t.end);
-    return;
-  }
-  trace_->request_span(number, e.actor->id(), "round", t.start, t.end,
-                       {{"k_planned", static_cast<double>(planned_k)},
-                        {"drafted", static_cast<double>(chunk.drafted)},
-                        {"accepted", static_cast<double>(chunk.accepted)},
-                        {"tokens", static_cast<double>(chunk.token_ids.size())}});
-  trace_->flow(number, e.actor->id(), t.start, "target lane", t.verify_at);
 }
 
 awaitable<void> SchedulerActor::finish(Entry& e, FinishReason reason, const RequestError* error_in) {

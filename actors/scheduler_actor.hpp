@@ -22,6 +22,7 @@
 #include "actors/engine.hpp"
 #include "actors/reply.hpp"
 #include "actors/round_lanes.hpp"
+#include "actors/scheduler_trace.hpp"
 #include "engine/planning/adaptive_k.hpp"
 #include "engine/planning/batch_k_planner.hpp"
 #include "engine/speculation/spec_request.hpp"
@@ -100,9 +101,6 @@ class SchedulerActor {
   // `planned_k`: the K planned for the row this round; -1 for a newcomer's first token.
   bool deliver(Entry& entry, std::span<const int32_t> tokens, int32_t drafted, int32_t accepted,
                int32_t planned_k = -1);
-  // The request's own trace track: its prefill or round span, and the flow from the
-  // round to the verify pass that served it.
-  void trace_request(const Entry& entry, const OutputChunk& chunk, int32_t planned_k);
   RoundLimits limits() const { return {options_.max_seq_len, options_.has_draft}; }
   // Coroutine arguments here are references, pointers or trivially destructible values:
   // no temporary with a destructor is left in a co_await expression (compilers have
@@ -116,8 +114,7 @@ class SchedulerActor {
   void count_drafts(int32_t drafted, int32_t accepted);
   // Adds a decode round of `rows` rows to the snapshot's plain or drafting tallies.
   void tally_round(size_t rows, bool drafted, double seconds, int64_t delivered);
-  void trace_round(Clock::time_point start, const RoundOutcome& outcome, int64_t delivered,
-                   const std::optional<BatchPlan>& plan);
+  void trace_round(const RoundOutcome& outcome, int64_t delivered, const std::optional<BatchPlan>& plan);
   bool idle() const;
   void post(Message message);
 
@@ -125,7 +122,7 @@ class SchedulerActor {
   SchedulerOptions options_;
   CacheManager& cache_;
   RoundLanes& lanes_;
-  TraceRecorder* trace_;
+  SchedulerTrace trace_;
   std::shared_ptr<std::atomic<int64_t>> live_requests_;
   Mailbox<Message> mailbox_;
 
@@ -133,16 +130,11 @@ class SchedulerActor {
   std::vector<std::unique_ptr<Entry>> fresh_;    // admitted, prefilled in the next round
   std::vector<std::unique_ptr<Entry>> running_;  // prefilled, in the batch
   CostMeter cost_;
-  // When the round now being applied ran, for the requests' trace spans.
-  struct RoundTiming {
-    Clock::time_point start, end;
-    Clock::time_point verify_at;     // inside the verify pass on the target lane
-    std::vector<int32_t> planned_k;  // per running row
-  };
-  RoundTiming round_timing_;
-  bool batch_drafting_ = true;    // the last round drafted for some row (or K is not planned)
-  EngineSnapshot counters_;       // the monotonic counters part
-  int64_t delivered_tokens_ = 0;  // to requests so far, first tokens included (trace)
+  RoundTiming round_timing_;        // of the round now being applied (trace)
+  std::vector<int32_t> planned_k_;  // of the round now being applied, per running row
+  bool batch_drafting_ = true;      // the last round drafted for some row (or K is not planned)
+  EngineSnapshot counters_;         // the monotonic counters part
+  int64_t delivered_tokens_ = 0;    // to requests so far, first tokens included (trace)
   bool stopping_ = false;
   Clock::time_point stop_deadline_;
   std::vector<Reply<std::monostate>> stop_replies_;

@@ -13,6 +13,7 @@
 #include "net/outbound_queue.hpp"
 #include "net/request_bridge.hpp"
 #include "net/wire_error.hpp"
+#include "trace/burst_trace.hpp"
 
 namespace specd::net {
 
@@ -83,6 +84,7 @@ asio::awaitable<bool> stream_events(GenerationContext& c, Exchange& x, const Ope
       std::string chunk = sse(openai_text_chunk(who, burst->text, !sent_first));
       const bool written = co_await write_chunk(c.stream, timeout, std::move(chunk));
       if (!written) co_return false;
+      if (burst->trace) burst->trace->written();
       sent_first = true;
       continue;
     }

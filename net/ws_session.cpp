@@ -15,6 +15,7 @@
 #include "net/listener.hpp"
 #include "net/request_bridge.hpp"
 #include "net/wire_error.hpp"
+#include "trace/burst_trace.hpp"
 
 namespace specd::net {
 
@@ -124,6 +125,7 @@ asio::awaitable<void> WsSession::write_loop() {
       co_return;
     }
     auto [ec, n] = co_await ws_.async_write(asio::buffer(item->text), use_tuple);
+    if (!ec && item->burst) item->burst->written();
     if (ec) {
       // The reader learns of it when its socket closes.
       beast::error_code ignored;
@@ -173,7 +175,7 @@ void WsSession::start_generate(GenerateParams p) {
   auto timing = std::make_shared<RequestTiming>(gateway_->metrics(), Route::websocket, p.id, gateway_->hooks());
   auto on_burst = [weak = weak_from_this(), strand = strand_, id = p.id, timing](const Burst& burst) {
     timing->burst(burst);
-    asio::post(strand, [weak, id, frame = tokens_frame(id, burst)]() mutable {
+    asio::post(strand, [weak, id, frame = Outgoing{tokens_frame(id, burst), false, burst.trace}]() mutable {
       if (auto s = weak.lock()) s->on_tokens(id, std::move(frame));
     });
   };
@@ -197,10 +199,10 @@ void WsSession::cancel_request(const std::string& id) {
       {GatewayCode::unknown_id, "no request '" + id + "' in flight or recently finished on this connection", id});
 }
 
-void WsSession::on_tokens(const std::string& id, std::string frame) {
+void WsSession::on_tokens(const std::string& id, Outgoing frame) {
   auto it = in_flight_.find(id);
   if (it == in_flight_.end() || it->second.failed) return;
-  if (outbound_.push({std::move(frame)}, true)) return;
+  if (outbound_.push(std::move(frame), true)) return;
   it->second.failed = true;
   it->second.handle.cancel();
   gateway_->metrics().request_error(Route::websocket, ErrorCode::slow_consumer);

@@ -40,7 +40,8 @@ class WsSession : public std::enable_shared_from_this<WsSession> {
  private:
   struct Outgoing {
     std::string text;
-    bool close = false;  // close the connection with 1012 after the frames before it
+    bool close = false;                 // close the connection with 1012 after the frames before it
+    std::shared_ptr<BurstTrace> burst;  // a tokens frame's trace mark, told when the frame is written
   };
   struct InFlight {
     RequestHandle handle;
@@ -59,7 +60,7 @@ class WsSession : public std::enable_shared_from_this<WsSession> {
   void start_generate(GenerateParams params);
   void cancel_request(const std::string& id);
   void send_error(ProtocolError error);
-  void on_tokens(const std::string& id, std::string frame);
+  void on_tokens(const std::string& id, Outgoing frame);
   void on_done(const std::string& id, std::string frame);
   void on_shutdown(std::chrono::steady_clock::time_point deadline);
   void close_when_idle();

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <fstream>
 #include <future>
+#include <map>
 #include <mutex>
 #include <random>
 
@@ -397,11 +398,19 @@ TEST_CASE("newcomers' draft prefill overlaps the running batch's verify pass on 
   // their rounds; each request ends with one done event.
   double round_tokens = 0, request_round_tokens = 0, prefills = 0, done = 0;
   int rounds = 0;
+  std::map<int64_t, int> prefill_flows_into;  // lane thread id -> prefill flows landing there
+  std::map<int64_t, std::string> lane_of_tid;
   const boost::json::value trace = boost::json::parse(json);
   for (const auto& event : trace.at("traceEvents").as_array()) {
     const auto& e = event.as_object();
     const bool request_track = e.at("pid").as_int64() == 2;
-    if (request_track && e.at("name") == "prefill") prefills += 1;
+    if (request_track && e.at("name") == "prefill" && e.at("ph") == "X") {
+      prefills += 1;
+      CHECK(e.at("args").as_object().at("target_us").to_number<double>() > 0);  // the lane job's length
+    }
+    if (e.at("name") == "prefill" && e.at("ph") == "f") prefill_flows_into[e.at("tid").as_int64()] += 1;
+    if (!request_track && e.at("name") == "thread_name")
+      lane_of_tid[e.at("tid").as_int64()] = e.at("args").at("name").as_string().c_str();
     if (request_track && e.at("name") == "done") done += 1;
     if (e.at("name") != "round" || e.at("ph") != "X") continue;
     const auto& args = e.at("args").as_object();
@@ -417,4 +426,11 @@ TEST_CASE("newcomers' draft prefill overlaps the running batch's verify pass on 
   CHECK(round_tokens == static_cast<double>(completion_tokens));
   CHECK(prefills + request_round_tokens == static_cast<double>(completion_tokens));
   CHECK(done == static_cast<double>(collectors.size()));
+  // Each prefill flows to the target lane's prefill job, and to the draft lane's when the
+  // draft slot was prefilled in that round (the planner may defer it while K is 0).
+  std::map<std::string, int> flows_by_lane;
+  for (const auto& [tid, flows] : prefill_flows_into) flows_by_lane[lane_of_tid.at(tid)] += flows;
+  CHECK(flows_by_lane["target lane"] == static_cast<int>(prefills));
+  CHECK(flows_by_lane["draft lane"] >= 1);
+  CHECK(flows_by_lane["draft lane"] <= static_cast<int>(prefills));
 }

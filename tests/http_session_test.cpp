@@ -9,6 +9,7 @@
 #include <boost/beast/http.hpp>
 
 #include <fstream>
+#include <map>
 #include <set>
 
 #include "engine/tokenizer/chat_template.hpp"
@@ -251,6 +252,61 @@ TEST_CASE("GET /v1/trace: the lanes' recent work as trace-event JSON; bad parame
     CHECK(refused.status == 400);
     CHECK(field(refused.body, "error", "code") == "bad_value");
   }
+}
+
+TEST_CASE("a streamed burst's trace event says when its write to the client completed (SSE and WebSocket)") {
+  GatewayFixture f(test_gateway_config());
+  Reply sse = request(f.port(), http::verb::post, "/v1/completions",
+                      R"({"prompt":"JULIET:\n","max_tokens":12,"temperature":0,"stream":true})");
+  REQUIRE(sse.status == 200);
+  const size_t sse_text_chunks = sse_events(sse.body).size() - 2;  // less the finish chunk and [DONE]
+  auto ws = f.run([&]() -> asio::awaitable<std::map<std::string, Stream>> {
+    net::WsClient client(co_await asio::this_coro::executor);
+    co_await client.connect("127.0.0.1", f.port());
+    co_await client.send_text(generate_json("probe", "ROMEO:\n", 12));
+    co_return co_await collect(client, {"probe"});
+  });
+  REQUIRE_FALSE(ws.at("probe").finish_reason.empty());
+
+  // Per request track (named by the engine's id for the request): its bursts.
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc = parser.parse(f.engine().trace_json());
+  std::map<int64_t, std::string> track_name;
+  struct BurstEvent {
+    double ts, written_us, handed_after_us;
+  };
+  std::map<int64_t, std::vector<BurstEvent>> bursts;
+  for (simdjson::dom::element e : doc["traceEvents"].get_array()) {
+    if (int64_t(e["pid"]) != 2) continue;
+    const std::string_view name = e["name"];
+    if (name == "thread_name") track_name[int64_t(e["tid"])] = std::string(std::string_view(e["args"]["name"]));
+    if (name != "burst") continue;
+    simdjson::dom::object args = e["args"];
+    double written = -1, handed = -1;
+    if (args["written_us"].error() == simdjson::SUCCESS) written = double(args["written_us"]);
+    if (args["handed_after_us"].error() == simdjson::SUCCESS) handed = double(args["handed_after_us"]);
+    bursts[int64_t(e["tid"])].push_back({double(e["ts"]), written, handed});
+  }
+  int tracks_seen = 0;
+  for (const auto& [tid, list] : bursts) {
+    const std::string& name = track_name.at(tid);
+    CAPTURE(name);
+    const bool over_sse = name.starts_with("http-");
+    CHECK((over_sse || name.ends_with(":probe")));
+    tracks_seen += 1;
+    // A WebSocket writes a frame per burst; SSE skips a burst without text (one holding
+    // only the end-of-sequence token), which then has no written_us.
+    size_t written = 0;
+    for (const BurstEvent& b : list) {
+      CHECK(b.handed_after_us >= 0);
+      if (b.written_us < 0) continue;
+      CHECK(b.written_us >= b.ts);
+      written += 1;
+    }
+    CHECK(written == (over_sse ? sse_text_chunks : list.size()));
+    if (!over_sse) CHECK(list.size() == static_cast<size_t>(ws.at("probe").frames - 1));  // less the done frame
+  }
+  CHECK(tracks_seen == 2);
 }
 
 TEST_CASE("GET /v1/trace on a server that records no trace is 404 not_found") {

@@ -41,17 +41,17 @@ class FakeLanes : public RoundLanes {
   std::vector<std::vector<int32_t>> rounds;     // tags of each verify pass's rows
   int32_t draft_prefills = 0;
 
-  awaitable<std::vector<FirstToken>> prefill_target(std::vector<TargetPrefill>& prompts) override {
-    std::vector<FirstToken> first;
+  awaitable<TargetPrefills> prefill_target(std::vector<TargetPrefill>& prompts) override {
+    TargetPrefills out;
     for (const TargetPrefill& p : prompts) {
       prefill_order.push_back(p.prompt.front());
-      first.push_back({script.at(p.prompt.front()).at(0), p.rng});
+      out.first_tokens.push_back({script.at(p.prompt.front()).at(0), p.rng});
     }
-    co_return first;
+    co_return out;
   }
-  awaitable<void> prefill_draft(std::vector<DraftPrefill>& prompts) override {
+  awaitable<LaneSpan> prefill_draft(std::vector<DraftPrefill>& prompts) override {
     draft_prefills += static_cast<int32_t>(prompts.size());
-    co_return;
+    co_return LaneSpan{};
   }
   awaitable<RoundDrafts> propose(RoundPlan& plan) override {
     RoundDrafts drafts;

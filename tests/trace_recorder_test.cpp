@@ -55,7 +55,7 @@ TEST_CASE("a disabled recorder records nothing") {
   const auto t = Clock::now();
   trace.complete("verify", "target lane", t, t + 1ms);
   trace.request_span(1, "r1", "round", t, t + 1ms);
-  trace.flow(1, "r1", t, "target lane", t);
+  trace.flow("round", 1, "r1", t, "target lane", t);
   CHECK(trace.events().empty());
 }
 
@@ -65,7 +65,7 @@ TEST_CASE("lanes are threads of process 1, each request a thread of process 2 na
   trace.complete("verify", "target lane", t + 1ms, t + 3ms, {{"rows", 2.0}});
   trace.complete("draft", "draft lane", t, t + 1ms);
   trace.request_span(7, "chat-7", "round", t, t + 3ms, {{"drafted", 4.0}, {"accepted", 3.0}});
-  trace.flow(7, "chat-7", t, "target lane", t + 2ms);
+  trace.flow("round", 7, "chat-7", t, "target lane", t + 2ms);
   trace.request_instant(7, "chat-7", "done", t + 4ms, {{"finish_reason", "stop"}, {"completion_tokens", 12.0}});
   const auto events = trace_events(trace.chrome_json());
 
@@ -115,9 +115,9 @@ TEST_CASE("one request's trace holds its own track and the lane work its flows p
   trace.complete("verify", "target lane", t, t + 2ms);
   trace.complete("verify", "target lane", t + 5ms, t + 7ms);
   trace.request_span(1, "a", "round", t, t + 2ms);
-  trace.flow(1, "a", t, "target lane", t + 1ms);
+  trace.flow("round", 1, "a", t, "target lane", t + 1ms);
   trace.request_span(2, "b", "round", t + 5ms, t + 7ms);
-  trace.flow(2, "b", t + 5ms, "target lane", t + 6ms);
+  trace.flow("round", 2, "b", t + 5ms, "target lane", t + 6ms);
   const auto events = trace_events(trace.chrome_json({{}, "b"}));
   const auto slices = with_phase(events, "X");
   REQUIRE(slices.size() == 2);
@@ -133,7 +133,7 @@ TEST_CASE("one request's trace holds its own track and the lane work its flows p
 TEST_CASE("a flow that lost one end to the ring is left out") {
   TraceRecorder trace(true, 2);
   const auto t = Clock::now();
-  trace.flow(4, "r4", t, "target lane", t);  // its 's' is overwritten below
+  trace.flow("round", 4, "r4", t, "target lane", t);  // its 's' is overwritten below
   trace.complete("verify", "target lane", t, t + 1ms);
   const auto events = trace_events(trace.chrome_json());
   CHECK(with_phase(events, "s").empty());

@@ -66,7 +66,7 @@ boost::json::object to_json(const TraceEvent& e, int64_t pid, int64_t tid) {
   if (e.phase == 'X') ev["dur"] = e.duration_us;
   if (e.phase == 'i') ev["s"] = "t";
   if (e.phase == 's' || e.phase == 'f') {
-    ev["cat"] = "round";
+    ev["cat"] = e.name;  // "round" or "prefill"
     ev["id"] = e.id;
   }
   if (e.phase == 'f') ev["bp"] = "e";

@@ -47,13 +47,13 @@ void TraceRecorder::request_instant(uint64_t request, const std::string& request
   add({std::move(name), {}, request, request_id, 'i', micros(at), 0, 0, std::move(args)});
 }
 
-void TraceRecorder::flow(uint64_t request, const std::string& request_id, Clock::time_point from, std::string lane,
-                         Clock::time_point to) {
+void TraceRecorder::flow(std::string name, uint64_t request, const std::string& request_id, Clock::time_point from,
+                         std::string lane, Clock::time_point to) {
   if (!enabled_) return;
   std::lock_guard lock(mutex_);
   const uint64_t id = next_flow_++;
-  add_locked({"round", {}, request, request_id, 's', micros(from), 0, id});
-  add_locked({"round", std::move(lane), request, request_id, 'f', micros(to), 0, id});
+  add_locked({name, {}, request, request_id, 's', micros(from), 0, id});
+  add_locked({std::move(name), std::move(lane), request, request_id, 'f', micros(to), 0, id});
 }
 
 std::vector<TraceEvent> TraceRecorder::events() const {

@@ -48,6 +48,8 @@ class TraceRecorder {
   explicit TraceRecorder(bool enabled, size_t capacity = 1'000'000);
 
   bool enabled() const { return enabled_; }
+  // The trace's clock: microseconds since the recorder was created.
+  double micros(Clock::time_point t) const;
   // A slice on a lane's or the scheduler's track.
   void complete(std::string name, std::string track, Clock::time_point start, Clock::time_point end,
                 TraceArgs args = {});
@@ -56,8 +58,9 @@ class TraceRecorder {
                     Clock::time_point end, TraceArgs args = {});
   void request_instant(uint64_t request, const std::string& request_id, std::string name, Clock::time_point at,
                        TraceArgs args = {});
-  // An arrow from a request's slice (at `from`) to the lane slice that served it (at `to`).
-  void flow(uint64_t request, const std::string& request_id, Clock::time_point from, std::string lane,
+  // An arrow named `name` from a request's slice (at `from`) to the lane slice that
+  // served it (at `to`).
+  void flow(std::string name, uint64_t request, const std::string& request_id, Clock::time_point from, std::string lane,
             Clock::time_point to);
 
   std::vector<TraceEvent> events() const;  // oldest first
@@ -67,7 +70,6 @@ class TraceRecorder {
   void write_chrome_json(const std::filesystem::path& path) const;
 
  private:
-  double micros(Clock::time_point t) const;
   void add(TraceEvent event);
   void add_locked(TraceEvent event);  // with mutex_ held
 
