@@ -3,8 +3,8 @@
 // 1. the synthetic trace of tests/support/trace_fixture.mjs (valid by trace_events.mjs),
 //    loaded with ?src=: lane and request counts, the window's latency percentiles, a
 //    round's hover card, a clicked request's waterfall rows; saves a screenshot;
-// 2. live mode after some traffic: while GET /v1/trace answers 404 the page says the
-//    server does not record traces yet; once it answers, the page shows its lanes; and
+// 2. live mode after some traffic: the page shows the lanes /v1/trace has, and a clicked
+//    request's waterfall has its queue, prefill, rounds and bursts; saves a screenshot; and
 //    with /v1/trace answered by the fixture (DevTools' Fetch domain): the page polls with
 //    ?seconds= and its own ?access_token= as the bearer token, and draws what it gets;
 // 3. a real `specd bench --concurrency 1,4 --trace FILE` file, valid and opened through
@@ -139,26 +139,54 @@ async function checkZoomAndPan(point, selectedId) {
 }
 
 async function checkLive() {
-  // Traffic first, so a server that records traces has something in the window.
-  for (const prompt of ['ROMEO:', 'JULIET:']) {
+  // Traffic first: one streamed completion (its bursts are written to the socket, so they
+  // carry written_us) and one whole-body completion.
+  for (const [prompt, stream] of [['ROMEO:', true], ['JULIET:', false]]) {
     const r = await fetch(`${base}/v1/completions`, { method: 'POST', headers: { 'Content-Type': 'application/json' },
-      body: JSON.stringify({ model: 'specd', prompt, max_tokens: 12, temperature: 0 }) });
+      body: JSON.stringify({ model: 'specd', prompt, max_tokens: 12, temperature: 0, stream }) });
     assertEqual(r.status, 200, `completion for ${prompt}`);
+    await r.text();
   }
-  const answer = await fetch(`${base}/v1/trace?seconds=30`);
-  await page.navigate(`${base}/trace`);
-  if (answer.status === 404) {
-    await page.waitFor(`document.body.dataset.state === 'notice'`, 15000, 'the live-mode notice');
-    const text = await page.evaluate(`document.getElementById('notice').textContent`);
-    assertTrue(text.includes('does not record traces yet'), `live mode on a server without /v1/trace says so: "${text}"`);
-    return;
-  }
+  const answer = await fetch(`${base}/v1/trace?seconds=60`);
+  assertEqual(answer.status, 200, 'specd serve records a trace by default');
   const live = await answer.json();
   assertEqual(validateTrace(live).problems, [], 'GET /v1/trace is a valid trace');
   const lanes = live.traceEvents.filter((e) => e.ph === 'M' && e.name === 'thread_name' && e.pid === 1 &&
     e.args.name !== 'scheduler').length;  // the scheduler's row is not a lane
+  // The streamed request: the older of the two newest request tracks (tids follow the
+  // engine's request numbers).
+  const names = new Map(live.traceEvents.filter((e) => e.ph === 'M' && e.name === 'thread_name' && e.pid === 2).map((e) => [e.tid, e.args.name]));
+  const onTrack = (tid, name) => live.traceEvents.filter((e) => e.pid === 2 && e.tid === tid && e.ph === 'X' && e.name === name);
+  const tids = [...names.keys()].sort((a, b) => a - b);
+  assertTrue(tids.length >= 2, `both requests have tracks (${tids.length})`);
+  const tid = tids[tids.length - 2];
+  const rounds = onTrack(tid, 'round').length, bursts = onTrack(tid, 'burst');
+  assertTrue(rounds >= 1, `${names.get(tid)} took part in rounds`);
+  // SSE skips a burst without text (one holding only the end-of-sequence token).
+  const written = bursts.filter((b) => b.args.written_us >= b.ts).length;
+  assertTrue(written >= bursts.length - 1 && written >= 1, `the streamed request's bursts were written (${written} of ${bursts.length})`);
+
+  await page.navigate(`${base}/trace?seconds=60`);
   await page.waitFor(`document.body.dataset.state === 'loaded'`, 15000, 'the live trace');
   assertEqual(await page.evaluate(`Number(document.getElementById('summary').dataset.lanes)`), lanes, 'live lanes');
+  const id = JSON.stringify(names.get(tid));
+  const point = await page.evaluate(`specdTraceViewer.timeline.pointOf(${id}, 'round', 0)`);
+  for (const type of ['mousePressed', 'mouseReleased']) {
+    await page.send('Input.dispatchMouseEvent', { type, x: point.x, y: point.y, button: 'left', clickCount: 1 });
+  }
+  await page.waitFor(`document.querySelector('.waterfall')?.dataset.request === ${id}`, 5000, 'the live waterfall');
+  const waterfall = await page.evaluate(`(() => { const rows = [...document.querySelectorAll('.waterfall .wf-row')];
+    const kinds = {}; for (const r of rows) kinds[r.dataset.kind] = (kinds[r.dataset.kind] || 0) + 1;
+    return { kinds, order: rows.map((r) => r.dataset.kind),
+      gaps: rows.filter((r) => r.dataset.kind === 'burst' && r.querySelector('.wf-note').textContent.includes('gap')).length,
+      written: rows.filter((r) => r.dataset.kind === 'burst' && r.querySelector('.wf-note').textContent.includes('written after')).length }; })()`);
+  assertEqual(waterfall.kinds, { queued: 1, prefill: 1, round: rounds, burst: bursts.length },
+    `${names.get(tid)} live waterfall: queue, prefill, ${rounds} rounds, ${bursts.length} bursts`);
+  assertEqual(waterfall.order.slice(0, 2), ['queued', 'prefill'], 'live waterfall rows in time order');
+  assertEqual(waterfall.gaps, bursts.length - 1, 'every burst after the first shows its gap to the one before');
+  assertEqual(waterfall.written, written, 'every written burst says when it was written');
+  const shot = await page.send('Page.captureScreenshot', { format: 'png', captureBeyondViewport: true });
+  writeScreenshot(args.screenshot.replace(/\.png$/, '_live.png'), shot);
 }
 
 async function checkLivePolling() {

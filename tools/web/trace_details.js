@@ -57,7 +57,8 @@
         burst += 1;
         const written = Number.isFinite(s.args.written_us) ? s.args.written_us : s.ts + s.dur;
         label = `burst ${burst}`;
-        note = `${s.args.tokens ?? '?'} tokens${lastWritten === null ? '' : ` · gap ${ms(written - lastWritten)}`}`;
+        const wrote = Number.isFinite(s.args.written_us) ? ` · written after ${ms(s.args.written_us - s.ts)}` : '';
+        note = `${s.args.tokens ?? '?'} tokens${wrote}${lastWritten === null ? '' : ` · gap ${ms(written - lastWritten)}`}`;
         lastWritten = written;
       }
       rows.push({ kind, label, note, span: s });
