@@ -45,8 +45,11 @@ void ComputeLane::thread_main() {
   // no OpenMP team ever forms, spinning or not.
   at::set_num_threads(1);
   const int own = std::max(1, options_.intra_op_threads);
+  // "target lane" -> "target kernels": its workers, told apart from the other lane's in top.
+  std::string workers = options_.name;
+  if (workers.ends_with(" lane")) workers.resize(workers.size() - 5);
   kernels::KernelThreads threads(options_.permits ? std::max(own, options_.permits->total()) : own, own,
-                                 options_.permits);
+                                 options_.permits, workers + " kernels");
   kernels::KernelThreads::set_current(&threads);
   pthread_setname_np(pthread_self(), options_.name.substr(0, 15).c_str());
   context_.run();

@@ -174,7 +174,14 @@ void ensure_quiet_thread_pools_env(char** argv) {
       changed = true;
     }
   }
-  if (changed) execv("/proc/self/exe", argv);  // returns only on failure: run as we are
+  if (!changed) return;
+  // By its real path: a process started from /proc/self/exe is named "exe" in ps, top and
+  // pkill. Returns only on failure: run as we are.
+  char path[4096];
+  const ssize_t n = readlink("/proc/self/exe", path, sizeof path - 1);
+  if (n <= 0) return;
+  path[n] = '\0';
+  execv(path, argv);
 }
 
 }  // namespace specd

@@ -59,7 +59,7 @@ void limit_library_thread_pools();
 // For libtorch ops outside the lanes: libgomp reads OMP_WAIT_POLICY once, when it loads,
 // and OpenBLAS starts its pool then; a program must have them in its environment before main. When either is unset,
 // sets OMP_WAIT_POLICY=passive and OPENBLAS_NUM_THREADS=1 and re-executes the program
-// (/proc/self/exe) with the same arguments; returns only when nothing was missing or
+// (by its path) with the same arguments; returns only when nothing was missing or
 // the exec failed. Values the user set are kept.
 void ensure_quiet_thread_pools_env(char** argv);
 

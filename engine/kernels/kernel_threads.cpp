@@ -1,5 +1,7 @@
 #include "engine/kernels/kernel_threads.hpp"
 
+#include <pthread.h>
+
 #include <algorithm>
 #include <chrono>
 
@@ -48,11 +50,16 @@ T wait_change(const std::atomic<T>& value, T old) {
 KernelThreads* KernelThreads::current() { return t_current; }
 void KernelThreads::set_current(KernelThreads* threads) { t_current = threads; }
 
-KernelThreads::KernelThreads(int32_t threads, int32_t reserved, ThreadLender* lender)
+KernelThreads::KernelThreads(int32_t threads, int32_t reserved, ThreadLender* lender, const std::string& name)
     : reserved_(std::clamp(reserved > 0 ? reserved : threads, 1, std::max(1, threads))),
       lender_(lender),
       wake_(std::make_unique<std::atomic<uint32_t>[]>(std::max(1, threads))) {
-  for (int32_t i = 0; i + 1 < threads; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
+  for (int32_t i = 0; i + 1 < threads; ++i) {
+    workers_.emplace_back([this, i, name = name.substr(0, 15)] {
+      pthread_setname_np(pthread_self(), name.c_str());
+      worker_loop(i);
+    });
+  }
 }
 
 KernelThreads::~KernelThreads() {

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -30,7 +31,9 @@ class KernelThreads {
   // those it borrows from `lender` for the length of that one call: on 2 CPUs the target
   // lane computes on both while the draft lane is idle and drops to its own one as soon
   // as the draft lane takes its share back (a newcomer's prefill still overlaps a pass).
-  explicit KernelThreads(int32_t threads, int32_t reserved = 0, ThreadLender* lender = nullptr);
+  // The workers are named `name` (at most 15 characters show in ps, top and perf).
+  explicit KernelThreads(int32_t threads, int32_t reserved = 0, ThreadLender* lender = nullptr,
+                         const std::string& name = "kernel worker");
   ~KernelThreads();
   KernelThreads(const KernelThreads&) = delete;
   KernelThreads& operator=(const KernelThreads&) = delete;

@@ -7,14 +7,17 @@ mode (target-only, K = 4, K = auto) and each repeat, in turn: `specd generate --
 to one long-running `specd serve` (the done frame's decode tokens/s, the wall time of the
 request, the ids). Interleaved, so the host's drift hits both sides alike. Prints one JSON
 object: per mode the medians, min and max of each side, serve/generate, and whether every
-repeat gave identical ids.
+repeat gave identical ids. For the served request it also says where the CPUs went: the
+server's threads by name (the compute lanes name theirs) and this client, in CPUs busy.
 
     /usr/bin/python3 tools/bench/one_path_bench.py [--specd build/specd] [--repeats 7] \
         [--max-tokens 128] [--prompt "ROMEO:"] [--serve-arg=--io-threads=2 ...]
 """
 import argparse
 import asyncio
+import collections
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -40,11 +43,31 @@ def run_generate(args, cli_mode):
     return {"decode_tokens_per_second": out["decode_tokens_per_second"], "ids": out["token_ids"]}
 
 
-async def run_serve(url, args, spec, number):
+TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def thread_cpu(pid):
+    """CPU seconds so far of each of the process's threads, summed by thread name
+    (the compute lanes name theirs "target lane" and "draft lane")."""
+    seconds = collections.Counter()
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/stat") as f:
+                stat = f.read()
+        except FileNotFoundError:  # the thread ended
+            continue
+        name = stat[stat.index("(") + 1:stat.rindex(")")]
+        fields = stat[stat.rindex(")") + 2:].split()
+        seconds[name] += (int(fields[11]) + int(fields[12])) / TICKS  # utime, stime
+    return seconds
+
+
+async def run_serve(url, args, spec, number, server_pid):
     request = {"type": "generate", "id": f"bench-{number}", "prompt": args.prompt, "max_tokens": args.max_tokens,
                "temperature": 0, "ignore_eos": True, "speculative": spec}
     ids = []
     async with websockets.connect(url, max_size=None) as ws:
+        server_before, client_before = thread_cpu(server_pid), time.process_time()
         start = time.perf_counter()
         await ws.send(json.dumps(request))
         while True:
@@ -53,8 +76,14 @@ async def run_serve(url, args, spec, number):
                 ids += frame["token_ids"]
             elif frame["type"] == "done":
                 wall = time.perf_counter() - start
+                client_cpu = time.process_time() - client_before
+                server = thread_cpu(server_pid)
+                server.subtract(server_before)
+                # Where the two CPUs went during the request, in CPUs (1.0 = one core busy).
+                cpus = {name: seconds / wall for name, seconds in server.items() if seconds > 0}
+                cpus["client"] = client_cpu / wall
                 return {"decode_tokens_per_second": frame["timings"]["tokens_per_second"],
-                        "wall_tokens_per_second": len(ids) / wall, "ids": ids}
+                        "wall_tokens_per_second": len(ids) / wall, "ids": ids, "cpus": cpus}
             else:
                 raise RuntimeError(f"server answered {frame}")
 
@@ -63,23 +92,29 @@ def summary(values):
     return {"median": statistics.median(values), "min": min(values), "max": max(values)}
 
 
-async def bench(args, url):
-    runs = {mode: {"generate": [], "serve": [], "serve_wall": [], "ids_identical": True} for mode in MODES}
+async def bench(args, url, server_pid):
+    runs = {mode: {"generate": [], "serve": [], "serve_wall": [], "cpus": collections.defaultdict(list),
+                   "ids_identical": True} for mode in MODES}
     for repeat in range(args.repeats):
         for mode, (cli_mode, spec) in MODES.items():
             generated = run_generate(args, cli_mode)
-            served = await run_serve(url, args, spec, f"{mode}-{repeat}")
+            served = await run_serve(url, args, spec, f"{mode}-{repeat}", server_pid)
             r = runs[mode]
             r["generate"].append(generated["decode_tokens_per_second"])
             r["serve"].append(served["decode_tokens_per_second"])
             r["serve_wall"].append(served["wall_tokens_per_second"])
             r["ids_identical"] &= generated["ids"] == served["ids"]
+            for name, cpus in served["cpus"].items():
+                r["cpus"][name].append(cpus)
     out = {}
     for mode, r in runs.items():
         generate, serve = summary(r["generate"]), summary(r["serve"])
         out[mode] = {"generate_decode_tokens_per_second": generate, "serve_decode_tokens_per_second": serve,
                      "serve_wall_tokens_per_second": summary(r["serve_wall"]),
-                     "serve_over_generate": serve["median"] / generate["median"], "ids_identical": r["ids_identical"]}
+                     "serve_over_generate": serve["median"] / generate["median"], "ids_identical": r["ids_identical"],
+                     # CPUs busy during a served request (median), by server thread name and the client.
+                     "serve_cpus": {name: statistics.median(v + [0] * (args.repeats - len(v)))
+                                    for name, v in sorted(r["cpus"].items())}}
     return out
 
 
@@ -99,7 +134,7 @@ def main():
         if "listening on http://" not in line:
             sys.exit(f"one_path_bench: specd serve did not start: {line!r}")
         http = line.split("listening on ")[1].split()[0]
-        modes = asyncio.run(bench(args, "ws" + http[4:] + "/v1/ws"))
+        modes = asyncio.run(bench(args, "ws" + http[4:] + "/v1/ws", server.pid))
     finally:
         server.terminate()
         server.wait(timeout=30)

@@ -5,6 +5,8 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
 
+#include <pthread.h>
+
 #include <cstdio>
 #include <thread>
 #include <vector>
@@ -82,7 +84,12 @@ void run_serve(const ServeArgs& a) {
         "shutdown");
   });
   std::vector<std::thread> threads;
-  for (int i = 1; i < io_threads; ++i) threads.emplace_back([&io] { io.run(); });
+  for (int i = 1; i < io_threads; ++i) {
+    threads.emplace_back([&io] {
+      pthread_setname_np(pthread_self(), "specd io");
+      io.run();
+    });
+  }
   io.run();
   for (auto& t : threads) t.join();
   std::fprintf(stderr, "specd serve: stopped\n");
