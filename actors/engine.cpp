@@ -19,8 +19,8 @@
 #include "engine/speculation/cost_calibration.hpp"
 #include "engine/speculation/draft_compat.hpp"
 #include "engine/tokenizer/tokenizer.hpp"
-#include "gpu/compute_lane.hpp"
-#include "gpu/compute_permits.hpp"
+#include "compute/compute_lane.hpp"
+#include "compute/compute_permits.hpp"
 #include "trace/trace_recorder.hpp"
 
 namespace specd {

@@ -29,7 +29,7 @@
 #include "engine/request/finish_reason.hpp"
 #include "engine/request/sampling_params.hpp"
 #include "engine/request/spec_settings.hpp"
-#include "gpu/thread_policy.hpp"
+#include "compute/thread_policy.hpp"
 
 namespace specd {
 
@@ -47,7 +47,7 @@ struct EngineConfig {
   int32_t max_waiting = 256;        // admitted-but-waiting bound; beyond it submit fails `overloaded`
   int32_t burst_queue = 256;        // bursts a request's sink may lag before `slow_consumer`
   // Compute threads across both lanes; 0: what the process may use (its CPU affinity
-  // and cgroup quota, gpu/thread_policy.hpp). The lane counts, when > 0, override the split.
+  // and cgroup quota, compute/thread_policy.hpp). The lane counts, when > 0, override the split.
   int32_t threads = 0;
   int32_t target_threads = 0;        // intra-op threads of the target lane (0: the policy's)
   int32_t draft_threads = 0;         // intra-op threads of the draft lane (0: the policy's)

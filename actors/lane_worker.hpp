@@ -10,7 +10,7 @@
 #include <utility>
 
 #include "actors/asio_aliases.hpp"
-#include "gpu/compute_lane.hpp"
+#include "compute/compute_lane.hpp"
 
 namespace specd::actors {
 

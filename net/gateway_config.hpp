@@ -8,7 +8,7 @@
 #include <string>
 
 #include "actors/engine.hpp"
-#include "gpu/thread_policy.hpp"
+#include "compute/thread_policy.hpp"
 #include "net/protocol.hpp"
 
 namespace specd::net {
@@ -21,7 +21,7 @@ struct GatewayConfig {
   std::filesystem::path web_root;    // static files served at /
   std::string model_name = "specd";  // the "model" of OpenAI responses and /v1/models
   // Threads running the sessions and the engine's actors; 0: one per CPU the process may
-  // use (affinity and cgroup quota, gpu/thread_policy.hpp), at least 1. io_thread_count().
+  // use (affinity and cgroup quota, compute/thread_policy.hpp), at least 1. io_thread_count().
   int32_t io_threads = 0;
 
   // [limits]

@@ -1,4 +1,4 @@
-#include "gpu/thread_policy.hpp"
+#include "compute/thread_policy.hpp"
 
 #include <doctest/doctest.h>
 #include <sched.h>
@@ -11,7 +11,7 @@
 #include <thread>
 #include <vector>
 
-#include "gpu/compute_permits.hpp"
+#include "compute/compute_permits.hpp"
 
 using namespace specd;
 namespace fs = std::filesystem;

@@ -16,7 +16,7 @@
 namespace specd::kernels {
 
 // Threads another lane is not using at this moment (the process's compute budget,
-// gpu/ComputePermits). borrow() never waits and lends nothing while a lane is waiting
+// compute/ComputePermits). borrow() never waits and lends nothing while a lane is waiting
 // for its own share, so a lender's owner gets its threads back within one call.
 class ThreadLender {
  public:

@@ -3,7 +3,7 @@
 #include <exception>
 
 #include "engine/base/errors.hpp"
-#include "gpu/thread_policy.hpp"
+#include "compute/thread_policy.hpp"
 #include "tools/specd/cli_common.hpp"
 
 int main(int argc, char** argv) {

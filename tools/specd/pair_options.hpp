@@ -11,7 +11,7 @@
 
 #include "actors/engine.hpp"
 #include "engine/request/spec_settings.hpp"
-#include "gpu/thread_policy.hpp"
+#include "compute/thread_policy.hpp"
 
 namespace specd::cli {
 

@@ -1,4 +1,4 @@
-#include "gpu/compute_permits.hpp"
+#include "compute/compute_permits.hpp"
 
 #include <algorithm>
 

@@ -1,4 +1,4 @@
-#include "gpu/thread_policy.hpp"
+#include "compute/thread_policy.hpp"
 
 #include <dlfcn.h>
 #include <sched.h>

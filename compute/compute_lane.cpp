@@ -1,4 +1,4 @@
-#include "gpu/compute_lane.hpp"
+#include "compute/compute_lane.hpp"
 
 #include <ATen/Parallel.h>
 #include <pthread.h>
@@ -6,7 +6,7 @@
 #include <algorithm>
 
 #include "engine/kernels/kernel_threads.hpp"
-#include "gpu/compute_permits.hpp"
+#include "compute/compute_permits.hpp"
 #include "trace/trace_recorder.hpp"
 
 #ifdef SPECD_CUDA
