@@ -13,14 +13,15 @@
 #include "actors/request_actor.hpp"
 #include "actors/scheduler_actor.hpp"
 #include "actors/spawn.hpp"
+#include "compute/compute_lane.hpp"
+#include "compute/compute_permits.hpp"
 #include "engine/model/kv_cache.hpp"
 #include "engine/model/llama_model.hpp"
 #include "engine/model/model_files.hpp"
 #include "engine/speculation/cost_calibration.hpp"
 #include "engine/speculation/draft_compat.hpp"
+#include "engine/tokenizer/chat_template.hpp"
 #include "engine/tokenizer/tokenizer.hpp"
-#include "compute/compute_lane.hpp"
-#include "compute/compute_permits.hpp"
 #include "trace/trace_recorder.hpp"
 
 namespace specd {
@@ -102,6 +103,17 @@ ThreadPolicy engine_thread_policy(const EngineConfig& c) {
   return policy;
 }
 
+// The target's chat template, or nothing (with the reason) when its directory has none
+// specd knows: requests with messages are then refused.
+std::optional<ChatTemplate> load_chat_template(const std::filesystem::path& dir, std::string& why_not) {
+  try {
+    return ChatTemplate::from_model_dir(dir);
+  } catch (const SpecdError& e) {
+    why_not = e.message();
+    return std::nullopt;
+  }
+}
+
 }  // namespace
 
 struct Engine::Impl {
@@ -111,7 +123,8 @@ struct Engine::Impl {
         threads(engine_thread_policy(config)),
         permits(threads.budget),
         tokenizer(std::move(p.tokenizer)),
-        vocab_size(static_cast<int32_t>(p.target->config().vocab_size)),
+        chat(load_chat_template(config.target_dir, no_chat_reason)),
+        limits{static_cast<int32_t>(p.target->config().vocab_size), config.max_seq_len, config.k_max},
         has_draft(p.draft != nullptr),
         trace(std::make_shared<TraceRecorder>(config.trace, static_cast<size_t>(config.trace_capacity))),
         draft_worker({"draft lane", std::max(1, threads.draft_threads), -1, &permits}, trace.get(),
@@ -122,21 +135,27 @@ struct Engine::Impl {
         live_requests(std::make_shared<std::atomic<int64_t>>(0)),
         executor(executor),
         api_strand(asio::make_strand(executor)),
-        cache(asio::make_strand(executor), config.max_batch, has_draft),
-        scheduler(asio::make_strand(executor), scheduler_options(), cache, lanes, trace.get(), live_requests) {}
-
-  SchedulerOptions scheduler_options() {
-    return {config.max_waiting, config.overlap, has_draft, config.max_seq_len, tokenizer.get(), calibrate()};
+        cache(asio::make_strand(executor), config.max_batch, has_draft) {
+    // Calibration times the lanes' round shapes, so it runs once they exist and before
+    // the scheduler that plans with its curves.
+    SchedulerOptions options{config.max_waiting, config.overlap,       has_draft,  config.max_seq_len,
+                             tokenizer.get(),    tokenizer->eos_ids(), calibrate()};
+    scheduler = std::make_unique<SchedulerActor>(asio::make_strand(executor), std::move(options), cache, lanes,
+                                                 trace.get(), live_requests);
   }
-  std::optional<RoundCostModel> calibrate();
 
-  SpecRequest prepare(const GenerateRequest& r) const;
+  std::optional<RoundCostModel> calibrate();
+  // The request's input as token ids: its ids, its text encoded, or its messages rendered
+  // with the chat template and encoded.
+  std::vector<int32_t> prompt_ids(const GenerateRequest& r) const;
 
   EngineConfig config;
   ThreadPolicy threads;
   ComputePermits permits;
   std::unique_ptr<Tokenizer> tokenizer;
-  int32_t vocab_size;
+  std::string no_chat_reason;  // initialised by load_chat_template before `chat`
+  std::optional<ChatTemplate> chat;
+  RequestLimits limits;
   bool has_draft;
   std::shared_ptr<TraceRecorder> trace;  // shared with the burst marks a socket still holds
   DraftWorker draft_worker;              // owns the draft model and its cache, on the draft lane
@@ -146,7 +165,7 @@ struct Engine::Impl {
   asio::any_io_executor executor;    // every actor gets its own strand of it
   asio::any_io_executor api_strand;  // where the public awaitables wait for replies
   CacheManager cache;
-  SchedulerActor scheduler;
+  std::unique_ptr<SchedulerActor> scheduler;
   std::atomic<uint64_t> next_number{1};
   std::mutex gate;  // orders submissions before the scheduler's Stop message
   bool accepting = true;
@@ -169,19 +188,18 @@ std::optional<RoundCostModel> Engine::Impl::calibrate() {
   return costs;
 }
 
-SpecRequest Engine::Impl::prepare(const GenerateRequest& r) const {
-  SpecRequest out;
-  out.prompt = !r.prompt_ids.empty() ? r.prompt_ids : tokenizer->encode(r.prompt, true);
-  out.sampling = r.sampling;
-  out.max_tokens = r.max_tokens;
-  if (!r.ignore_eos) out.eos_ids = tokenizer->eos_ids();
-  out.stop = r.stop;
-  out.spec = r.spec;
-  if (out.spec.enabled && (out.spec.k > config.k_max || (out.spec.adaptive && out.spec.k_max > config.k_max))) {
-    throw SpecdError(ErrorCode::invalid_argument, "K above the engine's limit of " + std::to_string(config.k_max));
+std::vector<int32_t> Engine::Impl::prompt_ids(const GenerateRequest& r) const {
+  if (!r.prompt_ids.empty()) return r.prompt_ids;
+  if (!r.prompt.empty()) return tokenizer->encode(r.prompt, true);
+  if (r.messages.empty()) return {};
+  if (!chat)
+    throw SpecdError(ErrorCode::unknown_chat_template,
+                     "the model has no chat template (" + no_chat_reason + "); send a prompt");
+  try {
+    return chat->encode(r.messages, *tokenizer);
+  } catch (const SpecdError& e) {
+    throw SpecdError(ErrorCode::bad_value, e.message());
   }
-  validate_request(out, vocab_size, config.max_seq_len, true);
-  return out;
 }
 
 Engine::Engine(boost::asio::any_io_executor executor, EngineConfig config)
@@ -191,7 +209,7 @@ Engine::Engine(boost::asio::any_io_executor executor, EngineConfig config)
   spawn_logged(
       impl->cache.executor(), [impl] { return impl->cache.run(); }, "cache manager");
   spawn_logged(
-      impl->scheduler.executor(), [impl] { return impl->scheduler.run(); }, "scheduler");
+      impl->scheduler->executor(), [impl] { return impl->scheduler->run(); }, "scheduler");
 }
 
 Engine::~Engine() {
@@ -205,7 +223,7 @@ RequestHandle Engine::submit(GenerateRequest request, BurstHandler on_burst, Don
   const uint64_t number = impl.next_number++;
   std::string id = request.id.empty() ? "req-" + std::to_string(number) : request.id;
   auto actor =
-      std::make_shared<RequestActor>(asio::make_strand(impl.executor), impl.scheduler,
+      std::make_shared<RequestActor>(asio::make_strand(impl.executor), *impl.scheduler,
                                      RequestActor::Setup{id, number, std::move(on_burst), std::move(on_done),
                                                          impl.config.burst_queue, impl.live_requests, impl.trace});
   actor->start();
@@ -213,11 +231,13 @@ RequestHandle Engine::submit(GenerateRequest request, BurstHandler on_burst, Don
     actor->post_finished({FinishReason::error, RequestError{code, std::move(message)}});
   };
   try {
-    SpecRequest prepared = impl.prepare(request);
+    std::vector<int32_t> prompt = impl.prompt_ids(request);
+    validate_request(request, prompt, impl.limits);
+    request.id = id;
     std::lock_guard lock(impl.gate);
     if (!impl.accepting) {
       refuse(ErrorCode::shutting_down, "the engine is stopping");
-    } else if (!impl.scheduler.try_submit({actor, std::move(prepared)})) {
+    } else if (!impl.scheduler->try_submit({actor, std::move(request), std::move(prompt)})) {
       refuse(ErrorCode::overloaded, "the scheduler's mailbox is full");
     }
   } catch (const SpecdError& e) {
@@ -239,7 +259,7 @@ boost::asio::awaitable<GenerateResult> Engine::generate(GenerateRequest request,
   co_return result;
 }
 
-void Engine::cancel(const std::string& id) { impl_->scheduler.cancel(id, 0); }
+void Engine::cancel(const std::string& id) { impl_->scheduler->cancel(id, 0); }
 
 boost::asio::awaitable<void> Engine::stop(std::chrono::milliseconds deadline) {
   {
@@ -248,7 +268,7 @@ boost::asio::awaitable<void> Engine::stop(std::chrono::milliseconds deadline) {
     impl_->accepting = false;
   }
   const auto until = Clock::now() + deadline;
-  auto ask = [this, until]() -> boost::asio::awaitable<void> { co_await impl_->scheduler.stop(until); };
+  auto ask = [this, until]() -> boost::asio::awaitable<void> { co_await impl_->scheduler->stop(until); };
   co_await boost::asio::co_spawn(impl_->api_strand, ask, boost::asio::use_awaitable);
   impl_->draft_worker.stop();
   impl_->verify_worker.stop();
@@ -256,12 +276,13 @@ boost::asio::awaitable<void> Engine::stop(std::chrono::milliseconds deadline) {
 }
 
 boost::asio::awaitable<EngineSnapshot> Engine::snapshot() {
-  auto ask = [this]() -> boost::asio::awaitable<EngineSnapshot> { co_return co_await impl_->scheduler.snapshot(); };
+  auto ask = [this]() -> boost::asio::awaitable<EngineSnapshot> { co_return co_await impl_->scheduler->snapshot(); };
   co_return co_await boost::asio::co_spawn(impl_->api_strand, ask, boost::asio::use_awaitable);
 }
 
 int64_t Engine::live_requests() const { return impl_->live_requests->load(); }
 const Tokenizer* Engine::tokenizer() const { return impl_->tokenizer.get(); }
+const ChatTemplate* Engine::chat_template() const { return impl_->chat ? &*impl_->chat : nullptr; }
 const EngineConfig& Engine::config() const { return impl_->config; }
 const ThreadPolicy& Engine::thread_policy() const { return impl_->threads; }
 

@@ -25,125 +25,19 @@
 #include <string>
 #include <vector>
 
-#include "engine/base/errors.hpp"
-#include "engine/request/finish_reason.hpp"
-#include "engine/request/sampling_params.hpp"
-#include "engine/request/spec_settings.hpp"
+#include "actors/engine_config.hpp"
+#include "actors/engine_snapshot.hpp"
+#include "actors/generate_result.hpp"
 #include "compute/thread_policy.hpp"
+#include "engine/request/generate_request.hpp"
 
 namespace specd {
 
-class BurstTrace;
+class ChatTemplate;
 class Tokenizer;
 namespace actors {
 class RequestActor;
 }
-
-struct EngineConfig {
-  std::filesystem::path target_dir;
-  std::filesystem::path draft_dir;  // empty: no draft model (prompt-lookup drafting or none)
-  int32_t max_batch = 32;           // KV slots per model = most requests generating at once
-  int64_t max_seq_len = 1024;       // per slot: prompt plus generated tokens (capped at the models' positions)
-  int32_t max_waiting = 256;        // admitted-but-waiting bound; beyond it submit fails `overloaded`
-  int32_t burst_queue = 256;        // bursts a request's sink may lag before `slow_consumer`
-  // Compute threads across both lanes; 0: what the process may use (its CPU affinity
-  // and cgroup quota, compute/thread_policy.hpp). The lane counts, when > 0, override the split.
-  int32_t threads = 0;
-  int32_t target_threads = 0;        // intra-op threads of the target lane (0: the policy's)
-  int32_t draft_threads = 0;         // intra-op threads of the draft lane (0: the policy's)
-  bool overlap = true;               // draft lane works on newcomers while the target verifies
-  bool trace = false;                // record lane and request spans (trace_json, write_trace)
-  int32_t trace_capacity = 100'000;  // events the trace ring holds; the newest overwrite the oldest
-  int32_t k_max = 8;                 // bound on K for every request
-  // Seconds each lane spends at start timing passes for the batch K planner; 0 skips
-  // calibration (K is then chosen per request from a cost ratio).
-  double calibration_seconds = 2.0;
-};
-
-struct GenerateRequest {
-  std::string id;                   // unique among requests in flight; empty: the engine assigns one
-  std::string prompt;               // text, tokenized with the target's tokenizer (BOS added)
-  std::vector<int32_t> prompt_ids;  // used instead of `prompt` when not empty
-  SamplingParams sampling;
-  int32_t max_tokens = 128;
-  std::vector<std::string> stop;  // stop strings, matched on accepted text only
-  SpecSettings spec;              // per request: on/off, K or adaptive, drafter
-  bool ignore_eos = false;        // keep generating past EOS (benchmarks)
-};
-
-// One round's accepted tokens for one request.
-struct Burst {
-  std::string id;
-  std::vector<int32_t> token_ids;  // empty only in a final burst carrying held-back text
-  std::string text;                // complete UTF-8 characters only; the rest follows later
-  // Draft tokens proposed this round, and how many of them the target accepted. A burst
-  // that a stop condition cut inside its drafts counts only the drafts it kept.
-  int32_t drafted = 0;
-  int32_t accepted = 0;
-  // Per token_ids entry, the text that token completed (empty when it ends inside a
-  // UTF-8 character). Their concatenation may run ahead of `text`, which holds back what
-  // could start a stop string; clients colour tokens with it (draft vs target).
-  std::vector<std::string> pieces;
-  // The burst's trace event (null when the engine records no trace). A sink that writes
-  // the burst to a client keeps this until the write completes and calls written() on
-  // it (trace/burst_trace.hpp), so the trace shows when the client got the burst.
-  std::shared_ptr<BurstTrace> trace;
-};
-
-struct Usage {
-  int32_t prompt_tokens = 0;
-  int32_t completion_tokens = 0;
-};
-
-struct Timings {
-  double queued_ms = 0;          // submit to admission (KV slots granted)
-  double first_token_ms = 0;     // submit to the first burst
-  double total_ms = 0;           // submit to finish
-  double tokens_per_second = 0;  // completion tokens over first token to finish
-};
-
-struct RequestError {
-  ErrorCode code;
-  std::string message;
-};
-
-struct GenerateResult {
-  std::string id;
-  FinishReason finish_reason = FinishReason::length;
-  std::optional<RequestError> error;  // set when finish_reason is error
-  std::vector<int32_t> token_ids;
-  std::string text;
-  Usage usage;
-  SpecStats spec;
-  Timings timings;
-};
-
-// Decode rounds (rounds that prefilled no newcomer) of one batch size: how many, their
-// wall seconds and the tokens they delivered.
-struct RoundTally {
-  int64_t rounds = 0;
-  double seconds = 0;
-  int64_t tokens = 0;
-};
-
-// Counters and gauges for metrics and tests.
-struct EngineSnapshot {
-  int32_t waiting = 0, running = 0;
-  int32_t target_slots_in_use = 0, draft_slots_in_use = 0, slots_total = 0;
-  int64_t live_requests = 0;  // request actors alive (finished ones included until freed)
-  int64_t requests_finished = 0, requests_cancelled = 0, requests_failed = 0;
-  int64_t rounds = 0;
-  int64_t drafts = 0, draft_tokens = 0, accepted_tokens = 0;  // vLLM's speculative counters
-  std::vector<int64_t> accepted_per_position;
-  double cost_ratio = 0;  // measured draft step / verify pass
-  // Indexed by rows - 1: rounds in which no row drafted, and rounds in which some did.
-  // Their tokens per second at equal rows, measured side by side, say whether
-  // speculation paid in the rounds that used it, free of the drift between runs.
-  std::vector<RoundTally> plain_rounds, drafting_rounds;
-};
-
-using BurstHandler = std::function<void(const Burst&)>;
-using DoneHandler = std::function<void(GenerateResult)>;
 
 // A request in flight. Dropping the handle cancels the request (at the next round
 // boundary) unless it finished or was detached.
@@ -190,6 +84,9 @@ class Engine {
   // Request actors alive now (also after stop(); snapshot() needs the running scheduler).
   int64_t live_requests() const;
   const Tokenizer* tokenizer() const;
+  // The target's chat template, which renders requests given as messages; null when the
+  // target directory has none specd knows (such requests fail unknown_chat_template).
+  const ChatTemplate* chat_template() const;
   // The configuration in use: max_seq_len capped at the models' max_position_embeddings.
   const EngineConfig& config() const;
   // The compute threads chosen at construction (lanes' intra-op threads and budget).

@@ -87,13 +87,15 @@ void RequestActor::deliver(OutputChunk& m) {
 }
 
 void RequestActor::finish(Finished& m) {
-  const bool cancelled = cancel_requested_.load() && m.reason != FinishReason::error;
+  // A cancel that reached this actor before the scheduler saw it still ends the request.
+  const FinishReason reason = compose_finish_reason({m.error.has_value(), cancel_requested_.load()}, m.reason);
+  const bool cancelled = reason == FinishReason::cancelled;
   if (!m.tail.empty() && !cancelled && on_burst_) on_burst_(Burst{id_, {}, m.tail, 0, 0});
   text_ += m.tail;
 
   GenerateResult result;
   result.id = id_;
-  result.finish_reason = cancelled ? FinishReason::cancelled : m.reason;
+  result.finish_reason = reason;
   result.error = m.error;
   result.token_ids = std::move(tokens_);
   result.text = std::move(text_);

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "actors/asio_aliases.hpp"
-#include "actors/engine.hpp"
+#include "actors/generate_result.hpp"
 #include "engine/request/request_output.hpp"
 
 namespace specd {

@@ -14,7 +14,8 @@ using namespace boost::asio::experimental::awaitable_operators;
 
 struct SchedulerActor::Entry {
   std::shared_ptr<RequestActor> actor;
-  SpecRequest request;
+  GenerateRequest request;
+  std::vector<int32_t> prompt;
   RequestOutput output;               // decides when the request is finished
   std::unique_ptr<SpecSequence> seq;  // from admission
   std::optional<SlotGrant> slots;     // from admission to finish
@@ -146,11 +147,18 @@ awaitable<void> SchedulerActor::handle(Message& message) {
 
 // Queues a submission, or refuses it: stopping, a duplicate id, or a full queue.
 awaitable<void> SchedulerActor::accept(Submit& m) {
-  const SpecRequest& r = m.request;
-  RequestOutput output(options_.tokenizer,
-                       {r.eos_ids, r.stop, r.max_tokens, static_cast<int64_t>(r.prompt.size()), options_.max_seq_len});
-  auto entry = std::make_unique<Entry>(
-      Entry{std::move(m.actor), std::move(m.request), std::move(output), nullptr, std::nullopt, {}, std::nullopt});
+  const GenerateRequest& r = m.request;
+  std::vector<int32_t> eos_ids = r.ignore_eos ? std::vector<int32_t>{} : options_.eos_ids;
+  RequestOutput output(options_.tokenizer, {std::move(eos_ids), r.stop, r.max_tokens,
+                                            static_cast<int64_t>(m.prompt.size()), options_.max_seq_len});
+  auto entry = std::make_unique<Entry>(Entry{std::move(m.actor),
+                                             std::move(m.request),
+                                             std::move(m.prompt),
+                                             std::move(output),
+                                             nullptr,
+                                             std::nullopt,
+                                             {},
+                                             std::nullopt});
   const auto& id = entry->actor->id();
   auto same_id = [&](const auto& list) {
     return std::any_of(list.begin(), list.end(), [&](const auto& e) { return e->actor->id() == id; });
@@ -170,7 +178,7 @@ awaitable<void> SchedulerActor::accept(Submit& m) {
   }
   if (refusal) {
     counters_.requests_failed += 1;  // not through finish(): no slots, no trace span
-    entry->actor->post_finished({FinishReason::error, refusal, {}, static_cast<int32_t>(entry->request.prompt.size())});
+    entry->actor->post_finished({FinishReason::error, refusal, {}, static_cast<int32_t>(entry->prompt.size())});
     co_return;
   }
   waiting_.push_back(std::move(entry));
@@ -192,7 +200,7 @@ awaitable<void> SchedulerActor::admit() {
     if (!grant) break;
     e.slots = grant;
     e.admitted_at = Clock::now();
-    e.seq = std::make_unique<SpecSequence>(e.request.prompt, grant->target_slot, grant->draft_slot, e.request.sampling,
+    e.seq = std::make_unique<SpecSequence>(e.prompt, grant->target_slot, grant->draft_slot, e.request.sampling,
                                            e.request.spec, cost_.cost_ratio(),
                                            cost_.acceptance.estimate(e.request.spec.drafter));
     trace_.queued(e.actor->number(), e.actor->id(), e.actor->submitted_at(), e.admitted_at);
@@ -296,10 +304,10 @@ awaitable<SchedulerActor::RoundOutcome> SchedulerActor::execute(RoundPlan& plan)
   std::vector<TargetPrefill> prefills;
   std::vector<DraftPrefill> prompts;
   for (auto& e : fresh_) {
-    prefills.push_back({e->seq->target_slot, e->request.prompt, e->seq->sampling, e->seq->rng});
+    prefills.push_back({e->seq->target_slot, e->prompt, e->seq->sampling, e->seq->rng});
     // While the planner keeps the batch at K = 0 a draft prefill is wasted work on a
     // busy machine; the draft slot then catches up lazily if drafting resumes.
-    if (e->seq->draft_slot >= 0 && batch_drafting_) prompts.push_back({e->seq->draft_slot, e->request.prompt});
+    if (e->seq->draft_slot >= 0 && batch_drafting_) prompts.push_back({e->seq->draft_slot, e->prompt});
   }
   RoundOutcome out;
   const bool plain =
@@ -353,23 +361,16 @@ bool SchedulerActor::deliver(Entry& e, std::span<const int32_t> tokens, int32_t 
   return e.finished();
 }
 
-awaitable<void> SchedulerActor::finish(Entry& e, FinishReason reason, const RequestError* error_in) {
-  std::optional<RequestError> error;
-  if (error_in) error = *error_in;
+awaitable<void> SchedulerActor::finish(Entry& e, FinishReason ended_by, const RequestError* failure) {
+  std::optional<RequestError> error = failure ? std::optional<RequestError>(*failure) : e.error;
   if (e.slots) co_await cache_.release(*e.slots);
-  if (reason != FinishReason::cancelled) {  // what the output decided wins, but not over a cancel
-    if (e.error) {
-      reason = FinishReason::error;
-      error = e.error;
-    } else if (e.output.finished()) {
-      reason = *e.output.finished();
-    }
-  }
+  const FinishReason reason =
+      compose_finish_reason({error.has_value(), ended_by == FinishReason::cancelled, e.output.finished()}, ended_by);
   counters_.requests_finished += 1;
   if (reason == FinishReason::cancelled) counters_.requests_cancelled += 1;
   if (reason == FinishReason::error) counters_.requests_failed += 1;
   RequestActor::Finished finished{reason,           std::move(error),
-                                  e.output.stats(), static_cast<int32_t>(e.request.prompt.size()),
+                                  e.output.stats(), static_cast<int32_t>(e.prompt.size()),
                                   e.admitted_at,    e.output.flush()};
   e.actor->post_finished(std::move(finished));
 }

@@ -19,12 +19,14 @@
 
 #include "actors/asio_aliases.hpp"
 #include "actors/cache_manager.hpp"
-#include "actors/engine.hpp"
+#include "actors/engine_snapshot.hpp"
+#include "actors/generate_result.hpp"
 #include "actors/reply.hpp"
 #include "actors/round_lanes.hpp"
 #include "actors/scheduler_trace.hpp"
 #include "engine/planning/adaptive_k.hpp"
 #include "engine/planning/batch_k_planner.hpp"
+#include "engine/request/generate_request.hpp"
 #include "engine/speculation/spec_request.hpp"
 
 namespace specd {
@@ -44,6 +46,7 @@ struct SchedulerOptions {
   bool has_draft = false;
   int64_t max_seq_len = 1024;
   const Tokenizer* tokenizer = nullptr;  // for stop strings and burst text (null: ids only)
+  std::vector<int32_t> eos_ids;          // end a request unless it asks to ignore EOS
   // Calibrated round costs (engine/cost_calibration.hpp): K is then planned for the
   // batch as a whole each round; without them, per request.
   std::optional<RoundCostModel> round_costs;
@@ -53,7 +56,8 @@ class SchedulerActor {
  public:
   struct Submit {
     std::shared_ptr<RequestActor> actor;
-    SpecRequest request;  // validated: prompt ids, sampling, limits, eos ids
+    GenerateRequest request;      // as the caller sent it, validated
+    std::vector<int32_t> prompt;  // its input as token ids
   };
   struct Cancel {
     std::string id;
@@ -105,7 +109,7 @@ class SchedulerActor {
   // Coroutine arguments here are references, pointers or trivially destructible values:
   // no temporary with a destructor is left in a co_await expression (compilers have
   // destroyed such temporaries twice; see CMakeLists.txt).
-  awaitable<void> finish(Entry& entry, FinishReason reason, const RequestError* error = nullptr);
+  awaitable<void> finish(Entry& entry, FinishReason ended_by, const RequestError* failure = nullptr);
   // Finishes and removes every entry of `entries` that `which` selects.
   template <class Which>
   awaitable<void> finish_where(std::vector<std::unique_ptr<Entry>>& entries, const Which& which, FinishReason reason,

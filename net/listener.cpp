@@ -17,26 +17,15 @@ namespace asio = boost::asio;
 using actors::use_tuple;
 using asio::ip::tcp;
 
-namespace {
-
-std::optional<ChatTemplate> load_chat_template(const std::filesystem::path& model_dir) {
-  try {
-    return ChatTemplate::from_model_dir(model_dir);
-  } catch (const SpecdError& e) {
-    std::fprintf(stderr, "specd serve: chat routes disabled: %s\n", e.what());
-    return std::nullopt;
-  }
-}
-
-}  // namespace
-
 Gateway::Gateway(asio::any_io_executor executor, Engine& engine, GatewayConfig config, GatewayHooks hooks)
     : executor_(executor),
       engine_(engine),
       config_(std::move(config)),
       hooks_(std::move(hooks)),
-      chat_(load_chat_template(config_.engine.target_dir)),
-      acceptor_(asio::make_strand(executor)) {}
+      acceptor_(asio::make_strand(executor)) {
+  if (!engine_.chat_template())
+    std::fprintf(stderr, "specd serve: the model has no chat template: requests with messages are refused\n");
+}
 
 tcp::endpoint Gateway::start() {
   const tcp::endpoint endpoint(asio::ip::make_address(config_.host), static_cast<uint16_t>(config_.port));

@@ -1,7 +1,7 @@
 #pragma once
 // The gateway: accepts TCP connections on one port and hands each to an HTTP session
 // (which upgrades /v1/ws to a WebSocket session). Owns what sessions share: the
-// engine reference, the config, the metrics, the chat template, and the registry of
+// engine reference, the config, the metrics, and the registry of
 // live sessions that stop() drains. Thread-safe; sessions run on their own strands.
 //
 //   auto gateway = std::make_shared<net::Gateway>(io.get_executor(), engine, config);
@@ -20,7 +20,6 @@
 #include <optional>
 
 #include "actors/engine.hpp"
-#include "engine/tokenizer/chat_template.hpp"
 #include "net/gateway_config.hpp"
 #include "net/metrics.hpp"
 #include "net/request_bridge.hpp"
@@ -46,7 +45,6 @@ class Gateway : public std::enable_shared_from_this<Gateway> {
   const GatewayConfig& config() const { return config_; }
   Metrics& metrics() { return metrics_; }
   const GatewayHooks& hooks() const { return hooks_; }
-  const ChatTemplate* chat_template() const { return chat_ ? &*chat_ : nullptr; }
   bool stopping() const { return stopping_.load(); }
   size_t open_sessions() const;
 
@@ -63,7 +61,6 @@ class Gateway : public std::enable_shared_from_this<Gateway> {
   GatewayConfig config_;
   GatewayHooks hooks_;
   Metrics metrics_;
-  std::optional<ChatTemplate> chat_;
   boost::asio::ip::tcp::acceptor acceptor_;
   std::atomic<bool> stopping_{false};
   std::atomic<int64_t> connections_{0};

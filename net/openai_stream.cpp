@@ -167,21 +167,10 @@ asio::awaitable<bool> serve_openai(GenerationContext c, const HttpRequest& reque
     std::string body = openai_error_body(e->code, e->message);
     co_return co_await write_json_response(c.stream, request, http_status_for(e->code), std::move(body));
   }
-  const GenerateParams& p = std::get<GenerateParams>(parsed);
+  GenerateParams& p = std::get<GenerateParams>(parsed);
   const uint64_t number = next_number++;
-  GenerateRequest engine_request;
-  std::optional<SpecdError> refused;
-  try {
-    engine_request =
-        make_engine_request(p, g.chat_template(), *g.engine().tokenizer(), "http-" + std::to_string(number));
-  } catch (const SpecdError& e) {
-    refused = e;
-  }
-  if (refused) {
-    g.metrics().request_error(metrics_route(route), refused->code());
-    std::string body = openai_error_body(refused->code(), refused->what());
-    co_return co_await write_json_response(c.stream, request, http_status_for(refused->code()), std::move(body));
-  }
+  GenerateRequest engine_request = std::move(p.request);
+  engine_request.id = "http-" + std::to_string(number);
   const bool chat = route == OpenAiRoute::chat_completions;
   const OpenAiIdentity who{(chat ? "chatcmpl-" : "cmpl-") + std::to_string(number),
                            static_cast<int64_t>(std::time(nullptr)), g.config().model_name, chat};

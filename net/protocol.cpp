@@ -3,6 +3,7 @@
 #include <simdjson.h>
 #include <boost/json/object.hpp>
 
+#include <climits>
 #include <cmath>
 
 #include "json/json_serialize.hpp"
@@ -81,20 +82,21 @@ double as_number(element e, std::string_view name) {
   return v;
 }
 
-void read_stop(element e, GenerateParams& p, const ProtocolLimits& limits) {
+void read_stop(element e, std::vector<std::string>& stop, const ProtocolLimits& limits) {
   if (e.type() == element_type::STRING) {
-    p.stop.push_back(as_string(e, "stop"));
+    stop.push_back(as_string(e, "stop"));
   } else if (e.type() == element_type::ARRAY) {
-    for (element s : e.get_array().value_unsafe()) p.stop.push_back(as_string(s, "each stop entry"));
+    for (element s : e.get_array().value_unsafe()) stop.push_back(as_string(s, "each stop entry"));
   } else {
     refuse(ErrorCode::bad_value, "stop must be a string or an array of strings");
   }
-  if (p.stop.size() > limits.max_stop_strings) {
+  if (stop.size() > limits.max_stop_strings) {
     refuse(ErrorCode::bad_value, "at most " + std::to_string(limits.max_stop_strings) + " stop strings");
   }
-  for (const auto& s : p.stop) {
-    if (s.empty()) refuse(ErrorCode::bad_value, "a stop string is empty");
-  }
+}
+
+int32_t as_int32(element e, std::string_view name) {
+  return static_cast<int32_t>(as_integer(e, name, INT32_MIN, INT32_MAX));
 }
 
 void read_speculative(element e, SpecSettings& spec, const ProtocolLimits& limits) {
@@ -108,7 +110,7 @@ void read_speculative(element e, SpecSettings& spec, const ProtocolLimits& limit
     } else if (v->type() == element_type::STRING) {
       refuse(ErrorCode::bad_value, "speculative.k must be an integer or \"auto\"");
     } else {
-      spec.k = static_cast<int32_t>(as_integer(*v, "speculative.k", 0, limits.k_max));
+      spec.k = as_int32(*v, "speculative.k");
     }
   }
   if (auto v = member(o, "drafter")) {
@@ -122,32 +124,21 @@ void read_speculative(element e, SpecSettings& spec, const ProtocolLimits& limit
   }
 }
 
-// The sampling and length fields both protocols share.
-void read_sampling(const object& o, GenerateParams& p, const ProtocolLimits& limits) {
-  p.sampling.temperature = limits.default_temperature;
-  p.max_tokens = limits.default_max_tokens;
-  if (auto v = member(o, "temperature")) {
-    p.sampling.temperature = as_number(*v, "temperature");
-    if (p.sampling.temperature < 0 || p.sampling.temperature > 100)
-      refuse(ErrorCode::bad_value, "temperature must be in [0, 100]");
-  }
-  if (auto v = member(o, "top_p")) {
-    p.sampling.top_p = as_number(*v, "top_p");
-    if (!(p.sampling.top_p > 0 && p.sampling.top_p <= 1)) refuse(ErrorCode::bad_value, "top_p must be in (0, 1]");
-  }
-  if (auto v = member(o, "top_k")) p.sampling.top_k = static_cast<int32_t>(as_integer(*v, "top_k", 0, 1 << 20));
-  if (auto v = member(o, "repetition_penalty")) {
-    p.sampling.repetition_penalty = as_number(*v, "repetition_penalty");
-    if (!(p.sampling.repetition_penalty > 0 && p.sampling.repetition_penalty <= 100)) {
-      refuse(ErrorCode::bad_value, "repetition_penalty must be in (0, 100]");
-    }
-  }
-  if (auto v = member(o, "seed")) p.sampling.seed = static_cast<uint64_t>(as_integer(*v, "seed", 0, INT64_MAX));
+// The sampling and length fields both protocols share. Their values are the engine's
+// to judge (validate_request); here only their types, and the gateway's bounds.
+void read_sampling(const object& o, GenerateRequest& r, const ProtocolLimits& limits) {
+  r.sampling.temperature = limits.default_temperature;
+  r.max_tokens = limits.default_max_tokens;
+  if (auto v = member(o, "temperature")) r.sampling.temperature = as_number(*v, "temperature");
+  if (auto v = member(o, "top_p")) r.sampling.top_p = as_number(*v, "top_p");
+  if (auto v = member(o, "top_k")) r.sampling.top_k = as_int32(*v, "top_k");
+  if (auto v = member(o, "repetition_penalty")) r.sampling.repetition_penalty = as_number(*v, "repetition_penalty");
+  if (auto v = member(o, "seed")) r.sampling.seed = static_cast<uint64_t>(as_integer(*v, "seed", 0, INT64_MAX));
   if (auto v = member(o, "max_tokens"))
-    p.max_tokens = static_cast<int32_t>(as_integer(*v, "max_tokens", 1, limits.max_tokens_limit));
-  if (auto v = member(o, "stop")) read_stop(*v, p, limits);
-  if (auto v = member(o, "speculative")) read_speculative(*v, p.spec, limits);
-  if (auto v = member(o, "ignore_eos")) p.ignore_eos = as_bool(*v, "ignore_eos");
+    r.max_tokens = static_cast<int32_t>(as_integer(*v, "max_tokens", 1, limits.max_tokens_limit));
+  if (auto v = member(o, "stop")) read_stop(*v, r.stop, limits);
+  if (auto v = member(o, "speculative")) read_speculative(*v, r.spec, limits);
+  if (auto v = member(o, "ignore_eos")) r.ignore_eos = as_bool(*v, "ignore_eos");
 }
 
 std::string message_content(element e, size_t index) {
@@ -169,11 +160,11 @@ std::string message_content(element e, size_t index) {
   return text;
 }
 
-void read_messages(element e, GenerateParams& p, const ProtocolLimits& limits) {
+void read_messages(element e, std::vector<ChatMessage>& messages, const ProtocolLimits& limits) {
   simdjson::dom::array list;
   if (e.get_array().get(list) != simdjson::SUCCESS) refuse(ErrorCode::bad_value, "messages must be an array");
   for (element m : list) {
-    const size_t i = p.messages.size();
+    const size_t i = messages.size();
     if (i >= limits.max_messages)
       refuse(ErrorCode::bad_value, "at most " + std::to_string(limits.max_messages) + " messages");
     object o;
@@ -190,29 +181,34 @@ void read_messages(element e, GenerateParams& p, const ProtocolLimits& limits) {
       message.content = message_content(*content, i);
     else if (message.role != "assistant")
       refuse(ErrorCode::missing_field, "messages[" + std::to_string(i) + "] needs content");
-    p.messages.push_back(std::move(message));
+    messages.push_back(std::move(message));
   }
-  if (p.messages.empty()) refuse(ErrorCode::bad_value, "messages is empty");
+  if (messages.empty()) refuse(ErrorCode::bad_value, "messages is empty");
 }
 
 // Either "prompt" (a string) or "messages" (a conversation), not both.
-void read_input(const object& o, GenerateParams& p, const ProtocolLimits& limits) {
+void read_input(const object& o, GenerateRequest& r, const ProtocolLimits& limits) {
   auto prompt = member(o, "prompt");
   auto messages = member(o, "messages");
   if (prompt && messages) refuse(ErrorCode::bad_value, "give prompt or messages, not both");
   if (!prompt && !messages) refuse(ErrorCode::missing_field, "prompt or messages is required");
   if (prompt)
-    p.prompt = as_string(*prompt, "prompt");
+    r.prompt = as_string(*prompt, "prompt");
   else
-    read_messages(*messages, p, limits);
+    read_messages(*messages, r.messages, limits);
 }
 
-object parse_object(simdjson::dom::parser& parser, std::string_view text) {
+element parse_root(simdjson::dom::parser& parser, std::string_view text) {
   if (!valid_utf8(text)) refuse(GatewayCode::invalid_utf8, "the input is not valid UTF-8");
   element root;
   if (auto error = parser.parse(text.data(), text.size()).get(root); error != simdjson::SUCCESS) {
     refuse(ErrorCode::malformed_json, std::string("malformed JSON: ") + simdjson::error_message(error));
   }
+  return root;
+}
+
+object parse_object(simdjson::dom::parser& parser, std::string_view text) {
+  element root = parse_root(parser, text);
   object o;
   if (root.get_object().get(o) != simdjson::SUCCESS) refuse(ErrorCode::bad_value, "the input must be a JSON object");
   return o;
@@ -235,9 +231,9 @@ ClientMessage parse_message_object(const object& o, const ProtocolLimits& limits
   if (type == "cancel") return CancelMessage{read_id(o, limits)};
   if (type != "generate") refuse(GatewayCode::unknown_type, "unknown message type \"" + utf8_prefix(type, 64) + "\"");
   GenerateParams p;
-  p.id = read_id(o, limits);
-  read_input(o, p, limits);
-  read_sampling(o, p, limits);
+  p.request.id = read_id(o, limits);
+  read_input(o, p.request, limits);
+  read_sampling(o, p.request, limits);
   return p;
 }
 
@@ -278,21 +274,21 @@ std::variant<ProtocolError, GenerateParams> parse_openai_body(std::string_view b
     if (route == OpenAiRoute::chat_completions) {
       auto messages = member(o, "messages");
       if (!messages) refuse(ErrorCode::missing_field, "messages is required");
-      read_messages(*messages, p, limits);
+      read_messages(*messages, p.request.messages, limits);
     } else {
       auto prompt = member(o, "prompt");
       if (!prompt) refuse(ErrorCode::missing_field, "prompt is required");
       if (prompt->type() == element_type::ARRAY) {
         simdjson::dom::array list = prompt->get_array().value_unsafe();
         if (list.size() != 1) refuse(ErrorCode::bad_value, "prompt must be one string (batches are not supported)");
-        p.prompt = as_string(list.at(0).value_unsafe(), "prompt");
+        p.request.prompt = as_string(list.at(0).value_unsafe(), "prompt");
       } else {
-        p.prompt = as_string(*prompt, "prompt");
+        p.request.prompt = as_string(*prompt, "prompt");
       }
     }
-    read_sampling(o, p, limits);
+    read_sampling(o, p.request, limits);
     if (auto v = member(o, "max_completion_tokens")) {
-      p.max_tokens = static_cast<int32_t>(as_integer(*v, "max_completion_tokens", 1, limits.max_tokens_limit));
+      p.request.max_tokens = static_cast<int32_t>(as_integer(*v, "max_completion_tokens", 1, limits.max_tokens_limit));
     }
     if (auto v = member(o, "n"); v && as_integer(*v, "n", 1, 1) != 1) refuse(ErrorCode::bad_value, "n must be 1");
     if (auto v = member(o, "model")) p.model = as_string(*v, "model");
@@ -304,6 +300,24 @@ std::variant<ProtocolError, GenerateParams> parse_openai_body(std::string_view b
       if (auto u = member(so, "include_usage")) p.include_usage = as_bool(*u, "stream_options.include_usage");
     }
     return p;
+  } catch (Refusal& r) {
+    return ProtocolError{r.code, std::move(r.message), std::nullopt};
+  }
+}
+
+std::variant<ProtocolError, std::vector<ChatMessage>> parse_chat_messages(std::string_view json,
+                                                                          const ProtocolLimits& limits) {
+  try {
+    element root = parse_root(tls_parser, json);
+    object o;
+    if (root.get_object().get(o) == simdjson::SUCCESS) {
+      auto messages = member(o, "messages");
+      if (!messages) refuse(ErrorCode::missing_field, "messages is required");
+      root = *messages;
+    }
+    std::vector<ChatMessage> messages;
+    read_messages(root, messages, limits);
+    return messages;
   } catch (Refusal& r) {
     return ProtocolError{r.code, std::move(r.message), std::nullopt};
   }

@@ -12,14 +12,13 @@
 #include <variant>
 #include <vector>
 
-#include "engine/request/sampling_params.hpp"
-#include "engine/request/spec_settings.hpp"
-#include "engine/tokenizer/chat_template.hpp"
+#include "engine/request/generate_request.hpp"
 #include "net/wire_error.hpp"
 
 namespace specd::net {
 
-// Bounds a request must respect (from the gateway config).
+// Bounds on what a client may send (from the gateway config). Values are checked
+// against the engine's own limits by the engine (validate_request).
 struct ProtocolLimits {
   int32_t max_tokens_limit = 4096;  // largest max_tokens a request may ask for
   int32_t default_max_tokens = 128;
@@ -30,17 +29,10 @@ struct ProtocolLimits {
   size_t max_id_bytes = 128;
 };
 
-// One generation as a client asked for it (WebSocket or HTTP).
+// One generation as a client asked for it (WebSocket or HTTP): the engine's request
+// value, with the fields only HTTP responses use.
 struct GenerateParams {
-  std::string id;                     // the client's id (WebSocket); empty for HTTP
-  std::optional<std::string> prompt;  // raw text, or
-  std::vector<ChatMessage> messages;  // a conversation rendered with the chat template
-  SamplingParams sampling;
-  int32_t max_tokens = 128;
-  std::vector<std::string> stop;
-  SpecSettings spec;
-  bool ignore_eos = false;  // keep generating past EOS (load generators, benchmarks)
-  // HTTP only.
+  GenerateRequest request;  // request.id: the client's id (WebSocket); empty for HTTP
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage
   std::string model;
@@ -67,6 +59,12 @@ enum class OpenAiRoute { completions, chat_completions };
 // The body of POST /v1/completions or /v1/chat/completions.
 std::variant<ProtocolError, GenerateParams> parse_openai_body(std::string_view body, OpenAiRoute route,
                                                               const ProtocolLimits& limits);
+
+// An OpenAI-style conversation: a `messages` array, or an object holding one (a file
+// for `specd generate --messages`), with the gateway's rules (roles system, user,
+// assistant, and developer as system; content a string or text parts).
+std::variant<ProtocolError, std::vector<ChatMessage>> parse_chat_messages(std::string_view json,
+                                                                          const ProtocolLimits& limits);
 
 // Whether `text` is valid UTF-8.
 bool valid_utf8(std::string_view text);

@@ -1,32 +1,6 @@
 #include "net/request_bridge.hpp"
 
-#include "engine/base/errors.hpp"
-#include "engine/tokenizer/tokenizer.hpp"
-
 namespace specd::net {
-
-GenerateRequest make_engine_request(const GenerateParams& p, const ChatTemplate* chat, const Tokenizer& tokenizer,
-                                    std::string engine_id) {
-  GenerateRequest r;
-  r.id = std::move(engine_id);
-  if (p.prompt) {
-    r.prompt = *p.prompt;
-    if (r.prompt.empty()) throw SpecdError(ErrorCode::bad_value, "the prompt is empty");
-  } else {
-    if (!chat) throw SpecdError(ErrorCode::unknown_chat_template, "the model has no chat template; send a prompt");
-    try {
-      r.prompt_ids = chat->encode(p.messages, tokenizer);
-    } catch (const SpecdError& e) {
-      throw SpecdError(ErrorCode::bad_value, e.what());
-    }
-  }
-  r.sampling = p.sampling;
-  r.max_tokens = p.max_tokens;
-  r.stop = p.stop;
-  r.spec = p.spec;
-  r.ignore_eos = p.ignore_eos;
-  return r;
-}
 
 RequestTiming::RequestTiming(Metrics& metrics, Route route, std::string client_id, const GatewayHooks& hooks)
     : metrics_(metrics), route_(route), client_id_(std::move(client_id)), hooks_(hooks) {}

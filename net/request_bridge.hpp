@@ -1,6 +1,5 @@
 #pragma once
-// From a client's parsed request to Engine::submit: the chat template, the engine-wide
-// id, and the per-request latency bookkeeping (metrics histograms, test hooks).
+// A gateway request's latency bookkeeping (metrics histograms, test hooks).
 #include <chrono>
 #include <functional>
 #include <memory>
@@ -8,7 +7,6 @@
 #include <string>
 
 #include "actors/engine.hpp"
-#include "engine/tokenizer/chat_template.hpp"
 #include "net/metrics.hpp"
 #include "net/protocol.hpp"
 
@@ -20,12 +18,6 @@ struct GatewayHooks {
   // formats and queues it: the client's request id and the burst's index (from 0).
   std::function<void(const std::string& client_id, int64_t burst_index)> on_burst_ready;
 };
-
-// The engine request for `params`: the prompt text, or the messages rendered and
-// encoded with `chat` (null: the model has no chat template, and messages are
-// refused). Throws SpecdError (unknown_chat_template, bad_value).
-GenerateRequest make_engine_request(const GenerateParams& params, const ChatTemplate* chat, const Tokenizer& tokenizer,
-                                    std::string engine_id);
 
 // One request's latencies. Its methods run in the engine's burst and done handlers,
 // one at a time per request (the request's strand).

@@ -157,29 +157,25 @@ void WsSession::send_error(ProtocolError error) {
 
 void WsSession::start_generate(GenerateParams p) {
   const GatewayConfig& config = gateway_->config();
-  if (shutting_down_) return send_error({ErrorCode::shutting_down, "the server is stopping", p.id});
-  if (in_flight_.count(p.id))
-    return send_error({ErrorCode::duplicate_id, "request id '" + p.id + "' is already in flight", p.id});
+  const std::string id = p.request.id;  // the client's; the engine's is unique across connections
+  if (shutting_down_) return send_error({ErrorCode::shutting_down, "the server is stopping", id});
+  if (in_flight_.count(id))
+    return send_error({ErrorCode::duplicate_id, "request id '" + id + "' is already in flight", id});
   if (in_flight_.size() >= static_cast<size_t>(config.max_requests_per_connection)) {
     return send_error(
         {GatewayCode::too_many_requests,
-         "at most " + std::to_string(config.max_requests_per_connection) + " requests in flight per connection", p.id});
+         "at most " + std::to_string(config.max_requests_per_connection) + " requests in flight per connection", id});
   }
-  GenerateRequest request;
-  try {
-    request = make_engine_request(p, gateway_->chat_template(), *gateway_->engine().tokenizer(),
-                                  "ws" + std::to_string(number_) + ":" + p.id);
-  } catch (const SpecdError& e) {
-    return send_error({e.code(), e.what(), p.id});
-  }
-  auto timing = std::make_shared<RequestTiming>(gateway_->metrics(), Route::websocket, p.id, gateway_->hooks());
-  auto on_burst = [weak = weak_from_this(), strand = strand_, id = p.id, timing](const Burst& burst) {
+  GenerateRequest request = std::move(p.request);
+  request.id = "ws" + std::to_string(number_) + ":" + id;
+  auto timing = std::make_shared<RequestTiming>(gateway_->metrics(), Route::websocket, id, gateway_->hooks());
+  auto on_burst = [weak = weak_from_this(), strand = strand_, id = id, timing](const Burst& burst) {
     timing->burst(burst);
     asio::post(strand, [weak, id, frame = Outgoing{tokens_frame(id, burst), false, burst.trace}]() mutable {
       if (auto s = weak.lock()) s->on_tokens(id, std::move(frame));
     });
   };
-  auto on_done = [weak = weak_from_this(), strand = strand_, id = p.id, timing](GenerateResult result) {
+  auto on_done = [weak = weak_from_this(), strand = strand_, id = id, timing](GenerateResult result) {
     timing->done(result);
     std::string frame =
         result.error ? error_frame({result.error->code, result.error->message, id}) : done_frame(id, result);
@@ -187,7 +183,7 @@ void WsSession::start_generate(GenerateParams p) {
       if (auto s = weak.lock()) s->on_done(id, std::move(frame));
     });
   };
-  InFlight& entry = in_flight_[p.id];
+  InFlight& entry = in_flight_[id];
   entry.handle = gateway_->engine().submit(std::move(request), std::move(on_burst), std::move(on_done));
 }
 

@@ -97,9 +97,9 @@ TEST_CASE("greedy speculation on the default pair equals target-only: 22 prompts
       KvCache tc(pair().target->config(), 8, 256), dc(pair().draft->config(), 8, 256);
       SpecModels models{*pair().target, tc, pair().draft.get(), &dc};
       for (size_t first = 0; first < prompts.size(); first += batch) {
-        std::vector<SpecRequest> reqs;
+        std::vector<DriverRequest> reqs;
         for (size_t i = first; i < std::min(prompts.size(), first + batch); ++i) {
-          SpecRequest r;
+          DriverRequest r;
           r.prompt = prompts[i];
           r.max_tokens = 24;
           r.spec.k = k;
@@ -144,7 +144,7 @@ TEST_CASE("a stop string spanning token boundaries ends the text before it, on a
   const auto prompt = pair().tokenizer->encode("ROMEO:\nBut soft, what light", true);
   KvCache tc(pair().target->config(), 1, 256), dc(pair().draft->config(), 1, 256);
   SpecModels models{*pair().target, tc, pair().draft.get(), &dc};
-  SpecRequest r;
+  DriverRequest r;
   r.prompt = prompt;
   r.max_tokens = 40;
   r.spec.k = 8;

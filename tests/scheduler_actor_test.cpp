@@ -106,7 +106,7 @@ struct Outcome {
 };
 
 // A scheduler, a cache manager and fake lanes on an io_context; requests go straight to
-// the scheduler as validated SpecRequests. The test submits, then start()s.
+// the scheduler as validated requests whose prompt is their ids. The test submits, then start()s.
 class Harness {
  public:
   Harness(int32_t slots, SchedulerOptions options)
@@ -127,7 +127,7 @@ class Harness {
   ~Harness() { stop(); }
 
   // Submits a request; returns the actor (to cancel) and where its outcome arrives.
-  std::shared_ptr<RequestActor> submit(const std::string& id, SpecRequest request) {
+  std::shared_ptr<RequestActor> submit(const std::string& id, GenerateRequest request) {
     auto outcome = std::make_shared<Outcome>();
     auto& promise = promises_.emplace_back();
     futures_.push_back(promise.get_future());
@@ -140,7 +140,8 @@ class Harness {
         std::make_shared<RequestActor>(asio::make_strand(io_.io()), scheduler_,
                                        RequestActor::Setup{id, next_number_++, on_burst, on_done, 64, nullptr});
     actor->start();
-    if (!scheduler_.try_submit({actor, std::move(request)})) FAIL("the scheduler's mailbox is full");
+    std::vector<int32_t> prompt = request.prompt_ids;
+    if (!scheduler_.try_submit({actor, std::move(request), std::move(prompt)})) FAIL("the scheduler's mailbox is full");
     return actor;
   }
   std::vector<Outcome> wait_all() {
@@ -171,9 +172,9 @@ class Harness {
   bool stopped_ = false;
 };
 
-SpecRequest request(int32_t tag, int32_t max_tokens, int32_t k = 3) {
-  SpecRequest r;
-  r.prompt = {tag};
+GenerateRequest request(int32_t tag, int32_t max_tokens, int32_t k = 3) {
+  GenerateRequest r;
+  r.prompt_ids = {tag};
   r.max_tokens = max_tokens;
   r.spec.k = k;
   return r;
@@ -216,10 +217,11 @@ TEST_CASE("requests are admitted in arrival order as slots free, join the batch 
 }
 
 TEST_CASE("EOS ends a request in the round it appears: no further round, and the cut burst counts what it kept") {
-  Harness h(2, options());
+  SchedulerOptions eos = options();
+  eos.eos_ids = {107};  // the 7th token: the first draft of the second round (1 + 5 + 5)
+  Harness h(2, eos);
   h.lanes.script[1] = counting(1, 20);
-  SpecRequest r = request(1, 50, 4);
-  r.eos_ids = {107};  // the 7th token: the first draft of the second round (1 + 5 + 5)
+  GenerateRequest r = request(1, 50, 4);
   h.submit("eos", r);
   const Outcome o = h.wait_all().front();
   CHECK(o.result.token_ids == counting(1, 7));
@@ -248,8 +250,7 @@ TEST_CASE("a stop string completed across token boundaries ends the request befo
   REQUIRE(text.size() > 12);
   // The tag is a token too: the first generated token is text[0].
   h.lanes.script[text.front()] = std::vector<int32_t>(text.begin() + 1, text.end());
-  SpecRequest r = request(text.front(), 200, 3);
-  r.prompt = {text.front()};
+  GenerateRequest r = request(text.front(), 200, 3);
   r.stop = {"that is"};
   h.submit("stop", r);
   const Outcome out = h.wait_all().front();

@@ -40,8 +40,8 @@ std::vector<int32_t> target_only(LlamaModel& target, const std::vector<int32_t>&
   return generate_target_only(target, cache, r).tokens;
 }
 
-SpecRequest spec_request(const std::vector<int32_t>& prompt, int32_t k, int32_t max_tokens) {
-  SpecRequest r;
+DriverRequest spec_request(const std::vector<int32_t>& prompt, int32_t k, int32_t max_tokens) {
+  DriverRequest r;
   r.prompt = prompt;
   r.max_tokens = max_tokens;
   r.spec.k = k;
@@ -59,7 +59,7 @@ void check_greedy_grid(TestPair& pair, const std::vector<int32_t>& ks, const std
       CAPTURE(k);
       CAPTURE(batch);
       for (size_t first = 0; first < prompts.size(); first += batch) {
-        std::vector<SpecRequest> reqs;
+        std::vector<DriverRequest> reqs;
         for (size_t i = first; i < std::min(prompts.size(), first + batch); ++i)
           reqs.push_back(spec_request(prompts[i], k, 24));
         SpecModels models = pair.models();
@@ -110,7 +110,7 @@ TEST_CASE("greedy speculation equals target-only greedy when rejections land at 
 TEST_CASE("rows with different K, speculation off, and the lookup drafter share one batch losslessly") {
   TestPair pair = make_pair(true, 6);
   const auto prompts = mixed_prompts();
-  std::vector<SpecRequest> reqs;
+  std::vector<DriverRequest> reqs;
   for (int i = 0; i < 6; ++i) reqs.push_back(spec_request(prompts[i + 3], 1 + i, 30));
   reqs[2].spec.enabled = false;
   reqs[4].spec.drafter = DrafterKind::lookup;
@@ -248,16 +248,16 @@ TEST_CASE("statistics: acceptance rate, per-token alpha, accepted per position, 
 TEST_CASE("bad requests are refused before any slot is taken") {
   TestPair pair = make_pair(false, 2);
   SpecModels models = pair.models();
-  auto expect_invalid = [&](SpecRequest r) {
+  auto expect_invalid = [&](DriverRequest r) {
     try {
       generate_speculative(models, {r}, nullptr);
       FAIL("accepted a bad request");
     } catch (const SpecdError& e) {
-      CHECK(e.code() == ErrorCode::invalid_argument);
+      CHECK(e.code() == ErrorCode::bad_value);
     }
   };
-  SpecRequest ok = spec_request({1, 5, 6}, 4, 8);
-  SpecRequest r = ok;
+  DriverRequest ok = spec_request({1, 5, 6}, 4, 8);
+  DriverRequest r = ok;
   r.stop = {"x"};  // stop strings without a tokenizer cannot be matched
   expect_invalid(r);
   r = ok;

@@ -16,4 +16,10 @@ const char* finish_reason_name(FinishReason reason) {
   return "unknown";
 }
 
+FinishReason compose_finish_reason(const FinishCauses& causes, FinishReason fallback) {
+  if (causes.failed) return FinishReason::error;
+  if (causes.cancelled) return FinishReason::cancelled;
+  return causes.decided.value_or(fallback);
+}
+
 }  // namespace specd

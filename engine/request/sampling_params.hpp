@@ -15,7 +15,7 @@ struct SamplingParams {
   bool greedy() const { return temperature <= 0.0; }
 };
 
-// Throws SpecdError(invalid_argument) naming the first bad field.
+// Throws SpecdError(bad_value) naming the first bad field (engine/request/generate_request.cpp).
 void validate(const SamplingParams& params);
 
 }  // namespace specd

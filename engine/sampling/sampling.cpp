@@ -9,16 +9,6 @@
 
 namespace specd {
 
-void validate(const SamplingParams& p) {
-  auto fail = [](const std::string& what) { throw SpecdError(ErrorCode::invalid_argument, what); };
-  if (!std::isfinite(p.temperature) || p.temperature < 0) fail("temperature must be a finite number >= 0");
-  if (p.top_k < 0) fail("top_k must be >= 0 (0 disables it)");
-  if (!std::isfinite(p.top_p) || p.top_p <= 0 || p.top_p > 1) fail("top_p must be in (0, 1]");
-  if (!std::isfinite(p.repetition_penalty) || p.repetition_penalty <= 0) {
-    fail("repetition_penalty must be a finite number > 0");
-  }
-}
-
 at::Tensor penalized_logits(const at::Tensor& logits, const SamplingParams& params, std::span<const int32_t> context) {
   at::Tensor out = logits.to(at::kFloat).contiguous().clone();
   if (params.repetition_penalty == 1.0 || context.empty()) return out;

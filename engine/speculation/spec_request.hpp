@@ -1,6 +1,5 @@
 #pragma once
-// A request as the scheduler runs it (token ids, sampling, limits, speculation), its
-// validation, and the measured costs that adaptive K and the batch planner read.
+// The measured costs that adaptive K and the batch planner read.
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -15,20 +14,6 @@
 namespace specd {
 
 class Tokenizer;
-
-struct SpecRequest {
-  std::vector<int32_t> prompt;
-  SamplingParams sampling;
-  int32_t max_tokens = 128;
-  std::vector<int32_t> eos_ids;
-  std::vector<std::string> stop;  // stop strings; needs a tokenizer
-  SpecSettings spec;
-};
-
-// Throws SpecdError naming the first bad field: sampling values, empty prompt or stop
-// string, max_tokens < 1, negative K, ids outside the vocabulary, a prompt that does not
-// fit max_seq_len (out_of_capacity), stop strings without a tokenizer.
-void validate_request(const SpecRequest& request, int32_t vocab_size, int64_t max_seq_len, bool has_tokenizer);
 
 // Measured draft-step and verify costs, for adaptive K's cost ratio c and, when
 // `rounds` is set (calibrated: cost_calibration.hpp), for the batch K planner.

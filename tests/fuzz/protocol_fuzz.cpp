@@ -1,7 +1,7 @@
 // libFuzzer target for the gateway's protocol parser (net/protocol): any bytes as a
 // WebSocket message and as both OpenAI bodies. Besides crashes and sanitizer reports,
 // it checks that every refusal's error frame is valid UTF-8 JSON (a client would drop
-// the connection otherwise) and that parsed values respect the limits.
+// the connection otherwise) and that parsed values respect the limits or are refused by the engine's validation.
 #include <simdjson.h>
 
 #include <cmath>
@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <string_view>
 
+#include "engine/base/errors.hpp"
 #include "net/protocol.hpp"
 
 using namespace specd;
@@ -28,13 +29,23 @@ void check_error_frame(const ProtocolError& e) {
   require(parser.parse(frame).get(root) == simdjson::SUCCESS);
 }
 
+// The parser bounds what the gateway limits; the engine's validation (which a request
+// meets next) either refuses a value with bad_value or leaves one in range.
 void check_params(const GenerateParams& p, const ProtocolLimits& limits) {
-  require(p.max_tokens >= 1 && p.max_tokens <= limits.max_tokens_limit);
-  require(std::isfinite(p.sampling.temperature) && p.sampling.temperature >= 0);
-  require(p.sampling.top_p > 0 && p.sampling.top_p <= 1);
-  require(p.spec.k >= 0 && p.spec.k <= limits.k_max);
-  require(p.stop.size() <= limits.max_stop_strings);
-  require(p.prompt.has_value() != !p.messages.empty());  // exactly one input
+  const GenerateRequest& r = p.request;
+  require(r.max_tokens >= 1 && r.max_tokens <= limits.max_tokens_limit);
+  require(r.stop.size() <= limits.max_stop_strings);
+  require(r.prompt.empty() || r.messages.empty());  // at most one input
+  const std::vector<int32_t> ids{1};
+  try {
+    validate_request(r, ids, {100, 1 << 20, limits.k_max});
+  } catch (const SpecdError& e) {
+    require(e.code() == ErrorCode::bad_value);
+    return;
+  }
+  require(std::isfinite(r.sampling.temperature) && r.sampling.temperature >= 0);
+  require(r.sampling.top_p > 0 && r.sampling.top_p <= 1);
+  require(!r.spec.enabled || (r.spec.k >= 0 && r.spec.k <= limits.k_max));
 }
 
 }  // namespace
@@ -45,7 +56,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   ClientMessage message = parse_client_message(text, limits);
   if (auto* e = std::get_if<ProtocolError>(&message)) check_error_frame(*e);
   if (auto* p = std::get_if<GenerateParams>(&message)) {
-    require(!p->id.empty() && p->id.size() <= limits.max_id_bytes);
+    require(!p->request.id.empty() && p->request.id.size() <= limits.max_id_bytes);
     check_params(*p, limits);
   }
   for (OpenAiRoute route : {OpenAiRoute::completions, OpenAiRoute::chat_completions}) {

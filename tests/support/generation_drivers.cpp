@@ -9,6 +9,8 @@
 #include <optional>
 #include <string>
 
+#include "engine/request/generate_request.hpp"
+
 #include "engine/base/errors.hpp"
 #include "engine/model/kv_cache.hpp"
 #include "engine/model/llama_model.hpp"
@@ -46,7 +48,7 @@ struct DriverSlots {
   }
 };
 
-std::unique_ptr<SpecSequence> admit(DriverSlots& slots, const SpecRequest& r, const CostMeter& cost) {
+std::unique_ptr<SpecSequence> admit(DriverSlots& slots, const DriverRequest& r, const CostMeter& cost) {
   auto target_slot = slots.target.allocate();
   if (!target_slot) throw SpecdError(ErrorCode::out_of_capacity, "no free target KV slot");
   int32_t draft_slot = -1;
@@ -81,7 +83,7 @@ void finish(DriverSlots& slots, Active& a, SpecResult& res) {
   a.seq.reset();
 }
 
-Active make_active(size_t index, std::unique_ptr<SpecSequence> seq, const SpecRequest& r, const Tokenizer* tokenizer,
+Active make_active(size_t index, std::unique_ptr<SpecSequence> seq, const DriverRequest& r, const Tokenizer* tokenizer,
                    int64_t max_seq_len) {
   OutputLimits limits{r.eos_ids, r.stop, r.max_tokens, static_cast<int64_t>(r.prompt.size()), max_seq_len};
   return Active{index, std::move(seq), RequestOutput(tokenizer, std::move(limits)), {}, {}};
@@ -138,11 +140,18 @@ RoundResult speculative_round(Drafter& drafter, Verifier& verifier, std::span<Sp
   return run_planned_round(drafter, verifier, batch, limits, max_new, {});
 }
 
-std::vector<SpecResult> generate_speculative(SpecModels& m, const std::vector<SpecRequest>& requests,
+std::vector<SpecResult> generate_speculative(SpecModels& m, const std::vector<DriverRequest>& requests,
                                              const Tokenizer* tokenizer, CostMeter* meter) {
   const int64_t max_seq_len = m.target_cache.max_seq_len();
   for (const auto& r : requests) {
-    validate_request(r, static_cast<int32_t>(m.target.config().vocab_size), max_seq_len, tokenizer != nullptr);
+    if (!r.stop.empty() && !tokenizer) throw SpecdError(ErrorCode::bad_value, "stop strings need a tokenizer");
+    GenerateRequest request;
+    request.prompt_ids = r.prompt;
+    request.sampling = r.sampling;
+    request.max_tokens = r.max_tokens;
+    request.stop = r.stop;
+    request.spec = r.spec;
+    validate_request(request, r.prompt, {static_cast<int32_t>(m.target.config().vocab_size), max_seq_len, 16});
   }
   torch::InferenceMode inference;
   CostMeter local_meter;

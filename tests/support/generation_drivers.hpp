@@ -43,6 +43,17 @@ Verifier borrow_verifier(SpecModels& models);
 RoundResult speculative_round(Drafter& drafter, Verifier& verifier, std::span<SpecSequence* const> batch,
                               const RoundLimits& limits);
 
+// A request as generate_speculative runs it: the prompt as ids, and the EOS ids the
+// Engine would take from its tokenizer (tests choose their own).
+struct DriverRequest {
+  std::vector<int32_t> prompt;
+  SamplingParams sampling;
+  int32_t max_tokens = 128;
+  std::vector<int32_t> eos_ids;
+  std::vector<std::string> stop;  // needs a tokenizer
+  SpecSettings spec;
+};
+
 struct GenerationRequest {
   std::vector<int32_t> prompt;  // token ids, BOS included if the model wants it
   SamplingParams sampling;
@@ -81,7 +92,7 @@ class Tokenizer;
 // released). Stop conditions (EOS ids, stop strings, max_tokens, a full cache) are
 // RequestOutput's, applied to accepted tokens only, in order. Throws SpecdError for a
 // request that cannot fit or when slots run out.
-std::vector<SpecResult> generate_speculative(SpecModels& models, const std::vector<SpecRequest>& requests,
+std::vector<SpecResult> generate_speculative(SpecModels& models, const std::vector<DriverRequest>& requests,
                                              const Tokenizer* tokenizer, CostMeter* meter = nullptr);
 
 }  // namespace specd

@@ -67,9 +67,9 @@ inline JointSample sample_joint3(SpecModels models, const std::vector<int32_t>& 
                                  int64_t n, uint64_t seed0) {
   JointSample out;
   for (int64_t first = 0; first < n; first += 8) {
-    std::vector<SpecRequest> reqs;
+    std::vector<DriverRequest> reqs;
     for (int64_t i = first; i < std::min(n, first + 8); ++i) {
-      SpecRequest r;
+      DriverRequest r;
       r.prompt = prompt;
       r.max_tokens = 3;
       r.spec.k = 2;

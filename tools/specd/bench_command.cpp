@@ -87,12 +87,12 @@ std::vector<std::string> read_prompts(const BenchArgs& a) {
 }
 
 // Runs every prompt alone (single-request latency, the figure speculation improves).
-Measured run_all(EngineRunner& runner, const std::vector<std::vector<int32_t>>& prompts, const SpecSettings& spec,
+Measured run_all(EngineRunner& runner, const std::vector<std::string>& prompts, const SpecSettings& spec,
                  double temperature, int32_t max_tokens) {
   Measured m;
   for (size_t i = 0; i < prompts.size(); ++i) {
     GenerateRequest r;
-    r.prompt_ids = prompts[i];
+    r.prompt = prompts[i];
     r.max_tokens = max_tokens;
     r.sampling.temperature = temperature;
     r.sampling.seed = 1000 + i;
@@ -171,8 +171,7 @@ void run_bench(const BenchArgs& a) {
   pair.engine.k_max = a.k_max;
   pair.engine.calibration_seconds = 2.0;  // auto rows plan K from the measured costs, as in serve
   EngineRunner runner(pair.engine);
-  std::vector<std::vector<int32_t>> prompts;
-  for (const auto& p : read_prompts(a)) prompts.push_back(runner.engine().tokenizer()->encode(p, true));
+  const std::vector<std::string> prompts = read_prompts(a);
   std::vector<ConfigRuns> configs;
   for (double temperature : {0.0, 1.0}) {
     for (DrafterKind drafter : {DrafterKind::model, DrafterKind::lookup}) {

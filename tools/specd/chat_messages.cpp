@@ -1,11 +1,11 @@
 #include "tools/specd/chat_messages.hpp"
 
-#include <boost/json.hpp>
-
 #include <fstream>
 #include <sstream>
+#include <variant>
 
 #include "engine/base/errors.hpp"
+#include "net/protocol.hpp"
 
 namespace specd::cli {
 
@@ -14,26 +14,12 @@ std::vector<ChatMessage> read_messages_file(const std::filesystem::path& file) {
   if (!in) throw SpecdError(ErrorCode::missing_file, "cannot read messages file " + file.string());
   std::stringstream text;
   text << in.rdbuf();
-  boost::system::error_code ec;
-  const boost::json::value doc = boost::json::parse(text.str(), ec);
-  if (ec) throw SpecdError(ErrorCode::malformed_json, file.string() + ": " + ec.message());
-  const auto bad = [&](const std::string& why) { return SpecdError(ErrorCode::bad_value, file.string() + ": " + why); };
-  const boost::json::array* list = doc.if_array();
-  if (const auto* object = doc.if_object(); object != nullptr && object->contains("messages")) {
-    list = object->at("messages").if_array();
+  auto parsed = net::parse_chat_messages(text.str(), net::ProtocolLimits{});
+  if (auto* error = std::get_if<net::ProtocolError>(&parsed)) {
+    const ErrorCode* code = error->code.engine_code();
+    throw SpecdError(code ? *code : ErrorCode::bad_value, file.string() + ": " + error->message);
   }
-  if (list == nullptr || list->empty()) throw bad("expected a non-empty list of messages (or {\"messages\": [...]})");
-  std::vector<ChatMessage> messages;
-  for (size_t i = 0; i < list->size(); ++i) {
-    const auto* m = (*list)[i].if_object();
-    const auto* role = m != nullptr && m->contains("role") ? m->at("role").if_string() : nullptr;
-    const auto* content = m != nullptr && m->contains("content") ? m->at("content").if_string() : nullptr;
-    if (role == nullptr || content == nullptr) {
-      throw bad("message " + std::to_string(i) + " needs string \"role\" and \"content\"");
-    }
-    messages.push_back({std::string(*role), std::string(*content)});
-  }
-  return messages;
+  return std::get<std::vector<ChatMessage>>(std::move(parsed));
 }
 
 std::vector<ChatMessage> prompt_messages(const std::string& system, bool has_system, const std::string& prompt) {

@@ -7,8 +7,6 @@
 
 #include "actors/engine_runner.hpp"
 #include "engine/base/errors.hpp"
-#include "engine/tokenizer/chat_template.hpp"
-#include "engine/tokenizer/tokenizer.hpp"
 #include "tools/specd/chat_messages.hpp"
 #include "tools/specd/cli_common.hpp"
 #include "tools/specd/pair_options.hpp"
@@ -38,37 +36,31 @@ boost::json::object spec_json(const SpecStats& s) {
           {"tokens_per_round", s.tokens_per_round()}};
 }
 
-// The conversation --chat renders: a messages file, or --system and --prompt.
-std::vector<ChatMessage> chat_messages(const GenerateArgs& a, bool has_system) {
-  if (!a.messages_file.empty()) return read_messages_file(a.messages_file);
-  return prompt_messages(a.system, has_system, a.prompt);
-}
-
-void run_generate(const GenerateArgs& a, bool has_system) {
-  validate(a.sampling);
-  // Template and messages first, so a bad file fails before the models load.
-  std::optional<ChatTemplate> chat;
-  std::vector<ChatMessage> messages;
-  if (a.chat) {
-    chat =
-        ChatTemplate::from_model_dir(a.pair.model.empty() ? default_target_dir() : std::filesystem::path(a.pair.model));
-    messages = chat_messages(a, has_system);
-    (void)chat->render(messages);  // validates the roles
-  }
-  const PairChoice pair = choose_pair(a.pair);
-  EngineRunner runner(pair.engine);
-  const Tokenizer& tokenizer = *runner.engine().tokenizer();
+// The request as given: a conversation (--chat: a messages file, or --system and
+// --prompt), prompt ids, or prompt text. The engine tokenizes and validates it.
+GenerateRequest make_request(const GenerateArgs& a, bool has_system, const SpecSettings& spec) {
   GenerateRequest request;
-  if (chat) {
-    request.prompt_ids = chat->encode(messages, tokenizer);
-  } else {
-    request.prompt_ids = a.prompt_ids.empty() ? tokenizer.encode(a.prompt, true) : parse_id_list(a.prompt_ids);
-  }
+  if (!a.messages_file.empty())
+    request.messages = read_messages_file(a.messages_file);
+  else if (a.chat)
+    request.messages = prompt_messages(a.system, has_system, a.prompt);
+  else if (!a.prompt_ids.empty())
+    request.prompt_ids = parse_id_list(a.prompt_ids);
+  else
+    request.prompt = a.prompt;
   request.sampling = a.sampling;
   request.max_tokens = a.max_tokens;
   request.stop = a.stop;
-  request.spec = pair.spec;
+  request.spec = spec;
   request.ignore_eos = a.ignore_eos;
+  return request;
+}
+
+void run_generate(const GenerateArgs& a, bool has_system) {
+  const PairChoice pair = choose_pair(a.pair);
+  // The messages file is read before the models load, so a bad one fails at once.
+  GenerateRequest request = make_request(a, has_system, pair.spec);
+  EngineRunner runner(pair.engine);
   const GenerateResult r = runner.generate(request);
 
   // Prefill: admission to the first burst; decode: the first burst to the end.

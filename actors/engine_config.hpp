@@ -1,0 +1,30 @@
+#pragma once
+// The engine's configuration: models, limits, threads, tracing. Plain values; part of the
+// embedding API (actors/engine.hpp).
+#include <cstdint>
+#include <filesystem>
+
+namespace specd {
+
+struct EngineConfig {
+  std::filesystem::path target_dir;
+  std::filesystem::path draft_dir;  // empty: no draft model (prompt-lookup drafting or none)
+  int32_t max_batch = 32;           // KV slots per model = most requests generating at once
+  int64_t max_seq_len = 1024;       // per slot: prompt plus generated tokens (capped at the models' positions)
+  int32_t max_waiting = 256;        // admitted-but-waiting bound; beyond it submit fails `overloaded`
+  int32_t burst_queue = 256;        // bursts a request's sink may lag before `slow_consumer`
+  // Compute threads across both lanes; 0: what the process may use (its CPU affinity
+  // and cgroup quota, compute/thread_policy.hpp). The lane counts, when > 0, override the split.
+  int32_t threads = 0;
+  int32_t target_threads = 0;        // intra-op threads of the target lane (0: the policy's)
+  int32_t draft_threads = 0;         // intra-op threads of the draft lane (0: the policy's)
+  bool overlap = true;               // draft lane works on newcomers while the target verifies
+  bool trace = false;                // record lane and request spans (trace_json, write_trace)
+  int32_t trace_capacity = 100'000;  // events the trace ring holds; the newest overwrite the oldest
+  int32_t k_max = 8;                 // bound on K for every request
+  // Seconds each lane spends at start timing passes for the batch K planner; 0 skips
+  // calibration (K is then chosen per request from a cost ratio).
+  double calibration_seconds = 2.0;
+};
+
+}  // namespace specd

@@ -1,0 +1,56 @@
+#include "engine/request/generate_request.hpp"
+
+#include <cmath>
+#include <string>
+
+#include "engine/base/errors.hpp"
+
+namespace specd {
+
+namespace {
+
+[[noreturn]] void refuse(const std::string& what) { throw SpecdError(ErrorCode::bad_value, what); }
+
+void validate_input(const GenerateRequest& r, std::span<const int32_t> ids, const RequestLimits& limits) {
+  const int inputs = !r.prompt.empty() + !r.messages.empty() + !r.prompt_ids.empty();
+  if (inputs == 0) refuse("the prompt is empty");
+  if (inputs > 1) refuse("give one of prompt, messages or prompt ids");
+  if (ids.empty()) refuse("the prompt has no tokens");
+  for (int32_t id : ids) {
+    if (id < 0 || id >= limits.vocab_size) refuse("prompt id " + std::to_string(id) + " outside the vocabulary");
+  }
+  if (static_cast<int64_t>(ids.size()) >= limits.max_seq_len) {
+    throw SpecdError(ErrorCode::out_of_capacity, "prompt of " + std::to_string(ids.size()) +
+                                                     " tokens does not fit max_seq_len " +
+                                                     std::to_string(limits.max_seq_len));
+  }
+}
+
+void validate_spec(const SpecSettings& spec, const RequestLimits& limits) {
+  if (!spec.enabled) return;
+  const std::string bound = "[0, " + std::to_string(limits.k_max) + "]";
+  if (spec.k < 0 || spec.k > limits.k_max) refuse("speculative.k must be in " + bound);
+  if (spec.adaptive && (spec.k_max < 0 || spec.k_max > limits.k_max))
+    refuse("the bound of K = auto must be in " + bound);
+}
+
+}  // namespace
+
+void validate(const SamplingParams& p) {
+  if (!(p.temperature >= 0 && p.temperature <= 100)) refuse("temperature must be in [0, 100]");
+  if (p.top_k < 0) refuse("top_k must be >= 0 (0 disables it)");
+  if (!(p.top_p > 0 && p.top_p <= 1)) refuse("top_p must be in (0, 1]");
+  if (!(p.repetition_penalty > 0 && p.repetition_penalty <= 100)) refuse("repetition_penalty must be in (0, 100]");
+}
+
+void validate_request(const GenerateRequest& r, std::span<const int32_t> prompt_ids, const RequestLimits& limits) {
+  validate(r.sampling);
+  if (r.max_tokens < 1) refuse("max_tokens must be >= 1");
+  for (const auto& s : r.stop) {
+    if (s.empty()) refuse("a stop string is empty");
+  }
+  validate_spec(r.spec, limits);
+  validate_input(r, prompt_ids, limits);
+}
+
+}  // namespace specd

@@ -1,0 +1,43 @@
+#pragma once
+// The one request value: what a client asked for, parsed once at the edge (the gateway's
+// protocol, the command line, an embedding program) and carried unchanged to the
+// scheduler. The Engine alone turns its input into token ids and validates it against its
+// limits (validate_request). Plain values, torch-free; any thread.
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "engine/request/sampling_params.hpp"
+#include "engine/request/spec_settings.hpp"
+#include "engine/tokenizer/chat_template.hpp"
+
+namespace specd {
+
+struct GenerateRequest {
+  std::string id;  // unique among requests in flight; empty: the engine assigns one
+  // The input, exactly one of: text (tokenized with the target's tokenizer, BOS added),
+  // a conversation (rendered with the target's chat template), or token ids as they are.
+  std::string prompt;
+  std::vector<ChatMessage> messages;
+  std::vector<int32_t> prompt_ids;
+  SamplingParams sampling;
+  int32_t max_tokens = 128;
+  std::vector<std::string> stop;  // stop strings, matched on accepted text only
+  SpecSettings spec;              // per request: on/off, K or adaptive, drafter
+  bool ignore_eos = false;        // keep generating past EOS (benchmarks)
+};
+
+// What bounds a request in this engine.
+struct RequestLimits {
+  int32_t vocab_size = 0;
+  int64_t max_seq_len = 0;  // prompt plus generated tokens
+  int32_t k_max = 0;        // drafted tokens per round
+};
+
+// The one validation of a request, with its prompt's token ids: throws SpecdError
+// (bad_value, out_of_capacity for a prompt that does not fit max_seq_len) naming the
+// first bad field.
+void validate_request(const GenerateRequest& request, std::span<const int32_t> prompt_ids, const RequestLimits& limits);
+
+}  // namespace specd
