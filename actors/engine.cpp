@@ -43,6 +43,7 @@ void check_config(const EngineConfig& c) {
     if (v < 0) throw SpecdError(ErrorCode::invalid_argument, std::string("engine config: ") + name + " must be >= 0");
   };
   non_negative(c.threads, "threads");
+  non_negative(c.prefill_chunk, "prefill_chunk");
   non_negative(c.target_threads, "target_threads");
   non_negative(c.draft_threads, "draft_threads");
   if (c.k_max < 0) throw SpecdError(ErrorCode::invalid_argument, "engine config: k_max must be >= 0");
@@ -138,8 +139,9 @@ struct Engine::Impl {
         cache(asio::make_strand(executor), config.max_batch, has_draft) {
     // Calibration times the lanes' round shapes, so it runs once they exist and before
     // the scheduler that plans with its curves.
-    SchedulerOptions options{config.max_waiting, config.overlap,       has_draft,  config.max_seq_len,
-                             tokenizer.get(),    tokenizer->eos_ids(), calibrate()};
+    SchedulerOptions options{config.max_waiting,   config.overlap,  has_draft,
+                             config.max_seq_len,   tokenizer.get(), tokenizer->eos_ids(),
+                             config.prefill_chunk, calibrate()};
     scheduler = std::make_unique<SchedulerActor>(asio::make_strand(executor), std::move(options), cache, lanes,
                                                  trace.get(), live_requests);
   }

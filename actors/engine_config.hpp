@@ -12,6 +12,9 @@ struct EngineConfig {
   int32_t max_batch = 32;           // KV slots per model = most requests generating at once
   int64_t max_seq_len = 1024;       // per slot: prompt plus generated tokens (capped at the models' positions)
   int32_t max_waiting = 256;        // admitted-but-waiting bound; beyond it submit fails `overloaded`
+  // Most prompt tokens prefilled per round across newcomers, so running streams keep
+  // decoding while a long prompt arrives; 0: each prompt whole in one round.
+  int64_t prefill_chunk = 0;
   int32_t burst_queue = 256;        // bursts a request's sink may lag before `slow_consumer`
   // Compute threads across both lanes; 0: what the process may use (its CPU affinity
   // and cgroup quota, compute/thread_policy.hpp). The lane counts, when > 0, override the split.

@@ -3,6 +3,7 @@
 #include <boost/asio/experimental/awaitable_operators.hpp>
 
 #include <algorithm>
+#include <climits>
 
 #include "actors/request_actor.hpp"
 #include "actors/spawn.hpp"
@@ -21,11 +22,14 @@ struct SchedulerActor::Entry {
   std::optional<SlotGrant> slots;     // from admission to finish
   Clock::time_point admitted_at;
   std::optional<RequestError> error;  // the sink lagged (slow_consumer)
+  int64_t prefilled = 0;              // prompt tokens in the target slot (chunked prefill)
   bool finished() const { return output.finished() || error; }
 };
 
 struct SchedulerActor::RoundOutcome {
-  TargetPrefills prefills;  // one first token per fresh entry
+  std::vector<Entry*> chunked;     // fresh entries that prefilled a chunk, in order
+  std::vector<int64_t> chunk_end;  // how far each one's prompt is in its slot now
+  TargetPrefills prefills;         // one first token per chunk that completed its prompt
   LaneSpan draft_prefill;
   RoundResult round;  // one row per running entry
 };
@@ -124,6 +128,7 @@ awaitable<void> SchedulerActor::handle(Message& message) {
   } else if (auto* m = std::get_if<Cancel>(&message)) {
     auto match = [m](const Entry& e) { return m->number ? e.actor->number() == m->number : e.actor->id() == m->id; };
     co_await finish_where(waiting_, match, FinishReason::cancelled);
+    co_await finish_where(fresh_, match, FinishReason::cancelled);
     co_await finish_where(running_, match, FinishReason::cancelled);
   } else if (auto* m = std::get_if<Snapshot>(&message)) {
     EngineSnapshot s = counters_;
@@ -186,6 +191,8 @@ awaitable<void> SchedulerActor::accept(Submit& m) {
 
 awaitable<void> SchedulerActor::enforce_stop_deadline() {
   if (!stopping_ || Clock::now() < stop_deadline_) co_return;
+  co_await finish_where(
+      fresh_, [](const Entry&) { return true; }, FinishReason::cancelled);
   co_await finish_where(
       running_, [](const Entry&) { return true; }, FinishReason::cancelled);
 }
@@ -284,32 +291,52 @@ awaitable<void> SchedulerActor::apply_round(RoundOutcome& outcome, double second
     tally_round(running.size(), drafted, seconds, delivered_tokens_ - delivered_before);
   co_await finish_where(
       running_, [](const Entry& e) { return e.finished(); }, FinishReason::length);
-  std::vector<std::unique_ptr<Entry>> newcomers = std::move(fresh_);
-  fresh_.clear();
-  for (size_t i = 0; i < newcomers.size(); ++i) {  // the first token of each newcomer
-    Entry& e = *newcomers[i];
-    const FirstToken& first = outcome.prefills.first_tokens[i];
+  co_await start_prefilled(outcome);
+}
+
+// Newcomers whose prompt is now all in their slot take their first token and join the
+// batch; the others keep prefilling in the next rounds.
+awaitable<void> SchedulerActor::start_prefilled(RoundOutcome& outcome) {
+  std::vector<std::unique_ptr<Entry>> started;
+  size_t next_first = 0;
+  for (size_t i = 0; i < outcome.chunked.size(); ++i) {
+    Entry& e = *outcome.chunked[i];
+    e.prefilled = outcome.chunk_end[i];
+    if (e.prefilled < static_cast<int64_t>(e.prompt.size())) continue;
+    const FirstToken& first = outcome.prefills.first_tokens[next_first++];
     e.seq->tokens.push_back(first.token);
     e.seq->rng = first.rng;
-    if (!deliver(e, std::span(&first.token, 1), 0, 0)) running_.push_back(std::move(newcomers[i]));
+    auto it = std::find_if(fresh_.begin(), fresh_.end(), [&](const auto& f) { return f.get() == &e; });
+    started.push_back(std::move(*it));
+    fresh_.erase(it);
+    if (!deliver(e, std::span(&first.token, 1), 0, 0)) running_.push_back(std::move(started.back()));
   }
   co_await finish_where(
-      newcomers, [](const Entry& e) { return e.finished(); }, FinishReason::length);
+      started, [](const Entry& e) { return e.finished(); }, FinishReason::length);
 }
 
 // The round on the lanes. With overlap, the draft lane proposes for the running batch
 // while the target lane prefills the newcomers, then the target lane verifies while the
 // draft lane prefills the newcomers' prompts into the draft cache.
 awaitable<SchedulerActor::RoundOutcome> SchedulerActor::execute(RoundPlan& plan) {
+  RoundOutcome out;
   std::vector<TargetPrefill> prefills;
   std::vector<DraftPrefill> prompts;
+  // At most prefill_chunk prompt tokens a round, so running streams keep their pace
+  // while a long prompt arrives; first come, first prefilled.
+  int64_t budget = options_.prefill_chunk > 0 ? options_.prefill_chunk : INT64_MAX;
   for (auto& e : fresh_) {
-    prefills.push_back({e->seq->target_slot, e->prompt, e->seq->sampling, e->seq->rng});
+    const int64_t take = std::min(budget, static_cast<int64_t>(e->prompt.size()) - e->prefilled);
+    if (take <= 0) break;
+    budget -= take;
+    const int64_t end = e->prefilled + take;
+    prefills.push_back({e->seq->target_slot, e->prompt, e->seq->sampling, e->seq->rng, e->prefilled, end});
+    out.chunked.push_back(e.get());
+    out.chunk_end.push_back(end);
     // While the planner keeps the batch at K = 0 a draft prefill is wasted work on a
     // busy machine; the draft slot then catches up lazily if drafting resumes.
-    if (e->seq->draft_slot >= 0 && batch_drafting_) prompts.push_back({e->seq->draft_slot, e->prompt});
+    if (e->seq->draft_slot >= 0 && batch_drafting_) prompts.push_back({e->seq->draft_slot, e->prompt, end});
   }
-  RoundOutcome out;
   const bool plain =
       !plan.rows.empty() && std::all_of(plan.rows.begin(), plan.rows.end(), [](const RowPlan& r) { return r.k == 0; });
   if (plain) {  // nobody drafts: no trip to the draft lane

@@ -47,6 +47,7 @@ struct SchedulerOptions {
   int64_t max_seq_len = 1024;
   const Tokenizer* tokenizer = nullptr;  // for stop strings and burst text (null: ids only)
   std::vector<int32_t> eos_ids;          // end a request unless it asks to ignore EOS
+  int64_t prefill_chunk = 0;             // most prompt tokens prefilled per round (0: no bound)
   // Calibrated round costs (engine/cost_calibration.hpp): K is then planned for the
   // batch as a whole each round; without them, per request.
   std::optional<RoundCostModel> round_costs;
@@ -100,6 +101,7 @@ class SchedulerActor {
   awaitable<RoundOutcome> execute(RoundPlan& plan);
   // Applies the round's outputs and the newcomers' first tokens; finishes who ended.
   awaitable<void> apply_round(RoundOutcome& outcome, double seconds);
+  awaitable<void> start_prefilled(RoundOutcome& outcome);
   // Passes a burst through the entry's output and on to its actor; true when the
   // entry has finished (a stop condition, or a sink too slow for its bursts).
   // `planned_k`: the K planned for the row this round; -1 for a newcomer's first token.

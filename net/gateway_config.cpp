@@ -61,6 +61,7 @@ std::vector<Key> keys_of(GatewayConfig& c) {
       {"engine", "max_batch", &c.engine.max_batch},
       {"engine", "max_seq_len", &c.engine.max_seq_len},
       {"engine", "max_waiting", &c.engine.max_waiting},
+      {"engine", "prefill_chunk", &c.engine.prefill_chunk},
       {"engine", "burst_queue", &c.engine.burst_queue},
       {"engine", "threads", &c.engine.threads},
       {"engine", "target_threads", &c.engine.target_threads},

@@ -36,16 +36,18 @@ class FakeLanes : public RoundLanes {
  public:
   std::map<int32_t, std::vector<int32_t>> script;
   int32_t accept = 1 << 30;
-  std::function<void(int32_t round)> on_round;  // called in each verify, before it answers
-  std::vector<int32_t> prefill_order;           // tags, in prefill order
-  std::vector<std::vector<int32_t>> rounds;     // tags of each verify pass's rows
+  std::function<void(int32_t round)> on_round;      // called in each verify, before it answers
+  std::vector<int32_t> prefill_order;               // tags, in prefill order
+  std::vector<std::pair<int64_t, int64_t>> chunks;  // each target prefill's [start, end)
+  std::vector<std::vector<int32_t>> rounds;         // tags of each verify pass's rows
   int32_t draft_prefills = 0;
 
   awaitable<TargetPrefills> prefill_target(std::vector<TargetPrefill>& prompts) override {
     TargetPrefills out;
     for (const TargetPrefill& p : prompts) {
-      prefill_order.push_back(p.prompt.front());
-      out.first_tokens.push_back({script.at(p.prompt.front()).at(0), p.rng});
+      chunks.emplace_back(p.start, p.chunk_end());
+      if (p.start == 0) prefill_order.push_back(p.prompt.front());
+      if (p.completes()) out.first_tokens.push_back({script.at(p.prompt.front()).at(0), p.rng});
     }
     co_return out;
   }
@@ -326,4 +328,29 @@ TEST_CASE("a duplicate id in flight is refused and the first request is untouche
   REQUIRE(outcomes[1].result.error);
   CHECK(outcomes[1].result.error->code == ErrorCode::duplicate_id);
   CHECK(h.lanes.prefill_order == std::vector<int32_t>{1});
+}
+
+TEST_CASE("a long prompt is prefilled prefill_chunk tokens a round while the running batch keeps its rounds") {
+  SchedulerOptions o = options();
+  o.prefill_chunk = 4;
+  Harness h(2, o);
+  h.lanes.script[1] = counting(1, 40);
+  h.lanes.script[2] = counting(2, 40);
+  h.submit("running", request(1, 12, 1));
+  GenerateRequest long_prompt = request(2, 3, 1);
+  for (int32_t t = 50; t < 59; ++t) long_prompt.prompt_ids.push_back(t);  // 10 tokens
+  h.submit("long", long_prompt);
+  const auto outcomes = h.wait_all();
+  // Round 1: both prompts start (1 + 3 tokens); rounds 2 and 3: 4 and 3 more tokens of
+  // the long one beside the running request's verify pass; round 4: both verify.
+  CHECK(h.lanes.chunks == std::vector<std::pair<int64_t, int64_t>>{{0, 1}, {0, 3}, {3, 7}, {7, 10}});
+  REQUIRE(h.lanes.rounds.size() >= 3);
+  CHECK(h.lanes.rounds[0] == std::vector<int32_t>{1});
+  CHECK(h.lanes.rounds[1] == std::vector<int32_t>{1});
+  CHECK(h.lanes.rounds[2] == std::vector<int32_t>{1, 2});
+  CHECK(outcomes[0].result.token_ids == counting(1, 12));
+  // Its first token comes from the prefill, the next from verify passes after the prompt.
+  CHECK(outcomes[1].result.token_ids == std::vector<int32_t>{201, 211, 212});
+  CHECK(outcomes[1].result.usage.prompt_tokens == 10);
+  CHECK(h.usage().target_in_use == 0);
 }

@@ -125,11 +125,18 @@ void Drafter::prefill(std::span<const DraftPrefill> prompts) {
   std::vector<std::span<const int32_t>> rows;
   std::vector<int32_t> slots;
   for (const DraftPrefill& p : prompts) {
-    cache_->set_length(p.draft_slot, 0);
-    fed_.at(static_cast<size_t>(p.draft_slot)) = p.prompt;
-    rows.emplace_back(p.prompt);
+    const auto end = p.end < 0 ? static_cast<int64_t>(p.prompt.size()) : p.end;
+    const std::span<const int32_t> wanted(p.prompt.data(), static_cast<size_t>(end));
+    std::vector<int32_t>& fed = fed_.at(static_cast<size_t>(p.draft_slot));
+    const auto shared = std::mismatch(fed.begin(), fed.end(), wanted.begin(), wanted.end());
+    const auto keep = static_cast<int64_t>(shared.first - fed.begin());
+    cache_->truncate_to(p.draft_slot, keep);
+    fed.assign(wanted.begin(), wanted.end());
+    if (keep == end) continue;
+    rows.push_back(wanted.subspan(static_cast<size_t>(keep)));
     slots.push_back(p.draft_slot);
   }
+  if (rows.empty()) return;
   std::vector<int64_t> lengths;
   model_->forward({token_batch(rows, lengths), slots, lengths}, *cache_, LogitsFor::last_position);
 }

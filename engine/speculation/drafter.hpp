@@ -17,10 +17,11 @@ namespace specd {
 class KvCache;
 class LlamaModel;
 
-// One prompt for the draft's prefill, by value.
+// One prompt for the draft's prefill, by value: prompt[0, end) should be in the slot.
 struct DraftPrefill {
   int32_t draft_slot;
   std::vector<int32_t> prompt;
+  int64_t end = -1;  // -1: the prompt's end
 };
 
 class Drafter {
@@ -33,7 +34,8 @@ class Drafter {
   // first step feeds what the slot lacks: the whole context for a newcomer, the
   // emitted tokens otherwise), n-gram lookup for lookup rows, nothing for K = 0.
   RoundDrafts propose(RoundPlan& plan);
-  // One batched pass writing each prompt into its draft slot.
+  // One batched pass writing into each draft slot what it lacks of its prompt[0, end):
+  // earlier chunks, and a prefix the slot's last request shared, stay.
   void prefill(std::span<const DraftPrefill> prompts);
 
   bool has_model() const { return model_ != nullptr; }

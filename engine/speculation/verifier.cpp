@@ -70,8 +70,8 @@ std::vector<FirstToken> Verifier::prefill(std::span<TargetPrefill> prompts) {
   std::vector<std::span<const int32_t>> rows;
   std::vector<int32_t> slots;
   for (const TargetPrefill& p : prompts) {
-    cache_->set_length(p.target_slot, 0);
-    rows.emplace_back(p.prompt);
+    cache_->set_length(p.target_slot, p.start);
+    rows.push_back(std::span<const int32_t>(p.prompt).subspan(p.start, p.chunk_end() - p.start));
     slots.push_back(p.target_slot);
   }
   std::vector<int64_t> lengths;
@@ -79,6 +79,7 @@ std::vector<FirstToken> Verifier::prefill(std::span<TargetPrefill> prompts) {
   std::vector<FirstToken> first;
   for (size_t b = 0; b < prompts.size(); ++b) {
     TargetPrefill& p = prompts[b];
+    if (!p.completes()) continue;
     const int32_t token = sample_token(logits[static_cast<int64_t>(b)], p.sampling, p.prompt, p.rng);
     first.push_back({token, p.rng});
   }

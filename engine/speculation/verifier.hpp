@@ -15,12 +15,18 @@ namespace specd {
 class KvCache;
 class LlamaModel;
 
-// A newcomer's prompt for the target prefill, by value.
+// A newcomer's prompt for the target prefill, by value: prompt[start, end) goes into its
+// slot after the `start` tokens already there (earlier chunks). The first token is
+// sampled by the chunk that reaches the prompt's end.
 struct TargetPrefill {
   int32_t target_slot;
   std::vector<int32_t> prompt;
   SamplingParams sampling;
   Rng rng{0};
+  int64_t start = 0;
+  int64_t end = -1;  // -1: the prompt's end
+  int64_t chunk_end() const { return end < 0 ? static_cast<int64_t>(prompt.size()) : end; }
+  bool completes() const { return chunk_end() == static_cast<int64_t>(prompt.size()); }
 };
 
 // The first token sampled after a prompt, and the request's stream after drawing it.
@@ -35,8 +41,10 @@ class Verifier {
   ~Verifier();
   Verifier(Verifier&&) noexcept;
 
-  // One batched pass over each prompt into its (emptied) slot; the first tokens, in
-  // order. Afterwards the slot holds the prompt: every token of the context but g.
+  // One batched pass over each prompt's chunk into its slot; the first tokens of the
+  // prompts whose chunk completes them, in order. A row's logits depend only on its
+  // slot's cache and position, so a prompt in chunks gives what it gives whole.
+  // Afterwards a completed slot holds the prompt: every token of the context but g.
   std::vector<FirstToken> prefill(std::span<TargetPrefill> prompts);
   // The round's one target pass, accept/reject per row, and the cache truncation.
   // Throws SpecdError(out_of_capacity) for a row with no room left in the cache.
