@@ -146,7 +146,7 @@ struct Engine::Impl {
                                                  trace.get(), live_requests);
   }
 
-  std::optional<RoundCostModel> calibrate();
+  KPlanSetup calibrate();
   // The request's input as token ids: its ids, its text encoded, or its messages rendered
   // with the chat template and encoded.
   std::vector<int32_t> prompt_ids(const GenerateRequest& r) const;
@@ -174,20 +174,22 @@ struct Engine::Impl {
   bool stopped = false;
 };
 
-// Times round shapes on each lane with its own intra-op budget, one lane after the
-// other: run at once they disturbed each other's timings (a one-row draft step measured
-// 300 ms instead of 0.6 ms while the target calibrated).
-std::optional<RoundCostModel> Engine::Impl::calibrate() {
-  if (config.calibration_seconds <= 0) return std::nullopt;
-  RoundCostModel costs(config.max_batch, config.k_max);
-  const CalibrationLimits limits{config.max_batch, config.k_max, config.calibration_seconds};
+// The K planner's setup: the engine's bound on K and the round costs, timed on each
+// lane with its own intra-op budget, one lane after the other: run at once they
+// disturbed each other's timings (a one-row draft step measured 300 ms instead of 0.6 ms
+// while the target calibrated).
+KPlanSetup Engine::Impl::calibrate() {
+  KPlanSetup planning{config.k_max, std::nullopt};
+  if (config.calibration_seconds <= 0) return planning;
+  RoundCostModel& costs = planning.round_costs.emplace(config.max_batch, planning.k_max);
+  const CalibrationLimits limits{config.max_batch, planning.k_max, config.calibration_seconds};
   auto time_verify = [&](Verifier& v) { return calibrate_verify(v.model(), v.cache(), costs, limits); };
   verify_worker.run_blocking("calibrate", time_verify);
   // Without a draft model only prompt-lookup rows draft, and they need the verify curve alone.
-  if (!has_draft) return costs;
+  if (!has_draft) return planning;
   auto time_draft = [&](Drafter& d) { return calibrate_draft_steps(*d.model(), *d.cache(), costs, limits); };
   draft_worker.run_blocking("calibrate", time_draft);
-  return costs;
+  return planning;
 }
 
 std::vector<int32_t> Engine::Impl::prompt_ids(const GenerateRequest& r) const {

@@ -15,7 +15,7 @@ struct EngineConfig {
   // Most prompt tokens prefilled per round across newcomers, so running streams keep
   // decoding while a long prompt arrives; 0: each prompt whole in one round.
   int64_t prefill_chunk = 0;
-  int32_t burst_queue = 256;        // bursts a request's sink may lag before `slow_consumer`
+  int32_t burst_queue = 256;  // bursts a request's sink may lag before `slow_consumer`
   // Compute threads across both lanes; 0: what the process may use (its CPU affinity
   // and cgroup quota, compute/thread_policy.hpp). The lane counts, when > 0, override the split.
   int32_t threads = 0;

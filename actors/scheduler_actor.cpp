@@ -43,9 +43,8 @@ SchedulerActor::SchedulerActor(asio::any_io_executor strand, SchedulerOptions op
       lanes_(lanes),
       trace_(trace),
       live_requests_(std::move(live_requests)),
-      mailbox_(strand, static_cast<size_t>(options.max_waiting) + 1024) {
-  cost_.rounds = std::move(options_.round_costs);
-}
+      mailbox_(strand, static_cast<size_t>(options.max_waiting) + 1024),
+      planner_(std::move(options_.planning), RoundLimits{options_.max_seq_len, options_.has_draft}) {}
 
 SchedulerActor::~SchedulerActor() = default;
 
@@ -139,7 +138,7 @@ awaitable<void> SchedulerActor::handle(Message& message) {
     s.draft_slots_in_use = usage.draft_in_use;
     s.slots_total = usage.slots;
     s.live_requests = live_requests_ ? live_requests_->load() : 0;
-    s.cost_ratio = cost_.cost_ratio(0);
+    s.cost_ratio = planner_.measured_cost_ratio();
     m->reply.set(std::move(s));
   } else if (auto* m = std::get_if<Stop>(&message)) {
     stopping_ = true;
@@ -208,8 +207,7 @@ awaitable<void> SchedulerActor::admit() {
     e.slots = grant;
     e.admitted_at = Clock::now();
     e.seq = std::make_unique<SpecSequence>(e.prompt, grant->target_slot, grant->draft_slot, e.request.sampling,
-                                           e.request.spec, cost_.cost_ratio(),
-                                           cost_.acceptance.estimate(e.request.spec.drafter));
+                                           e.request.spec, planner_.start(e.request.spec, grant->draft_slot >= 0));
     trace_.queued(e.actor->number(), e.actor->id(), e.actor->submitted_at(), e.admitted_at);
     fresh_.push_back(std::move(waiting_.front()));
     waiting_.erase(waiting_.begin());
@@ -253,34 +251,27 @@ awaitable<void> SchedulerActor::run_round() {
 }
 
 RoundPlan SchedulerActor::plan_round(std::optional<BatchPlan>& batch_plan) {
-  std::vector<SpecSequence*> running;
-  std::vector<int32_t> max_new, planned_k;
-  for (auto& e : running_) {
-    max_new.push_back(e->request.max_tokens - e->output.generated());
-    e->seq->adaptive.set_cost_ratio(cost_.cost_ratio());
-    running.push_back(e->seq.get());
-  }
-  if (cost_.rounds) batch_plan = plan_batch(running, max_new, *cost_.rounds, limits(), planned_k);
+  std::vector<KRow> rows;
+  for (auto& e : running_) rows.push_back(k_row(*e->seq, e->request.max_tokens - e->output.generated()));
+  KPlan planned = planner_.plan(rows);
+  batch_plan = std::move(planned.batch);
   RoundPlan plan;
-  for (size_t i = 0; i < running.size(); ++i) {
-    const int32_t k = plan_k(*running[i], limits(), max_new[i], planned_k.empty() ? -1 : planned_k[i]);
-    plan.rows.push_back(plan_row(*running[i], k));
-  }
+  for (size_t i = 0; i < running_.size(); ++i) plan.rows.push_back(plan_row(*running_[i]->seq, planned.k[i]));
   return plan;
 }
 
 awaitable<void> SchedulerActor::apply_round(RoundOutcome& outcome, double seconds) {
-  std::vector<SpecSequence*> running;
+  std::vector<KOutcome> running;
   for (size_t i = 0; i < running_.size(); ++i) {
     apply_output(*running_[i]->seq, outcome.round.rows[i]);
-    running.push_back(running_[i]->seq.get());
+    running.push_back(k_outcome(*running_[i]->seq, outcome.round.rows[i]));
   }
   const bool drafted = std::any_of(outcome.round.rows.begin(), outcome.round.rows.end(),
                                    [](const RoundOutput& r) { return r.drafted > 0; });
   if (!running.empty()) {
-    cost_.observe(outcome.round, seconds, running);
+    planner_.observe(running, outcome.round, seconds);
     counters_.rounds += 1;
-    batch_drafting_ = !cost_.rounds || drafted;
+    batch_drafting_ = !planner_.plans_batch() || drafted;
   }
   const int64_t delivered_before = delivered_tokens_;
   for (size_t i = 0; i < running_.size(); ++i) {

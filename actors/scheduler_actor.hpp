@@ -24,10 +24,8 @@
 #include "actors/reply.hpp"
 #include "actors/round_lanes.hpp"
 #include "actors/scheduler_trace.hpp"
-#include "engine/planning/adaptive_k.hpp"
-#include "engine/planning/batch_k_planner.hpp"
+#include "engine/planning/k_planner.hpp"
 #include "engine/request/generate_request.hpp"
-#include "engine/speculation/spec_request.hpp"
 
 namespace specd {
 class TraceRecorder;
@@ -48,9 +46,9 @@ struct SchedulerOptions {
   const Tokenizer* tokenizer = nullptr;  // for stop strings and burst text (null: ids only)
   std::vector<int32_t> eos_ids;          // end a request unless it asks to ignore EOS
   int64_t prefill_chunk = 0;             // most prompt tokens prefilled per round (0: no bound)
-  // Calibrated round costs (engine/cost_calibration.hpp): K is then planned for the
-  // batch as a whole each round; without them, per request.
-  std::optional<RoundCostModel> round_costs;
+  // The engine's bound on K and, when calibrated (cost_calibration.hpp), the round
+  // costs: K is then planned for the batch as a whole each round; without them, per request.
+  KPlanSetup planning;
 };
 
 class SchedulerActor {
@@ -96,7 +94,7 @@ class SchedulerActor {
   awaitable<void> accept(Submit& submit);
   awaitable<void> admit();
   awaitable<void> run_round();
-  // The running rows' plan, K chosen per row (by the batch planner when calibrated).
+  // The running rows' plan, with the K the planner chose for each.
   RoundPlan plan_round(std::optional<BatchPlan>& batch_plan);
   awaitable<RoundOutcome> execute(RoundPlan& plan);
   // Applies the round's outputs and the newcomers' first tokens; finishes who ended.
@@ -107,7 +105,6 @@ class SchedulerActor {
   // `planned_k`: the K planned for the row this round; -1 for a newcomer's first token.
   bool deliver(Entry& entry, std::span<const int32_t> tokens, int32_t drafted, int32_t accepted,
                int32_t planned_k = -1);
-  RoundLimits limits() const { return {options_.max_seq_len, options_.has_draft}; }
   // Coroutine arguments here are references, pointers or trivially destructible values:
   // no temporary with a destructor is left in a co_await expression (compilers have
   // destroyed such temporaries twice; see CMakeLists.txt).
@@ -135,7 +132,8 @@ class SchedulerActor {
   std::vector<std::unique_ptr<Entry>> waiting_;  // FIFO, bounded by max_waiting
   std::vector<std::unique_ptr<Entry>> fresh_;    // admitted, prefilled in the next round
   std::vector<std::unique_ptr<Entry>> running_;  // prefilled, in the batch
-  CostMeter cost_;
+  // Chooses every row's K; fed each round's outcome.
+  KPlanner planner_;
   RoundTiming round_timing_;        // of the round now being applied (trace)
   std::vector<int32_t> planned_k_;  // of the round now being applied, per running row
   bool batch_drafting_ = true;      // the last round drafted for some row (or K is not planned)

@@ -7,7 +7,6 @@
 
 #include "engine/base/errors.hpp"
 #include "engine/model/kv_cache.hpp"
-#include "engine/planning/round_cost_model.hpp"
 #include "engine/speculation/speculative_round.hpp"
 #include "tests/support/generation_drivers.hpp"
 #include "tests/support/joint_distribution.hpp"
@@ -143,22 +142,22 @@ TEST_CASE("a reused draft slot holding a longer stale context is cut to the shar
 
   SpecSettings spec;
   spec.k = 4;
-  SpecSequence seq(prompt, 0, 1, SamplingParams{}, spec, 0.1);
+  KPlanner planner({8, std::nullopt}, {128, true});
+  SpecSequence seq(prompt, 0, 1, SamplingParams{}, spec, planner.start(spec, true));
   TargetPrefill first_prompt{0, prompt, seq.sampling, seq.rng};
   const FirstToken first_token = verifier.prefill(std::span(&first_prompt, 1)).front();
   seq.tokens.push_back(first_token.token);
   seq.rng = first_token.rng;
   SpecSequence* batch[] = {&seq};
-  const RoundLimits limits{128, true};
   // The first draft step catches the slot up on the rest of the context: not a draft
   // step's price, so it is left out of the step times the cost model learns from.
-  const RoundResult first = speculative_round(drafter, verifier, batch, limits);
+  const RoundResult first = speculative_round(planner, drafter, verifier, batch);
   CHECK(first.draft_steps == 4);
   CHECK(first.draft_step_times.size() == 3);
   CHECK(pair.draft_cache->length(1) == static_cast<int64_t>(prompt.size()) + 1 + 3);  // context, t1..t3
   int32_t drafted = first.rows[0].drafted;
   while (seq.tokens.size() < prompt.size() + 24) {
-    const RoundResult next = speculative_round(drafter, verifier, batch, limits);
+    const RoundResult next = speculative_round(planner, drafter, verifier, batch);
     CHECK(next.draft_step_times.size() == static_cast<size_t>(next.draft_steps));
     drafted += next.rows[0].drafted;
   }
@@ -275,44 +274,4 @@ TEST_CASE("bad requests are refused before any slot is taken") {
   r = ok;
   r.spec.k = -1;
   expect_invalid(r);
-}
-
-TEST_CASE("plan_batch plans adaptive lookup rows from the verify curve alone") {
-  // verify(T) = base + per_token * T; no draft-step curve is ever measured.
-  auto verify_only = [](double base, double per_token) {
-    RoundCostModel costs(4, 8);
-    for (int32_t t = 1; t <= 36; ++t) costs.observe_verify(t, base + per_token * t);
-    return costs;
-  };
-  SpecSettings lookup;
-  lookup.adaptive = true;
-  lookup.drafter = DrafterKind::lookup;
-  SpecSequence a({1, 5, 6, 5, 6}, 0, -1, SamplingParams{}, lookup, 0.0, 0.8);
-  SpecSequence b({1, 7, 8, 7, 8}, 1, -1, SamplingParams{}, lookup, 0.0, 0.8);
-  std::vector<SpecSequence*> batch{&a, &b};
-  const std::vector<int32_t> max_new{100, 100};
-  const RoundLimits lookup_only{128, false};
-  std::vector<int32_t> planned;
-
-  // A flat verify pass: lookup drafts are free, so both rows take the whole K.
-  const RoundCostModel flat = verify_only(1e-3, 0.0);
-  REQUIRE(plan_batch(batch, max_new, flat, lookup_only, planned).has_value());
-  CHECK(planned == std::vector<int32_t>{8, 8});
-  CHECK(plan_k(a, lookup_only, 100, planned[0]) == 8);
-  CHECK(plan_k(a, lookup_only, 5, planned[0]) == 4);  // never past max_tokens
-
-  // A verify pass proportional to the tokens fed: every draft costs a full token's
-  // time and returns less than one, so speculation is off for both.
-  const RoundCostModel proportional = verify_only(0.0, 1e-3);
-  REQUIRE(plan_batch(batch, max_new, proportional, lookup_only, planned).has_value());
-  CHECK(planned == std::vector<int32_t>{0, 0});
-  CHECK(plan_k(a, lookup_only, 100, planned[0]) == 0);
-
-  // An adaptive draft-model row needs the draft-step curve: no plan without it.
-  SpecSettings model;
-  model.adaptive = true;
-  SpecSequence c({1, 5, 6}, 2, 2, SamplingParams{}, model, 0.1, 0.8);
-  std::vector<SpecSequence*> mixed{&a, &c};
-  CHECK_FALSE(plan_batch(mixed, max_new, flat, RoundLimits{128, true}, planned).has_value());
-  CHECK(planned == std::vector<int32_t>{-1, -1});
 }

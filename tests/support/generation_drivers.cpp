@@ -48,7 +48,7 @@ struct DriverSlots {
   }
 };
 
-std::unique_ptr<SpecSequence> admit(DriverSlots& slots, const DriverRequest& r, const CostMeter& cost) {
+std::unique_ptr<SpecSequence> admit(DriverSlots& slots, const DriverRequest& r, const KPlanner& planner) {
   auto target_slot = slots.target.allocate();
   if (!target_slot) throw SpecdError(ErrorCode::out_of_capacity, "no free target KV slot");
   int32_t draft_slot = -1;
@@ -60,8 +60,8 @@ std::unique_ptr<SpecSequence> admit(DriverSlots& slots, const DriverRequest& r, 
     }
     draft_slot = *slot;
   }
-  return std::make_unique<SpecSequence>(r.prompt, *target_slot, draft_slot, r.sampling, r.spec, cost.cost_ratio(),
-                                        cost.acceptance.estimate(r.spec.drafter));
+  return std::make_unique<SpecSequence>(r.prompt, *target_slot, draft_slot, r.sampling, r.spec,
+                                        planner.start(r.spec, draft_slot >= 0));
 }
 
 // Applies a burst through the request's output; true when the request has ended.
@@ -115,18 +115,30 @@ std::vector<Active> prefill_all(Verifier& verifier, DriverSlots& slots, std::vec
   return running;
 }
 
-RoundResult run_planned_round(Drafter& drafter, Verifier& verifier, std::span<SpecSequence* const> batch,
-                              const RoundLimits& limits, std::span<const int32_t> max_new,
-                              std::span<const int32_t> planned_k) {
+RoundResult run_planned_round(KPlanner& planner, Drafter& drafter, Verifier& verifier,
+                              std::span<SpecSequence* const> batch, std::span<const int32_t> max_new) {
+  const auto start = Clock::now();
+  std::vector<KRow> rows;
+  for (size_t i = 0; i < batch.size(); ++i) rows.push_back(k_row(*batch[i], max_new[i]));
+  const KPlan planned = planner.plan(rows);
   RoundPlan plan;
-  for (size_t i = 0; i < batch.size(); ++i) {
-    const int32_t k = plan_k(*batch[i], limits, max_new[i], planned_k.empty() ? -1 : planned_k[i]);
-    plan.rows.push_back(plan_row(*batch[i], k));
-  }
+  for (size_t i = 0; i < batch.size(); ++i) plan.rows.push_back(plan_row(*batch[i], planned.k[i]));
   RoundDrafts drafts = drafter.propose(plan);
   RoundResult round = verifier.verify(drafts);
-  for (size_t i = 0; i < batch.size(); ++i) apply_output(*batch[i], round.rows[i]);
+  std::vector<KOutcome> outcomes;
+  for (size_t i = 0; i < batch.size(); ++i) {
+    apply_output(*batch[i], round.rows[i]);
+    outcomes.push_back(k_outcome(*batch[i], round.rows[i]));
+  }
+  planner.observe(outcomes, round, std::chrono::duration<double>(Clock::now() - start).count());
   return round;
+}
+
+// The engine's bound as a configuration that admits every request would set it.
+int32_t largest_k(const std::vector<DriverRequest>& requests) {
+  int32_t k_max = 0;
+  for (const auto& r : requests) k_max = std::max(k_max, r.spec.adaptive ? r.spec.k_max : r.spec.k);
+  return k_max;
 }
 
 }  // namespace
@@ -134,14 +146,14 @@ RoundResult run_planned_round(Drafter& drafter, Verifier& verifier, std::span<Sp
 Drafter borrow_drafter(SpecModels& m) { return Drafter(borrowed(m.draft), borrowed(m.draft_cache)); }
 Verifier borrow_verifier(SpecModels& m) { return Verifier(borrowed(&m.target), borrowed(&m.target_cache)); }
 
-RoundResult speculative_round(Drafter& drafter, Verifier& verifier, std::span<SpecSequence* const> batch,
-                              const RoundLimits& limits) {
+RoundResult speculative_round(KPlanner& planner, Drafter& drafter, Verifier& verifier,
+                              std::span<SpecSequence* const> batch) {
   const std::vector<int32_t> max_new(batch.size(), 1 << 30);
-  return run_planned_round(drafter, verifier, batch, limits, max_new, {});
+  return run_planned_round(planner, drafter, verifier, batch, max_new);
 }
 
 std::vector<SpecResult> generate_speculative(SpecModels& m, const std::vector<DriverRequest>& requests,
-                                             const Tokenizer* tokenizer, CostMeter* meter) {
+                                             const Tokenizer* tokenizer) {
   const int64_t max_seq_len = m.target_cache.max_seq_len();
   for (const auto& r : requests) {
     if (!r.stop.empty() && !tokenizer) throw SpecdError(ErrorCode::bad_value, "stop strings need a tokenizer");
@@ -151,33 +163,28 @@ std::vector<SpecResult> generate_speculative(SpecModels& m, const std::vector<Dr
     request.max_tokens = r.max_tokens;
     request.stop = r.stop;
     request.spec = r.spec;
-    validate_request(request, r.prompt, {static_cast<int32_t>(m.target.config().vocab_size), max_seq_len, 16});
+    validate_request(request, r.prompt,
+                     {static_cast<int32_t>(m.target.config().vocab_size), max_seq_len, largest_k(requests)});
   }
   torch::InferenceMode inference;
-  CostMeter local_meter;
-  CostMeter& cost = meter ? *meter : local_meter;
+  KPlanner planner({largest_k(requests), std::nullopt}, {max_seq_len, m.draft != nullptr});
   Drafter drafter = borrow_drafter(m);
   Verifier verifier = borrow_verifier(m);
-  const RoundLimits limits{max_seq_len, m.draft != nullptr};
   DriverSlots slots{SlotPool(m.target_cache.slot_count()), std::nullopt};
   if (m.draft_cache) slots.draft.emplace(m.draft_cache->slot_count());
   std::vector<SpecResult> results(requests.size());
   std::vector<Active> active;
   for (size_t i = 0; i < requests.size(); ++i)
-    active.push_back(make_active(i, admit(slots, requests[i], cost), requests[i], tokenizer, max_seq_len));
+    active.push_back(make_active(i, admit(slots, requests[i], planner), requests[i], tokenizer, max_seq_len));
   active = prefill_all(verifier, slots, active, results);
   while (!active.empty()) {
     std::vector<SpecSequence*> seqs;
-    std::vector<int32_t> max_new, planned_k;
+    std::vector<int32_t> max_new;
     for (auto& a : active) {
       max_new.push_back(requests[a.index].max_tokens - static_cast<int32_t>(results[a.index].tokens.size()));
-      a.seq->adaptive.set_cost_ratio(cost.cost_ratio());
       seqs.push_back(a.seq.get());
     }
-    const auto round_start = Clock::now();
-    if (cost.rounds) plan_batch(seqs, max_new, *cost.rounds, limits, planned_k);
-    const RoundResult round = run_planned_round(drafter, verifier, seqs, limits, max_new, planned_k);
-    cost.observe(round, std::chrono::duration<double>(Clock::now() - round_start).count(), seqs);
+    const RoundResult round = run_planned_round(planner, drafter, verifier, seqs, max_new);
     std::vector<Active> running;
     for (size_t b = 0; b < active.size(); ++b) {
       Active& a = active[b];

@@ -16,7 +16,6 @@
 #include "engine/request/finish_reason.hpp"
 #include "engine/sampling/sampling.hpp"
 #include "engine/speculation/drafter.hpp"
-#include "engine/speculation/spec_request.hpp"
 #include "engine/speculation/speculative_round.hpp"
 #include "engine/speculation/verifier.hpp"
 
@@ -38,10 +37,11 @@ struct SpecModels {
 Drafter borrow_drafter(SpecModels& models);
 Verifier borrow_verifier(SpecModels& models);
 
-// One round for every sequence, as the scheduler runs it without a batch planner: plan
-// (max_tokens unbounded), draft, verify, apply. Returns the round's result.
-RoundResult speculative_round(Drafter& drafter, Verifier& verifier, std::span<SpecSequence* const> batch,
-                              const RoundLimits& limits);
+// One round for every sequence, as the scheduler runs it: K from the planner (max_tokens
+// unbounded), draft, verify, apply, and the outcome back to the planner. Returns the
+// round's result.
+RoundResult speculative_round(KPlanner& planner, Drafter& drafter, Verifier& verifier,
+                              std::span<SpecSequence* const> batch);
 
 // A request as generate_speculative runs it: the prompt as ids, and the EOS ids the
 // Engine would take from its tokenizer (tests choose their own).
@@ -89,10 +89,11 @@ struct SpecResult {
 class Tokenizer;
 
 // Runs all requests together (a finished request leaves the batch, its slots are
-// released). Stop conditions (EOS ids, stop strings, max_tokens, a full cache) are
-// RequestOutput's, applied to accepted tokens only, in order. Throws SpecdError for a
-// request that cannot fit or when slots run out.
+// released), K planned per request (no calibrated round costs) within an engine bound
+// that admits every request's K. Stop conditions (EOS ids, stop strings, max_tokens, a
+// full cache) are RequestOutput's, applied to accepted tokens only, in order. Throws
+// SpecdError for a request that cannot fit or when slots run out.
 std::vector<SpecResult> generate_speculative(SpecModels& models, const std::vector<DriverRequest>& requests,
-                                             const Tokenizer* tokenizer, CostMeter* meter = nullptr);
+                                             const Tokenizer* tokenizer);
 
 }  // namespace specd

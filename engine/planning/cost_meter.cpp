@@ -1,19 +1,13 @@
-#include "engine/speculation/spec_request.hpp"
+#include "engine/planning/cost_meter.hpp"
 
 #include <algorithm>
-#include <string>
-
-#include "engine/base/errors.hpp"
 
 namespace specd {
 
-void CostMeter::observe(const RoundResult& round, double round_seconds, std::span<SpecSequence* const> batch) {
-  for (size_t i = 0; i < batch.size() && i < round.rows.size(); ++i) {
-    if (round.rows[i].drafted > 0)
-      acceptance.observe(batch[i]->spec.drafter, round.rows[i].drafted, round.rows[i].accepted);
-  }
+void CostMeter::observe(const RoundCosts& round, double round_seconds) {
   if (rounds) {
-    record_round_costs(*rounds, round);
+    for (const DraftStepTime& step : round.draft_step_times) rounds->observe_draft_step(step.rows, step.seconds);
+    if (round.verify_tokens > 0) rounds->observe_verify(round.verify_tokens, round.verify_phase_seconds);
     if (round_seconds > 0)
       rounds->observe_overhead(std::max(0.0, round_seconds - round.draft_seconds - round.verify_phase_seconds));
   }

@@ -1,0 +1,85 @@
+#include "engine/planning/k_planner.hpp"
+
+#include <algorithm>
+
+#include "engine/base/errors.hpp"
+
+namespace specd {
+
+KPlanner::KPlanner(KPlanSetup setup, RoundLimits limits) : k_max_(setup.k_max), limits_(limits) {
+  if (k_max_ < 0) throw SpecdError(ErrorCode::invalid_argument, "k_max must be >= 0");
+  meter_.rounds = std::move(setup.round_costs);
+}
+
+RequestK KPlanner::start(const SpecSettings& spec, bool has_draft_slot) const {
+  const bool model_drafter = spec.drafter == DrafterKind::model;
+  const bool drafts = spec.enabled && (!model_drafter || (limits_.has_draft_model && has_draft_slot));
+  const int32_t bound = std::min(spec.k_max, k_max_);
+  AdaptiveK adaptive_k(meter_.cost_ratio(), bound, kDefaultProbeEvery, meter_.acceptance.estimate(spec.drafter));
+  return RequestK(drafts, spec.drafter, spec.adaptive, spec.adaptive ? bound : std::min(spec.k, k_max_), adaptive_k);
+}
+
+KPlan KPlanner::plan(std::span<const KRow> rows) {
+  const double c = meter_.cost_ratio();
+  for (const KRow& row : rows) row.request->adaptive_k_.set_cost_ratio(c);
+  std::vector<int32_t> planned(rows.size(), -1);
+  KPlan out;
+  if (meter_.rounds) out.batch = plan_batch(rows, planned);
+  for (size_t i = 0; i < rows.size(); ++i) out.k.push_back(row_k(rows[i], planned[i]));
+  return out;
+}
+
+void KPlanner::observe(std::span<const KOutcome> rows, const RoundCosts& costs, double round_seconds) {
+  for (const KOutcome& row : rows) {
+    if (row.drafted == 0) continue;
+    row.request->adaptive_k_.observe(row.drafted, row.accepted);
+    meter_.acceptance.observe(row.request->drafter_, row.drafted, row.accepted);
+  }
+  meter_.observe(costs, round_seconds);
+}
+
+int64_t KPlanner::room(const KRow& row) const {
+  return std::min<int64_t>(limits_.max_seq_len - row.context, int64_t{row.max_new} - 1);
+}
+
+int32_t KPlanner::row_k(const KRow& row, int32_t planned) const {
+  RequestK& r = *row.request;
+  if (!r.drafts_) return 0;
+  int64_t k = planned >= 0 ? planned : r.adaptive_ ? r.adaptive_k_.next_k() : r.k_;
+  k = std::min(k, room(row));
+  return static_cast<int32_t>(std::max<int64_t>(k, 0));
+}
+
+std::optional<BatchPlan> KPlanner::plan_batch(std::span<const KRow> rows, std::vector<int32_t>& planned) const {
+  const RoundCostModel& costs = *meter_.rounds;
+  if (!costs.verify_ready()) return std::nullopt;
+  std::vector<PlanRow> plan_rows;
+  int32_t k_max = 0;  // the largest cap this round: the planner searches no further
+  bool needs_draft_curve = false;
+  for (const KRow& row : rows) {
+    const RequestK& r = *row.request;
+    PlanRow p;
+    p.acceptance = r.acceptance();
+    p.draft_model = r.drafter_ == DrafterKind::model;
+    if (r.drafts_ && r.adaptive_) {
+      // Lookup rows too: their drafts cost no draft steps, but each widens the verify
+      // pass, which on a busy batch costs more than the drafts are expected to return.
+      p.plannable = true;
+      p.k_cap = static_cast<int32_t>(std::max<int64_t>(std::min<int64_t>(r.k_, room(row)), 0));
+      k_max = std::max(k_max, p.k_cap);
+      needs_draft_curve |= p.draft_model && p.k_cap > 0;
+    } else if (r.drafts_) {
+      p.fixed_k = r.k_;  // an upper bound for lookup rows, which may find fewer
+      needs_draft_curve |= p.draft_model && p.fixed_k > 0;
+    }
+    plan_rows.push_back(p);
+  }
+  if (needs_draft_curve && !costs.draft_ready()) return std::nullopt;
+  BatchPlan plan = plan_batch_k(plan_rows, costs, k_max, {kRefreshUndraftedAfter});
+  for (size_t i = 0; i < rows.size(); ++i) {
+    if (plan_rows[i].plannable) planned[i] = plan.k[i];
+  }
+  return plan;
+}
+
+}  // namespace specd
