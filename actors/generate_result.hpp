@@ -4,7 +4,6 @@
 // API (actors/engine.hpp), shared with the request actor that produces them.
 #include <cstdint>
 #include <functional>
-#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -14,8 +13,6 @@
 #include "engine/request/spec_settings.hpp"
 
 namespace specd {
-
-class BurstTrace;
 
 // One round's accepted tokens for one request.
 struct Burst {
@@ -30,10 +27,10 @@ struct Burst {
   // UTF-8 character). Their concatenation may run ahead of `text`, which holds back what
   // could start a stop string; clients colour tokens with it (draft vs target).
   std::vector<std::string> pieces;
-  // The burst's trace event (null when the engine records no trace). A sink that writes
-  // the burst to a client keeps this until the write completes and calls written() on
-  // it (trace/burst_trace.hpp), so the trace shows when the client got the burst.
-  std::shared_ptr<BurstTrace> trace;
+  // Null when nothing waits for the write. A sink that writes the burst to a client
+  // calls it once that write completed (the trace's `written_us`); a sink that does not
+  // write the burst drops it.
+  std::function<void()> on_written;
 };
 
 struct Usage {

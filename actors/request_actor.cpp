@@ -80,9 +80,11 @@ void RequestActor::deliver(OutputChunk& m) {
   if (trace_)
     mark = std::make_shared<BurstTrace>(trace_, number_, id_, static_cast<double>(m.token_ids.size()), received);
   if (on_burst_) {
-    on_burst_(Burst{id_, std::move(m.token_ids), std::move(m.text), m.drafted, m.accepted, std::move(m.pieces), mark});
+    Burst burst{id_, std::move(m.token_ids), std::move(m.text), m.drafted, m.accepted, std::move(m.pieces)};
+    if (mark) burst.on_written = [mark] { mark->written(); };
+    on_burst_(burst);
   }
-  // Recorded now, or when the sink that kept a copy has written the burst.
+  // Recorded now, or once a sink that kept the callback has written the burst and dropped it.
   if (mark) mark->handed();
 }
 

@@ -1,7 +1,5 @@
 #include "net/http_session.hpp"
 
-#include <boost/asio/co_spawn.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/websocket/rfc6455.hpp>
 #include <boost/json/array.hpp>
@@ -11,8 +9,8 @@
 #include <ctime>
 
 #include "actors/asio_aliases.hpp"
-#include "actors/spawn.hpp"
 #include "json/json_serialize.hpp"
+#include "net/client_stream.hpp"
 #include "net/frames.hpp"
 #include "net/listener.hpp"
 #include "net/openai_stream.hpp"
@@ -121,8 +119,8 @@ asio::awaitable<bool> HttpSession::route(HttpRequest& request) {
   const auto method = request.method();
   if (path == "/v1/completions" || path == "/v1/chat/completions") {
     if (method != http::verb::post) co_return co_await send_error(request, ErrorCode::bad_value, "use POST");
-    if (gateway_->stopping())
-      co_return co_await send_error(request, ErrorCode::shutting_down, "the server is stopping");
+    if (auto refused = refusal_while_stopping(*gateway_))
+      co_return co_await send_error(request, refused->code, std::move(refused->message));
     const OpenAiRoute r = path == "/v1/completions" ? OpenAiRoute::completions : OpenAiRoute::chat_completions;
     GenerationContext context{stream_, *gateway_, active_};
     co_return co_await serve_openai(context, request, r);
@@ -198,8 +196,8 @@ asio::awaitable<bool> HttpSession::send_file(const HttpRequest& request) {
 }
 
 asio::awaitable<void> HttpSession::upgrade(HttpRequest request) {
-  if (gateway_->stopping()) {
-    co_await send_error(request, ErrorCode::shutting_down, "the server is stopping");
+  if (auto refused = refusal_while_stopping(*gateway_)) {
+    co_await send_error(request, refused->code, std::move(refused->message));
     co_return;
   }
   // From here the WebSocket session answers the shutdown notice.
@@ -218,15 +216,8 @@ void HttpSession::on_shutdown(std::chrono::steady_clock::time_point deadline) {
     stream_.cancel();
     return;
   }
-  // A generation in progress may finish until the deadline, then it is cancelled.
-  actors::spawn_logged(
-      stream_.get_executor(),
-      [self = shared_from_this(), deadline]() -> asio::awaitable<void> {
-        asio::steady_timer timer(self->stream_.get_executor(), deadline);
-        co_await timer.async_wait(use_tuple);
-        if (self->active_) self->active_->cancel();
-      },
-      "http shutdown deadline");
+  // A generation in progress may finish until the deadline (its stream decides).
+  if (active_) active_->shutdown(deadline);
 }
 
 }  // namespace specd::net

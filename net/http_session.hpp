@@ -19,6 +19,7 @@
 
 namespace specd::net {
 
+class ClientStream;
 class Gateway;
 using HttpRequest = boost::beast::http::request<boost::beast::http::string_body>;
 
@@ -44,10 +45,10 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   boost::beast::tcp_stream stream_;
   boost::beast::flat_buffer buffer_;
   bool refused_;
-  bool idle_ = true;                 // waiting for a request (a shutdown closes it)
-  bool stopping_ = false;            // the server stops: no keep-alive after this request
-  RequestHandle* active_ = nullptr;  // the generation being served, cancelled at the shutdown deadline
-  uint64_t registration_ = 0;        // with the gateway's shutdown registry
+  bool idle_ = true;                // waiting for a request (a shutdown closes it)
+  bool stopping_ = false;           // the server stops: no keep-alive after this request
+  ClientStream* active_ = nullptr;  // the generation being served, told of a shutdown
+  uint64_t registration_ = 0;       // with the gateway's shutdown registry
 };
 
 }  // namespace specd::net

@@ -8,12 +8,11 @@
 #include <variant>
 
 #include "actors/asio_aliases.hpp"
+#include "net/client_stream.hpp"
 #include "net/frames.hpp"
 #include "net/listener.hpp"
-#include "net/outbound_queue.hpp"
 #include "net/request_bridge.hpp"
 #include "net/wire_error.hpp"
-#include "trace/burst_trace.hpp"
 
 namespace specd::net {
 
@@ -24,29 +23,7 @@ using actors::use_tuple;
 
 namespace {
 
-using Event = std::variant<std::monostate, Burst, GenerateResult>;
-
-// State the engine handlers share with the route's coroutine; strand-bound.
-struct Exchange {
-  Exchange(asio::any_io_executor executor, size_t limit) : strand(executor), queue(executor, limit) {}
-  asio::any_io_executor strand;
-  OutboundQueue<Event> queue;
-  RequestHandle handle;
-  bool overflowed = false;
-};
-
-void post_event(const std::shared_ptr<Exchange>& x, Event event, bool limited) {
-  asio::post(x->strand, [x, event = std::move(event), limited]() mutable {
-    if (x->overflowed || x->queue.push(std::move(event), limited) || !limited) return;
-    // The client does not read fast enough: end its request, not the engine's pace.
-    x->overflowed = true;
-    x->handle.cancel();
-    GenerateResult failed;
-    failed.finish_reason = FinishReason::error;
-    failed.error = RequestError{ErrorCode::slow_consumer, "the client reads slower than the tokens arrive"};
-    x->queue.push(Event(std::move(failed)), false);
-  });
-}
+using Item = ClientStream::Item;
 
 std::atomic<uint64_t> next_number{1};
 
@@ -69,26 +46,26 @@ asio::awaitable<bool> write_chunk(beast::tcp_stream& stream, double timeout, std
 std::string sse(std::string_view json) { return "data: " + std::string(json) + "\n\n"; }
 
 // The SSE events after the header: text chunks, then the finish (and usage), then [DONE].
-asio::awaitable<bool> stream_events(GenerationContext& c, Exchange& x, const OpenAiIdentity& who,
-                                    const GenerateParams& p, Event first) {
+asio::awaitable<bool> stream_events(GenerationContext& c, ClientStream& s, const OpenAiIdentity& who,
+                                    const GenerateParams& p, Item first) {
   const double timeout = c.gateway.config().http_idle_seconds;
   bool sent_first = false;
-  std::optional<Event> next(std::move(first));
+  std::optional<Item> next(std::move(first));
   for (;;) {
-    if (!next) next = co_await x.queue.pop();
+    if (!next) next = co_await s.next();
     if (!next) co_return false;
-    Event event = std::move(*next);
+    Item item = std::move(*next);
     next.reset();
-    if (auto* burst = std::get_if<Burst>(&event)) {
+    if (auto* burst = std::get_if<Burst>(&item.event)) {
       if (burst->text.empty() && sent_first) continue;
       std::string chunk = sse(openai_text_chunk(who, burst->text, !sent_first));
       const bool written = co_await write_chunk(c.stream, timeout, std::move(chunk));
       if (!written) co_return false;
-      if (burst->trace) burst->trace->written();
+      if (burst->on_written) burst->on_written();
       sent_first = true;
       continue;
     }
-    auto* result = std::get_if<GenerateResult>(&event);
+    auto* result = std::get_if<GenerateResult>(&item.event);
     if (!result) continue;
     std::string tail;
     if (result->error) {
@@ -108,11 +85,11 @@ asio::awaitable<bool> stream_events(GenerationContext& c, Exchange& x, const Ope
   }
 }
 
-asio::awaitable<bool> respond_stream(GenerationContext& c, const HttpRequest& request, Exchange& x,
+asio::awaitable<bool> respond_stream(GenerationContext& c, const HttpRequest& request, ClientStream& s,
                                      const OpenAiIdentity& who, const GenerateParams& p) {
-  std::optional<Event> first = co_await x.queue.pop();
+  std::optional<Item> first = co_await s.next();
   if (!first) co_return false;
-  if (auto* r = std::get_if<GenerateResult>(&*first); r && r->error) {
+  if (auto* r = std::get_if<GenerateResult>(&first->event); r && r->error) {
     // Refused before any token: a plain HTTP error the client's library turns into an exception.
     std::string body = openai_error_body(r->error->code, r->error->message);
     co_return co_await write_json_response(c.stream, request, http_status_for(r->error->code), std::move(body));
@@ -128,21 +105,35 @@ asio::awaitable<bool> respond_stream(GenerationContext& c, const HttpRequest& re
   auto [ec, n] = co_await http::async_write_header(c.stream, serializer, use_tuple);
   c.stream.expires_never();
   if (ec) co_return false;
-  const bool ok = co_await stream_events(c, x, who, p, std::move(*first));
+  const bool ok = co_await stream_events(c, s, who, p, std::move(*first));
   co_return ok&& request.keep_alive();
 }
 
-asio::awaitable<bool> respond_whole(GenerationContext& c, const HttpRequest& request, Exchange& x,
+asio::awaitable<bool> respond_whole(GenerationContext& c, const HttpRequest& request, ClientStream& s,
                                     const OpenAiIdentity& who) {
   for (;;) {
-    std::optional<Event> event = co_await x.queue.pop();
-    if (!event) co_return false;
-    auto* r = std::get_if<GenerateResult>(&*event);
+    std::optional<Item> item = co_await s.next();
+    if (!item) co_return false;
+    auto* r = std::get_if<GenerateResult>(&item->event);
     if (!r) continue;
     const http::status status = r->error ? http_status_for(r->error->code) : http::status::ok;
     std::string body = r->error ? openai_error_body(r->error->code, r->error->message) : openai_body(who, *r);
     co_return co_await write_json_response(c.stream, request, status, std::move(body));
   }
+}
+
+// Runs an accepted request through its ClientStream and answers it: SSE or one body.
+asio::awaitable<bool> respond(GenerationContext& c, const HttpRequest& request, OpenAiRoute route,
+                              const GenerateParams& p, GenerateRequest engine_request, const OpenAiIdentity& who) {
+  auto s = std::make_shared<ClientStream>(c.gateway, c.stream.get_executor(), metrics_route(route));
+  const std::string id = engine_request.id;
+  s->submit(id, std::move(engine_request), p.stream);
+  c.active = s.get();
+  const bool keep_alive =
+      p.stream ? co_await respond_stream(c, request, *s, who, p) : co_await respond_whole(c, request, *s, who);
+  c.active = nullptr;
+  s->close();  // cancels the request if the client went away before its end
+  co_return keep_alive;
 }
 
 }  // namespace
@@ -174,28 +165,7 @@ asio::awaitable<bool> serve_openai(GenerationContext c, const HttpRequest& reque
   const bool chat = route == OpenAiRoute::chat_completions;
   const OpenAiIdentity who{(chat ? "chatcmpl-" : "cmpl-") + std::to_string(number),
                            static_cast<int64_t>(std::time(nullptr)), g.config().model_name, chat};
-  auto x = std::make_shared<Exchange>(c.stream.get_executor(), static_cast<size_t>(g.config().outbound_queue_frames));
-  auto timing = std::make_shared<RequestTiming>(g.metrics(), metrics_route(route), engine_request.id, g.hooks());
-  const bool stream = p.stream;
-  x->handle = g.engine().submit(
-      std::move(engine_request),
-      [x, timing, stream](const Burst& b) {
-        timing->burst(b);
-        if (stream) post_event(x, Event(b), true);
-      },
-      [x, timing](GenerateResult r) {
-        timing->done(r);
-        post_event(x, Event(std::move(r)), false);
-      });
-  c.active = &x->handle;
-  bool keep_alive = false;
-  if (stream)
-    keep_alive = co_await respond_stream(c, request, *x, who, p);
-  else
-    keep_alive = co_await respond_whole(c, request, *x, who);
-  c.active = nullptr;
-  x->handle.cancel();  // a no-op once finished; stops the engine if the client went away
-  co_return keep_alive;
+  co_return co_await respond(c, request, route, p, std::move(engine_request), who);
 }
 
 }  // namespace specd::net

@@ -2,8 +2,8 @@
 // The generation routes of the HTTP session: POST /v1/completions and
 // /v1/chat/completions in OpenAI's wire format. stream:true answers with SSE
 // `data:` chunks (chunked transfer encoding) ending with `data: [DONE]`; stream:false
-// with one JSON body. Engine handlers post each burst into a bounded queue on the
-// session's strand; a client too slow to read is cancelled as a slow consumer.
+// with one JSON body. The request's bursts reach the route through a ClientStream
+// (net/client_stream.hpp: the bounded queue, `slow_consumer`, shutdown).
 #include <boost/asio/awaitable.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http/status.hpp>
@@ -16,13 +16,14 @@
 
 namespace specd::net {
 
+class ClientStream;
 class Gateway;
 
 // What the route needs from its session; the session outlives the call.
 struct GenerationContext {
   boost::beast::tcp_stream& stream;
   Gateway& gateway;
-  RequestHandle*& active;  // set while the request runs, for the shutdown deadline
+  ClientStream*& active;  // set while the request runs, for the shutdown notice
 };
 
 // Serves one generation request; returns whether the connection may stay open.

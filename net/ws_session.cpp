@@ -15,7 +15,6 @@
 #include "net/listener.hpp"
 #include "net/request_bridge.hpp"
 #include "net/wire_error.hpp"
-#include "trace/burst_trace.hpp"
 
 namespace specd::net {
 
@@ -39,14 +38,24 @@ bool ordinary_end(const beast::error_code& ec) {
          ec == websocket::error::message_too_big || ec == websocket::error::bad_frame_payload;
 }
 
+// The frame of a burst, a result (done, or the request's error) or a refusal.
+std::string frame_of(const ClientStream::Item& item) {
+  if (const auto* burst = std::get_if<Burst>(&item.event)) return tokens_frame(item.id, *burst);
+  if (const auto* result = std::get_if<GenerateResult>(&item.event)) {
+    if (result->error) return error_frame({result->error->code, result->error->message, item.id});
+    return done_frame(item.id, *result);
+  }
+  return error_frame(std::get<ProtocolError>(item.event));
+}
+
 }  // namespace
 
 WsSession::WsSession(std::shared_ptr<Gateway> gateway, beast::tcp_stream stream)
     : gateway_(std::move(gateway)),
       ws_(std::move(stream)),
       strand_(ws_.get_executor()),
-      outbound_(strand_, static_cast<size_t>(gateway_->config().outbound_queue_frames)),
-      finished_(static_cast<size_t>(gateway_->config().finished_ids_per_connection)),
+      outbound_(std::make_shared<ClientStream>(*gateway_, strand_, Route::websocket,
+                                               static_cast<size_t>(gateway_->config().finished_ids_per_connection))),
       number_(next_connection++) {}
 
 asio::awaitable<void> WsSession::run(HttpRequest upgrade) {
@@ -64,14 +73,13 @@ asio::awaitable<void> WsSession::run(HttpRequest upgrade) {
   if (ec) co_return;
   ws_.text(true);
   gateway_->metrics().connection_opened(true);
-  const uint64_t registration = gateway_->register_session(strand_, [weak = weak_from_this()](auto deadline) {
-    if (auto s = weak.lock()) s->on_shutdown(deadline);
+  const uint64_t registration = gateway_->register_session(strand_, [weak = std::weak_ptr(outbound_)](auto deadline) {
+    if (auto s = weak.lock()) s->shutdown(deadline);
   });
   actors::spawn_logged(
       strand_, [self] { return self->write_loop(); }, "websocket writer");
   co_await read_loop();
-  in_flight_.clear();  // dropping the handles cancels what still runs
-  outbound_.close();
+  outbound_->close();
   gateway_->unregister_session(registration);
   gateway_->metrics().connection_closed(true);
 }
@@ -117,21 +125,22 @@ asio::awaitable<std::optional<WsSession::Received>> WsSession::read_message() {
 
 asio::awaitable<void> WsSession::write_loop() {
   for (;;) {
-    std::optional<Outgoing> item = co_await outbound_.pop();
+    std::optional<ClientStream::Item> item = co_await outbound_->next();
     if (!item) co_return;
-    if (item->close) {
+    if (std::holds_alternative<ClientStream::Close>(item->event)) {
       websocket::close_reason reason(websocket::close_code::service_restart, "server shutting down");
       auto [ec] = co_await ws_.async_close(reason, use_tuple);
       co_return;
     }
-    auto [ec, n] = co_await ws_.async_write(asio::buffer(item->text), use_tuple);
-    if (!ec && item->burst) item->burst->written();
+    const std::string frame = frame_of(*item);
+    auto [ec, n] = co_await ws_.async_write(asio::buffer(frame), use_tuple);
     if (ec) {
       // The reader learns of it when its socket closes.
       beast::error_code ignored;
       beast::get_lowest_layer(ws_).socket().close(ignored);
       co_return;
     }
+    if (auto* burst = std::get_if<Burst>(&item->event); burst && burst->on_written) burst->on_written();
   }
 }
 
@@ -147,10 +156,9 @@ void WsSession::handle_message(const std::string& text) {
 
 void WsSession::send_error(ProtocolError error) {
   gateway_->metrics().request_error(Route::websocket, error.code);
-  // Replies to the client's own messages count against the bound: a client that
-  // sends without reading is cut off rather than buffered without end.
-  if (outbound_.push({error_frame(error)}, true)) return;
-  in_flight_.clear();
+  if (outbound_->reply(std::move(error))) return;
+  // A client that sends without reading is cut off rather than buffered without end.
+  outbound_->close();
   beast::error_code ignored;
   beast::get_lowest_layer(ws_).socket().close(ignored);
 }
@@ -158,81 +166,24 @@ void WsSession::send_error(ProtocolError error) {
 void WsSession::start_generate(GenerateParams p) {
   const GatewayConfig& config = gateway_->config();
   const std::string id = p.request.id;  // the client's; the engine's is unique across connections
-  if (shutting_down_) return send_error({ErrorCode::shutting_down, "the server is stopping", id});
-  if (in_flight_.count(id))
+  if (auto refused = refusal_while_stopping(*gateway_, id)) return send_error(std::move(*refused));
+  if (outbound_->in_flight(id))
     return send_error({ErrorCode::duplicate_id, "request id '" + id + "' is already in flight", id});
-  if (in_flight_.size() >= static_cast<size_t>(config.max_requests_per_connection)) {
+  if (outbound_->in_flight_count() >= static_cast<size_t>(config.max_requests_per_connection)) {
     return send_error(
         {GatewayCode::too_many_requests,
          "at most " + std::to_string(config.max_requests_per_connection) + " requests in flight per connection", id});
   }
   GenerateRequest request = std::move(p.request);
   request.id = "ws" + std::to_string(number_) + ":" + id;
-  auto timing = std::make_shared<RequestTiming>(gateway_->metrics(), Route::websocket, id, gateway_->hooks());
-  auto on_burst = [weak = weak_from_this(), strand = strand_, id = id, timing](const Burst& burst) {
-    timing->burst(burst);
-    asio::post(strand, [weak, id, frame = Outgoing{tokens_frame(id, burst), false, burst.trace}]() mutable {
-      if (auto s = weak.lock()) s->on_tokens(id, std::move(frame));
-    });
-  };
-  auto on_done = [weak = weak_from_this(), strand = strand_, id = id, timing](GenerateResult result) {
-    timing->done(result);
-    std::string frame =
-        result.error ? error_frame({result.error->code, result.error->message, id}) : done_frame(id, result);
-    asio::post(strand, [weak, id, frame = std::move(frame)]() mutable {
-      if (auto s = weak.lock()) s->on_done(id, std::move(frame));
-    });
-  };
-  InFlight& entry = in_flight_[id];
-  entry.handle = gateway_->engine().submit(std::move(request), std::move(on_burst), std::move(on_done));
+  outbound_->submit(id, std::move(request), true);
 }
 
 void WsSession::cancel_request(const std::string& id) {
-  if (auto it = in_flight_.find(id); it != in_flight_.end()) return it->second.handle.cancel();
-  // The request ended before the cancel arrived: its done or error frame is the answer.
-  if (finished_.contains(id)) return;
+  // A request that ended before the cancel arrived is known: its done or error frame is the answer.
+  if (outbound_->cancel(id)) return;
   send_error(
       {GatewayCode::unknown_id, "no request '" + id + "' in flight or recently finished on this connection", id});
-}
-
-void WsSession::on_tokens(const std::string& id, Outgoing frame) {
-  auto it = in_flight_.find(id);
-  if (it == in_flight_.end() || it->second.failed) return;
-  if (outbound_.push(std::move(frame), true)) return;
-  it->second.failed = true;
-  it->second.handle.cancel();
-  gateway_->metrics().request_error(Route::websocket, ErrorCode::slow_consumer);
-  outbound_.push({error_frame({ErrorCode::slow_consumer, "the client reads slower than the tokens arrive", id})},
-                 false);
-}
-
-void WsSession::on_done(const std::string& id, std::string frame) {
-  auto it = in_flight_.find(id);
-  if (it == in_flight_.end()) return;
-  const bool failed = it->second.failed;
-  in_flight_.erase(it);
-  finished_.add(id);
-  if (!failed) outbound_.push({std::move(frame)}, false);
-  close_when_idle();
-}
-
-void WsSession::on_shutdown(std::chrono::steady_clock::time_point deadline) {
-  shutting_down_ = true;
-  if (in_flight_.empty()) return close_when_idle();
-  actors::spawn_logged(
-      strand_,
-      [self = shared_from_this(), deadline]() -> asio::awaitable<void> {
-        asio::steady_timer timer(self->strand_, deadline);
-        co_await timer.async_wait(use_tuple);
-        for (auto& [id, entry] : self->in_flight_) entry.handle.cancel();
-      },
-      "websocket shutdown deadline");
-}
-
-void WsSession::close_when_idle() {
-  if (!shutting_down_ || !in_flight_.empty() || close_queued_) return;
-  close_queued_ = true;
-  outbound_.push({{}, true}, false);
 }
 
 }  // namespace specd::net

@@ -2,14 +2,13 @@
 // One WebSocket connection on /v1/ws (DESIGN.md "Wire protocol"): many generate
 // requests in flight, told apart by the client's ids; one `tokens` frame per burst,
 // then `done` (or `error`) per request. One reader coroutine and one writer coroutine;
-// the writer drains a bounded outbound queue, and a client whose queue is full has
-// its requests cancelled with `slow_consumer` instead of slowing the engine or other
-// clients. Engine handlers post onto this session's strand; all state lives there.
-// Disconnect cancels the connection's requests; a server shutdown lets them finish
-// until the deadline, cancels the rest (done: cancelled) and closes with 1012.
-// A cancel of a request that already finished is ignored, since clients race cancels
-// against completion; only ids the connection never ran (or has forgotten, beyond
-// limits.finished_ids_per_connection) get unknown_id.
+// the writer drains the connection's ClientStream (net/client_stream.hpp: the bounded
+// queue, `slow_consumer`, shutdown). Engine handlers post onto this session's strand;
+// all state lives there. Disconnect cancels the connection's requests; a server
+// shutdown lets them finish until the deadline, cancels the rest (done: cancelled) and
+// closes with 1012. A cancel of a request that already finished is ignored, since
+// clients race cancels against completion; only ids the connection never ran (or has
+// forgotten, beyond limits.finished_ids_per_connection) get unknown_id.
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/websocket/stream.hpp>
 
@@ -17,13 +16,10 @@
 #include <memory>
 #include <optional>
 #include <string>
-#include <unordered_map>
 
-#include "actors/engine.hpp"
+#include "net/client_stream.hpp"
 #include "net/http_session.hpp"
-#include "net/outbound_queue.hpp"
 #include "net/protocol.hpp"
-#include "net/recent_ids.hpp"
 
 namespace specd::net {
 
@@ -38,15 +34,6 @@ class WsSession : public std::enable_shared_from_this<WsSession> {
   boost::asio::awaitable<void> run(HttpRequest upgrade);
 
  private:
-  struct Outgoing {
-    std::string text;
-    bool close = false;                 // close the connection with 1012 after the frames before it
-    std::shared_ptr<BurstTrace> burst;  // a tokens frame's trace mark, told when the frame is written
-  };
-  struct InFlight {
-    RequestHandle handle;
-    bool failed = false;  // slow consumer: its error frame went out, drop the rest
-  };
   // A message from the client: its text, or the refusal of a bad frame.
   struct Received {
     std::string text;
@@ -60,20 +47,13 @@ class WsSession : public std::enable_shared_from_this<WsSession> {
   void start_generate(GenerateParams params);
   void cancel_request(const std::string& id);
   void send_error(ProtocolError error);
-  void on_tokens(const std::string& id, Outgoing frame);
-  void on_done(const std::string& id, std::string frame);
-  void on_shutdown(std::chrono::steady_clock::time_point deadline);
-  void close_when_idle();
 
   std::shared_ptr<Gateway> gateway_;
   Stream ws_;
   boost::asio::any_io_executor strand_;
-  OutboundQueue<Outgoing> outbound_;
-  std::unordered_map<std::string, InFlight> in_flight_;
-  RecentIds finished_;  // ids of requests that ended (done or error), most recent only
-  uint64_t number_;     // connection number: engine ids are "ws<number>:<client id>"
-  bool shutting_down_ = false;
-  bool close_queued_ = false;
+  // The requests in flight and the frames waiting for the writer.
+  std::shared_ptr<ClientStream> outbound_;
+  uint64_t number_;  // connection number: engine ids are "ws<number>:<client id>"
 };
 
 }  // namespace specd::net

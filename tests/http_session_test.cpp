@@ -11,6 +11,7 @@
 #include <fstream>
 #include <map>
 #include <set>
+#include <thread>
 
 #include "engine/tokenizer/chat_template.hpp"
 #include "tests/support/gateway_fixture.hpp"
@@ -128,6 +129,40 @@ TEST_CASE("POST /v1/completions stream:true sends SSE chunks whose text is the g
   CHECK((reason == "length" || reason == "stop"));
   auto usage = parser.parse(events[events.size() - 2]);
   CHECK(int64_t(usage["usage"]["completion_tokens"]) == static_cast<int64_t>(solo_greedy("JULIET:\n", 20).size()));
+}
+
+TEST_CASE("an SSE client too slow to read ends with slow_consumer and [DONE], counted as a WebSocket one is") {
+  net::GatewayConfig config = test_gateway_config();
+  config.outbound_queue_frames = 2;
+  config.send_buffer_bytes = 4096;
+  config.engine.max_seq_len = 1024;
+  GatewayFixture f(config);
+  asio::io_context io;
+  beast::tcp_stream stream(io);
+  stream.socket().open(asio::ip::tcp::v4());
+  stream.socket().set_option(asio::socket_base::receive_buffer_size(4096));
+  stream.connect(asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), f.port()));
+  http::request<http::string_body> req{http::verb::post, "/v1/completions", 11};
+  req.set(http::field::host, "127.0.0.1");
+  req.set(http::field::content_type, "application/json");
+  req.body() = R"({"prompt":"ROMEO:\n","max_tokens":1000,"ignore_eos":true,"temperature":0,"stream":true})";
+  req.prepare_payload();
+  http::write(stream, req);
+  // Read nothing until the gateway gave up on this client.
+  for (int i = 0; i < 3000 && f.gateway().metrics().errors(ErrorCode::slow_consumer) == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  CHECK(f.gateway().metrics().errors(ErrorCode::slow_consumer) == 1);
+  beast::flat_buffer buffer;
+  http::response_parser<http::string_body> parser;
+  parser.body_limit(64 * 1024 * 1024);
+  http::read(stream, buffer, parser);
+  CHECK(parser.get().result_int() == 200);
+  const auto events = sse_events(parser.get().body());
+  REQUIRE(events.size() >= 2);
+  CHECK(events.size() - 2 < 1000);  // text chunks before the error: the request was cut short
+  CHECK(field(events[events.size() - 2], "error", "code") == "slow_consumer");
+  CHECK(events.back() == "[DONE]");
 }
 
 TEST_CASE("POST /v1/chat/completions renders the chat template; streamed deltas add up to the whole answer") {

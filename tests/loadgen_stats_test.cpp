@@ -149,10 +149,13 @@ TEST_CASE("requests carry the sampling and speculation settings") {
   CHECK(ws.at("max_tokens").as_int64() == 7);
   CHECK(ws.at("seed").to_number<uint64_t>() == 12);
   CHECK(ws.at("speculative").as_object().at("k").as_string() == "auto");
+  CHECK_FALSE(ws.contains("ignore_eos"));  // the server's default: stop at EOS
   o.transport = Transport::sse;
   o.chat = true;
   o.speculative = false;
+  o.ignore_eos = true;
   const auto sse = boost::json::parse(request_json(o, "", 0)).as_object();
+  CHECK(sse.at("ignore_eos").as_bool());
   CHECK(sse.at("stream").as_bool());
   CHECK_FALSE(sse.contains("type"));
   CHECK(sse.at("messages").as_array().at(0).as_object().at("content").as_string() == "Hi");

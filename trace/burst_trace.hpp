@@ -1,9 +1,11 @@
 #pragma once
 // One burst's event on its request's trace track (docs/trace_format.md), recorded when
-// the last holder lets go of it: the request actor right after the burst handler, when
-// the handler kept no copy, or a sink that kept one until its write to the client
-// completed and called written(), which adds `written_us`. A holder keeps the recorder
-// alive, so a frame still queued on a socket may outlive the engine.
+// the last holder lets go of it. The request actor holds it while the burst handler
+// runs, and the burst's `on_written` callback (actors/engine.hpp) holds it too: a sink
+// that keeps the callback until its write to the client completed and then calls it
+// adds `written_us`; a sink that keeps nothing lets the event be recorded right after
+// the handler. A holder keeps the recorder alive, so a frame still queued on a socket
+// may outlive the engine.
 #include <atomic>
 #include <chrono>
 #include <cstdint>

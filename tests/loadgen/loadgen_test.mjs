@@ -4,7 +4,9 @@
 // speculation totals are exact multiples of one `specd generate --json` run.
 //
 //   node loadgen_test.mjs --specd build/specd --loadgen build/loadgen --transport ws|sse
-//        [--requests R] [--ramp 2,8 --overloaded-from 8 --capacity 4]
+//        [--requests R] [--ramp 2,8 --overloaded-from 8 --capacity 4] [--ignore-eos 1]
+// --ignore-eos 1: loadgen --ignore-eos; the prompt, which alone ends on EOS before
+// max_tokens, must then produce exactly max_tokens tokens per stream.
 // --overloaded-from N --capacity C: the server (tests/loadgen/small_server.toml) holds at
 // most C requests (KV slots plus waiting places), so a level of N > C simultaneous
 // clients must serve at most C and refuse the rest with `overloaded`, and the sustained
@@ -21,12 +23,20 @@ const maxTokens = 16;
 const requests = Number(args.requests || 2);
 const overloadedFrom = Number(args['overloaded-from'] || Infinity);
 const capacity = Number(args.capacity || Infinity);
-const expected = specdGenerate(args.specd, { prompt, maxTokens, extra: ['--k', '4'] });
+const ignoreEos = args['ignore-eos'] === '1';
+const expected = specdGenerate(args.specd, { prompt, maxTokens, extra: ['--k', '4', ...(ignoreEos ? ['--ignore-eos'] : [])] });
+if (ignoreEos) {
+  const plain = specdGenerate(args.specd, { prompt, maxTokens, extra: ['--k', '4'] });
+  assertTrue(plain.finish_reason === 'stop' && plain.token_ids.length < maxTokens,
+    `without ignore_eos the prompt ends on EOS after ${plain.token_ids.length} < ${maxTokens} tokens`);
+  assertEqual(expected.token_ids.length, maxTokens, 'specd generate --ignore-eos makes max_tokens tokens');
+}
 const levels = args.ramp ? args.ramp.split(',').map(Number) : [3];
 
 const command = ['--port', port, '--transport', args.transport, '--requests', String(requests), '--prompt', prompt,
   '--max-tokens', String(maxTokens), '--temperature', '0', '--k', '4', '--timeout', '120'];
 command.push(...(args.ramp ? ['--ramp', args.ramp] : ['--clients', String(levels[0])]));
+if (ignoreEos) command.push('--ignore-eos');
 const token = process.env.SPECD_TOKEN;
 if (token) {
   // A server with a bearer token: without it every request is refused at the handshake
@@ -67,6 +77,7 @@ for (const level of report.levels) {
   const n = level.streams;
   assertEqual(level.finish_reasons, { [expected.finish_reason]: n }, `${where}: finish reasons`);
   assertEqual(level.tokens, n * tokens, `${where}: tokens = streams x specd generate's ${tokens}`);
+  if (ignoreEos) assertEqual(level.tokens, n * maxTokens, `${where}: tokens = streams x max_tokens`);
   assertEqual(level.ttft_ms.count, n, `${where}: one time to first token per stream`);
   assertTrue(level.ttft_ms.p50 > 0 && level.ttft_ms.p50 <= level.ttft_ms.p99, `${where}: ttft p50 ${level.ttft_ms.p50} <= p99 ${level.ttft_ms.p99}`);
   assertTrue(Math.abs(level.tokens_per_second - level.tokens / level.seconds) <= 0.01 * level.tokens_per_second + 0.01,

@@ -63,6 +63,8 @@ LoadgenOptions parse_options(int argc, char** argv) {
   app.add_option("--max-tokens", o.max_tokens, "tokens per request")
       ->capture_default_str()
       ->check(CLI::Range(1, 1 << 20));
+  app.add_flag("--ignore-eos", o.ignore_eos,
+               "keep generating past the end-of-sequence token, so every request produces --max-tokens tokens");
   app.add_option("--temperature", o.temperature, "0 is greedy")->capture_default_str()->check(CLI::Range(0.0, 100.0));
   app.add_option("--top-p", o.top_p)->capture_default_str()->check(CLI::Range(1e-9, 1.0));
   app.add_option("--top-k", o.top_k, "0 keeps every token")->capture_default_str()->check(CLI::Range(0, 1 << 20));
@@ -104,6 +106,7 @@ std::string request_json(const LoadgenOptions& o, const std::string& id, int64_t
     r["prompt"] = o.prompt;
   }
   r["max_tokens"] = o.max_tokens;
+  if (o.ignore_eos) r["ignore_eos"] = true;
   r["temperature"] = o.temperature;
   r["top_p"] = o.top_p;
   r["top_k"] = o.top_k;

@@ -22,6 +22,7 @@ struct LoadgenOptions {
   std::string prompt = "ROMEO:";
   bool chat = false;  // send the prompt as a user message (chat template)
   int32_t max_tokens = 64;
+  bool ignore_eos = false;  // generate past EOS: every request runs to max_tokens
   double temperature = 0.0;
   double top_p = 1.0;
   int32_t top_k = 0;
