@@ -5,8 +5,8 @@
 
 #include <algorithm>
 
-#include "engine/kernels/kernel_threads.hpp"
 #include "compute/compute_permits.hpp"
+#include "engine/kernels/kernel_threads.hpp"
 #include "trace/trace_recorder.hpp"
 
 #ifdef SPECD_CUDA

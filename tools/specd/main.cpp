@@ -2,8 +2,8 @@
 #include <cstdio>
 #include <exception>
 
-#include "engine/base/errors.hpp"
 #include "compute/thread_policy.hpp"
+#include "engine/base/errors.hpp"
 #include "tools/specd/cli_common.hpp"
 
 int main(int argc, char** argv) {

@@ -10,8 +10,8 @@
 #include <string>
 
 #include "actors/engine.hpp"
-#include "engine/request/spec_settings.hpp"
 #include "compute/thread_policy.hpp"
+#include "engine/request/spec_settings.hpp"
 
 namespace specd::cli {
 
