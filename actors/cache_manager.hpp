@@ -9,14 +9,10 @@
 
 #include "actors/asio_aliases.hpp"
 #include "actors/reply.hpp"
+#include "actors/slot_grant.hpp"
 #include "engine/model/slot_pool.hpp"
 
 namespace specd::actors {
-
-struct SlotGrant {
-  int32_t target_slot = -1;
-  int32_t draft_slot = -1;  // -1: the request does not draft with the model
-};
 
 struct CacheUsage {
   int32_t target_in_use = 0;

@@ -18,6 +18,7 @@
 #include "engine/model/kv_cache.hpp"
 #include "engine/model/llama_model.hpp"
 #include "engine/model/model_files.hpp"
+#include "engine/planning/kv_budget.hpp"
 #include "engine/speculation/cost_calibration.hpp"
 #include "engine/speculation/draft_compat.hpp"
 #include "engine/tokenizer/chat_template.hpp"
@@ -46,6 +47,8 @@ void check_config(const EngineConfig& c) {
   non_negative(c.prefill_chunk, "prefill_chunk");
   non_negative(c.target_threads, "target_threads");
   non_negative(c.draft_threads, "draft_threads");
+  non_negative(c.kv_cache_memory, "kv_cache_memory");
+  positive(c.kv_block_size, "kv_block_size");
   if (c.k_max < 0) throw SpecdError(ErrorCode::invalid_argument, "engine config: k_max must be >= 0");
 }
 
@@ -55,6 +58,8 @@ struct LoadedPair {
   EngineConfig config;
   std::unique_ptr<Tokenizer> tokenizer;
   std::shared_ptr<LlamaModel> target, draft;
+  KvBudget kv;
+  std::string kv_summary;
 };
 
 // A cache longer than a model's max_position_embeddings would feed it positions it was
@@ -85,11 +90,26 @@ LoadedPair load_pair(EngineConfig c) {
                            *load_tokenizer(config.draft_dir));
   }
   cap_max_seq_len(p.config, *p.target, p.draft.get());
+  // After the weights: what memory is left is what the derived budget shares out.
+  const KvBudgetInput kv{config.kv_cache_memory,
+                         config.kv_cache_memory > 0 ? 0 : memory_available_bytes(),
+                         KvCache::bytes_per_token(p.target->config()),
+                         p.draft ? KvCache::bytes_per_token(p.draft->config()) : 0,
+                         config.kv_block_size,
+                         config.max_batch,
+                         config.max_seq_len,
+                         config.k_max};
+  p.kv = plan_kv_budget(kv);
+  p.kv_summary = describe(p.kv, kv, config.prefix_cache);
   return p;
 }
 
-std::shared_ptr<KvCache> make_cache(const std::shared_ptr<LlamaModel>& model, const EngineConfig& c) {
-  return model ? std::make_shared<KvCache>(model->config(), c.max_batch, c.max_seq_len) : nullptr;
+std::shared_ptr<KvCache> make_cache(const std::shared_ptr<LlamaModel>& model, const EngineConfig& c,
+                                    const KvBudget& kv) {
+  if (!model) return nullptr;
+  auto cache = std::make_shared<KvCache>(model->config(), c.max_batch, c.max_seq_len, kv.blocks, kv.block_size);
+  cache->set_prefix_caching(c.prefix_cache);
+  return cache;
 }
 
 // The lanes are the parallelism: OpenBLAS's own pool would run inside both lanes at
@@ -127,11 +147,13 @@ struct Engine::Impl {
         chat(load_chat_template(config.target_dir, no_chat_reason)),
         limits{static_cast<int32_t>(p.target->config().vocab_size), config.max_seq_len, config.k_max},
         has_draft(p.draft != nullptr),
+        kv(p.kv),
+        kv_summary(std::move(p.kv_summary)),
         trace(std::make_shared<TraceRecorder>(config.trace, static_cast<size_t>(config.trace_capacity))),
         draft_worker({"draft lane", std::max(1, threads.draft_threads), -1, &permits}, trace.get(),
-                     Drafter(p.draft, make_cache(p.draft, config))),
+                     Drafter(p.draft, make_cache(p.draft, config, kv))),
         verify_worker({"target lane", threads.target_threads, -1, &permits}, trace.get(),
-                      Verifier(p.target, make_cache(p.target, config))),
+                      Verifier(p.target, make_cache(p.target, config, kv))),
         lanes(draft_worker, verify_worker),
         live_requests(std::make_shared<std::atomic<int64_t>>(0)),
         executor(executor),
@@ -141,7 +163,7 @@ struct Engine::Impl {
     // the scheduler that plans with its curves.
     SchedulerOptions options{config.max_waiting,   config.overlap,  has_draft,
                              config.max_seq_len,   tokenizer.get(), tokenizer->eos_ids(),
-                             config.prefill_chunk, calibrate()};
+                             config.prefill_chunk, calibrate(),     {kv.blocks, kv.block_size}};
     scheduler = std::make_unique<SchedulerActor>(asio::make_strand(executor), std::move(options), cache, lanes,
                                                  trace.get(), live_requests);
   }
@@ -159,6 +181,8 @@ struct Engine::Impl {
   std::optional<ChatTemplate> chat;
   RequestLimits limits;
   bool has_draft;
+  KvBudget kv;  // the blocks of each model's pool
+  std::string kv_summary;
   std::shared_ptr<TraceRecorder> trace;  // shared with the burst marks a socket still holds
   DraftWorker draft_worker;              // owns the draft model and its cache, on the draft lane
   VerifyWorker verify_worker;            // owns the target model and its cache, on the target lane
@@ -289,6 +313,8 @@ const Tokenizer* Engine::tokenizer() const { return impl_->tokenizer.get(); }
 const ChatTemplate* Engine::chat_template() const { return impl_->chat ? &*impl_->chat : nullptr; }
 const EngineConfig& Engine::config() const { return impl_->config; }
 const ThreadPolicy& Engine::thread_policy() const { return impl_->threads; }
+
+const std::string& Engine::kv_cache_summary() const { return impl_->kv_summary; }
 
 void Engine::write_trace(const std::filesystem::path& path) const { impl_->trace->write_chrome_json(path); }
 

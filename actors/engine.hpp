@@ -91,6 +91,9 @@ class Engine {
   const EngineConfig& config() const;
   // The compute threads chosen at construction (lanes' intra-op threads and budget).
   const ThreadPolicy& thread_policy() const;
+  // The KV cache chosen at construction, as the start-up line prints it: its bytes,
+  // blocks, tokens and whether the prefix cache is on.
+  const std::string& kv_cache_summary() const;
   // Recorded trace (config.trace): lane busy intervals and request spans, as Chrome
   // trace-event JSON (docs/trace_format.md): the events that end within the last
   // `seconds` (all when unset), of one request when `request_id` is set.

@@ -9,9 +9,16 @@ namespace specd {
 struct EngineConfig {
   std::filesystem::path target_dir;
   std::filesystem::path draft_dir;  // empty: no draft model (prompt-lookup drafting or none)
-  int32_t max_batch = 32;           // KV slots per model = most requests generating at once
-  int64_t max_seq_len = 1024;       // per slot: prompt plus generated tokens (capped at the models' positions)
-  int32_t max_waiting = 256;        // admitted-but-waiting bound; beyond it submit fails `overloaded`
+  int32_t max_batch = 32;           // most requests generating at once (rows of a round)
+  int64_t max_seq_len = 1024;       // per request: prompt plus generated tokens (capped at the models' positions)
+  // Bytes of KV blocks for both models together; 0: derived from the memory the process
+  // may use after the weights (engine/model/kv_budget.hpp). Printed at start.
+  int64_t kv_cache_memory = 0;
+  int32_t kv_block_size = 16;  // tokens per KV block
+  // Full blocks of committed tokens outlive their request, so a prompt that starts the
+  // same way (a conversation's next turn) maps them instead of computing them again.
+  bool prefix_cache = true;
+  int32_t max_waiting = 256;  // admitted-but-waiting bound; beyond it submit fails `overloaded`
   // Most prompt tokens prefilled per round across newcomers, so running streams keep
   // decoding while a long prompt arrives; 0: each prompt whole in one round.
   int64_t prefill_chunk = 0;

@@ -18,6 +18,12 @@ struct EngineSnapshot {
   int32_t waiting = 0, running = 0;
   int32_t target_slots_in_use = 0, draft_slots_in_use = 0, slots_total = 0;
   int64_t live_requests = 0;  // request actors alive (finished ones included until freed)
+  // KV blocks per model's pool, and those the running requests hold (as the scheduler
+  // accounts them: shared prefix blocks once per request).
+  int32_t kv_blocks_total = 0;
+  int64_t kv_blocks_used = 0;
+  int64_t prefix_queried_tokens = 0, prefix_hit_tokens = 0;  // prompts' tokens, and those found cached
+  int64_t preemptions = 0;
   int64_t requests_finished = 0, requests_cancelled = 0, requests_failed = 0;
   int64_t rounds = 0;
   int64_t drafts = 0, draft_tokens = 0, accepted_tokens = 0;  // vLLM's speculative counters

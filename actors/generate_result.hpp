@@ -36,6 +36,7 @@ struct Burst {
 struct Usage {
   int32_t prompt_tokens = 0;
   int32_t completion_tokens = 0;
+  int32_t cached_tokens = 0;  // of the prompt tokens, those the prefix cache held
 };
 
 struct Timings {

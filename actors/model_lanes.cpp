@@ -1,10 +1,13 @@
 #include "actors/model_lanes.hpp"
 
+#include <boost/asio/experimental/awaitable_operators.hpp>
+
 namespace specd::actors {
 
 namespace {
+using namespace boost::asio::experimental::awaitable_operators;
 using Clock = std::chrono::steady_clock;
-}
+}  // namespace
 
 awaitable<TargetPrefills> ModelLanes::prefill_target(std::vector<TargetPrefill>& prompts) {
   TargetPrefills out;
@@ -40,6 +43,18 @@ awaitable<RoundResult> ModelLanes::verify(RoundDrafts& drafts) {
   if (drafts.rows.empty()) co_return RoundResult{};
   auto job = [&drafts](Verifier& v) { return v.verify(drafts); };
   co_return co_await verify_.run("verify", job);
+}
+
+awaitable<void> ModelLanes::release(std::vector<SlotGrant>& slots) {
+  if (slots.empty()) co_return;
+  auto target = [&slots](Verifier& v) {
+    for (const SlotGrant& g : slots) v.release(g.target_slot);
+  };
+  auto draft = [&slots](Drafter& d) {
+    for (const SlotGrant& g : slots)
+      if (g.draft_slot >= 0) d.release(g.draft_slot);
+  };
+  co_await (verify_.run("release", target) && draft_.run("release", draft));
 }
 
 }  // namespace specd::actors

@@ -23,6 +23,7 @@ class ModelLanes : public RoundLanes {
   awaitable<LaneSpan> prefill_draft(std::vector<DraftPrefill>& prompts) override;
   awaitable<RoundDrafts> propose(RoundPlan& plan) override;
   awaitable<RoundResult> verify(RoundDrafts& drafts) override;
+  awaitable<void> release(std::vector<SlotGrant>& slots) override;
 
  private:
   DraftWorker& draft_;

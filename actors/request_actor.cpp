@@ -101,7 +101,7 @@ void RequestActor::finish(Finished& m) {
   result.error = m.error;
   result.token_ids = std::move(tokens_);
   result.text = std::move(text_);
-  result.usage = {m.prompt_tokens, static_cast<int32_t>(result.token_ids.size())};
+  result.usage = {m.prompt_tokens, static_cast<int32_t>(result.token_ids.size()), m.cached_tokens};
   result.spec = m.stats;
   const auto now = Clock::now();
   if (m.admitted_at != Clock::time_point{}) result.timings.queued_ms = millis(m.admitted_at - submitted_at_);

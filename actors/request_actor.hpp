@@ -35,7 +35,8 @@ class RequestActor : public std::enable_shared_from_this<RequestActor> {
     SpecStats stats;
     int32_t prompt_tokens = 0;
     Clock::time_point admitted_at;
-    std::string tail;  // text held back until the end (RequestOutput::flush)
+    std::string tail;           // text held back until the end (RequestOutput::flush)
+    int32_t cached_tokens = 0;  // prompt tokens the prefix cache held
   };
   // monostate first: a channel default-constructs the message when it cancels a receive.
   using Message = std::variant<std::monostate, OutputChunk, Finished>;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "actors/asio_aliases.hpp"
+#include "actors/slot_grant.hpp"
 #include "engine/speculation/drafter.hpp"
 #include "engine/speculation/verifier.hpp"
 
@@ -39,6 +40,9 @@ class RoundLanes {
   virtual awaitable<RoundDrafts> propose(RoundPlan& plan) = 0;
   // Target lane: the verify pass and accept/reject of every drafted row.
   virtual awaitable<RoundResult> verify(RoundDrafts& drafts) = 0;
+  // Both lanes: the KV blocks of slots whose requests ended or were preempted go back
+  // to their pools (a draft slot of -1 has none).
+  virtual awaitable<void> release(std::vector<SlotGrant>& slots) = 0;
 };
 
 }  // namespace specd::actors

@@ -7,6 +7,7 @@
 
 #include "actors/request_actor.hpp"
 #include "actors/spawn.hpp"
+#include "engine/planning/kv_budget.hpp"
 #include "engine/request/request_output.hpp"
 
 namespace specd::actors {
@@ -23,12 +24,15 @@ struct SchedulerActor::Entry {
   Clock::time_point admitted_at;
   std::optional<RequestError> error;  // the sink lagged (slow_consumer)
   int64_t prefilled = 0;              // prompt tokens in the target slot (chunked prefill)
+  bool resuming = false;              // preempted after sending tokens: prefill them again, sample nothing
+  int64_t cached_tokens = 0;          // prompt tokens the prefix cache held at its prefill
   bool finished() const { return output.finished() || error; }
 };
 
 struct SchedulerActor::RoundOutcome {
   std::vector<Entry*> chunked;     // fresh entries that prefilled a chunk, in order
   std::vector<int64_t> chunk_end;  // how far each one's prompt is in its slot now
+  std::vector<int64_t> cached;     // prompt tokens each first chunk found cached (0 for later chunks)
   TargetPrefills prefills;         // one first token per chunk that completed its prompt
   LaneSpan draft_prefill;
   RoundResult round;  // one row per running entry
@@ -138,6 +142,10 @@ awaitable<void> SchedulerActor::handle(Message& message) {
     s.draft_slots_in_use = usage.draft_in_use;
     s.slots_total = usage.slots;
     s.live_requests = live_requests_ ? live_requests_->load() : 0;
+    s.kv_blocks_total = options_.kv.blocks;
+    for (const auto* list : {&running_, &fresh_}) {
+      for (const auto& e : *list) s.kv_blocks_used += blocks_for(e->seq->tokens.size(), options_.kv.block_size);
+    }
     s.cost_ratio = planner_.measured_cost_ratio();
     m->reply.set(std::move(s));
   } else if (auto* m = std::get_if<Stop>(&message)) {
@@ -200,21 +208,85 @@ awaitable<void> SchedulerActor::enforce_stop_deadline() {
 awaitable<void> SchedulerActor::admit() {
   while (!waiting_.empty() && !stopping_) {
     Entry& e = *waiting_.front();
+    if (options_.kv.blocks > 0 && blocks_in_use() + blocks_reserved(e) > options_.kv.blocks) break;
     const bool needs_draft =
         options_.has_draft && e.request.spec.enabled && e.request.spec.drafter == DrafterKind::model;
     auto grant = co_await cache_.acquire(needs_draft);
     if (!grant) break;
     e.slots = grant;
-    e.admitted_at = Clock::now();
-    e.seq = std::make_unique<SpecSequence>(e.prompt, grant->target_slot, grant->draft_slot, e.request.sampling,
-                                           e.request.spec, planner_.start(e.request.spec, grant->draft_slot >= 0));
-    trace_.queued(e.actor->number(), e.actor->id(), e.actor->submitted_at(), e.admitted_at);
+    if (e.seq) {  // preempted earlier: it goes on where it was, in its new slots
+      e.seq->target_slot = grant->target_slot;
+      e.seq->draft_slot = grant->draft_slot;
+    } else {
+      e.admitted_at = Clock::now();
+      e.seq = std::make_unique<SpecSequence>(e.prompt, grant->target_slot, grant->draft_slot, e.request.sampling,
+                                             e.request.spec, planner_.start(e.request.spec, grant->draft_slot >= 0));
+      trace_.queued(e.actor->number(), e.actor->id(), e.actor->submitted_at(), e.admitted_at);
+    }
     fresh_.push_back(std::move(waiting_.front()));
     waiting_.erase(waiting_.begin());
   }
 }
 
+int64_t SchedulerActor::prefill_length(const Entry& e) const {
+  return e.resuming ? static_cast<int64_t>(e.seq->tokens.size()) - 1 : static_cast<int64_t>(e.prompt.size());
+}
+
+int64_t SchedulerActor::blocks_reserved(const Entry& e) const {
+  const size_t tokens = e.seq ? e.seq->tokens.size() : e.prompt.size();
+  return blocks_for(static_cast<int64_t>(tokens) + options_.planning.k_max + 1, options_.kv.block_size);
+}
+
+int64_t SchedulerActor::blocks_in_use() const {
+  int64_t blocks = 0;
+  for (const auto* list : {&running_, &fresh_}) {
+    for (const auto& e : *list) blocks += blocks_reserved(*e);
+  }
+  return blocks;
+}
+
+awaitable<void> SchedulerActor::preempt_to_fit() {
+  if (options_.kv.blocks <= 0) co_return;
+  const int32_t block = options_.kv.block_size;
+  for (;;) {
+    int64_t need = 0;
+    for (const auto& e : running_) {
+      need += blocks_for(static_cast<int64_t>(e->seq->tokens.size()) + options_.planning.k_max, block);
+    }
+    for (const auto& e : fresh_) need += blocks_for(prefill_length(*e), block);
+    // One request alone always fits: the engine refuses a pool smaller than max_seq_len.
+    if (need <= options_.kv.blocks || running_.size() + fresh_.size() <= 1) co_return;
+    std::vector<std::unique_ptr<Entry>>* from = nullptr;
+    size_t at = 0;
+    for (auto* list : {&running_, &fresh_}) {  // the youngest: admitted last
+      for (size_t i = 0; i < list->size(); ++i) {
+        if (!from || (*list)[i]->admitted_at >= (*from)[at]->admitted_at) {  // ties: the later in its list
+          from = list;
+          at = i;
+        }
+      }
+    }
+    std::unique_ptr<Entry> youngest = std::move((*from)[at]);
+    from->erase(from->begin() + static_cast<std::ptrdiff_t>(at));
+    co_await preempt(*youngest);
+    waiting_.insert(waiting_.begin(), std::move(youngest));
+  }
+}
+
+// Drops the entry's KV (its committed blocks stay in the prefix cache); it keeps its
+// sequence, output, planner state and random stream, so it resumes unchanged.
+awaitable<void> SchedulerActor::preempt(Entry& e) {
+  released_.push_back(*e.slots);
+  co_await cache_.release(*e.slots);
+  e.slots.reset();
+  e.prefilled = 0;
+  e.resuming = e.seq->tokens.size() > e.prompt.size();
+  counters_.preemptions += 1;
+}
+
 awaitable<void> SchedulerActor::run_round() {
+  co_await preempt_to_fit();
+  if (running_.empty() && fresh_.empty()) co_return;
   if (running_.empty()) batch_drafting_ = true;  // a new batch: nothing planned against drafting yet
   std::optional<BatchPlan> batch_plan;
   RoundPlan plan = plan_round(batch_plan);
@@ -293,11 +365,20 @@ awaitable<void> SchedulerActor::start_prefilled(RoundOutcome& outcome) {
   for (size_t i = 0; i < outcome.chunked.size(); ++i) {
     Entry& e = *outcome.chunked[i];
     e.prefilled = outcome.chunk_end[i];
-    if (e.prefilled < static_cast<int64_t>(e.prompt.size())) continue;
+    if (outcome.cached[i] > 0 && !e.resuming) e.cached_tokens = outcome.cached[i];
+    if (e.prefilled < prefill_length(e)) continue;
+    auto it = std::find_if(fresh_.begin(), fresh_.end(), [&](const auto& f) { return f.get() == &e; });
+    if (e.resuming) {  // back where it was: its next token is already the context's last
+      e.resuming = false;
+      running_.push_back(std::move(*it));
+      fresh_.erase(it);
+      continue;
+    }
+    counters_.prefix_queried_tokens += static_cast<int64_t>(e.prompt.size());
+    counters_.prefix_hit_tokens += e.cached_tokens;
     const FirstToken& first = outcome.prefills.first_tokens[next_first++];
     e.seq->tokens.push_back(first.token);
     e.seq->rng = first.rng;
-    auto it = std::find_if(fresh_.begin(), fresh_.end(), [&](const auto& f) { return f.get() == &e; });
     started.push_back(std::move(*it));
     fresh_.erase(it);
     if (!deliver(e, std::span(&first.token, 1), 0, 0)) running_.push_back(std::move(started.back()));
@@ -311,42 +392,61 @@ awaitable<void> SchedulerActor::start_prefilled(RoundOutcome& outcome) {
 // draft lane prefills the newcomers' prompts into the draft cache.
 awaitable<SchedulerActor::RoundOutcome> SchedulerActor::execute(RoundPlan& plan) {
   RoundOutcome out;
+  if (!released_.empty()) {  // before any job that may take blocks
+    co_await lanes_.release(released_);
+    released_.clear();
+  }
   std::vector<TargetPrefill> prefills;
-  std::vector<DraftPrefill> prompts;
   // At most prefill_chunk prompt tokens a round, so running streams keep their pace
   // while a long prompt arrives; first come, first prefilled.
   int64_t budget = options_.prefill_chunk > 0 ? options_.prefill_chunk : INT64_MAX;
   for (auto& e : fresh_) {
-    const int64_t take = std::min(budget, static_cast<int64_t>(e->prompt.size()) - e->prefilled);
+    const int64_t take = std::min(budget, prefill_length(*e) - e->prefilled);
     if (take <= 0) break;
     budget -= take;
-    const int64_t end = e->prefilled + take;
-    prefills.push_back({e->seq->target_slot, e->prompt, e->seq->sampling, e->seq->rng, e->prefilled, end});
+    std::vector<int32_t> source = e->prompt;
+    if (e->resuming) source.assign(e->seq->tokens.begin(), e->seq->tokens.end() - 1);
+    prefills.push_back({e->seq->target_slot, std::move(source), e->seq->sampling, e->seq->rng, e->prefilled,
+                        e->prefilled + take, !e->resuming, e->request.cache_prompt});
     out.chunked.push_back(e.get());
-    out.chunk_end.push_back(end);
-    // While the planner keeps the batch at K = 0 a draft prefill is wasted work on a
-    // busy machine; the draft slot then catches up lazily if drafting resumes.
-    if (e->seq->draft_slot >= 0 && batch_drafting_) prompts.push_back({e->seq->draft_slot, e->prompt, end});
   }
+  // The draft prefill follows where the target's went (a prefix hit moves a chunk on).
+  // While the planner keeps the batch at K = 0 a draft prefill is wasted work on a busy
+  // machine; the draft slot then catches up lazily if drafting resumes.
+  std::vector<DraftPrefill> prompts;
+  auto draft_prompts = [&] {
+    for (size_t i = 0; i < prefills.size(); ++i) {
+      const int32_t slot = out.chunked[i]->seq->draft_slot;
+      if (slot >= 0 && batch_drafting_) prompts.push_back({slot, prefills[i].prompt, prefills[i].chunk_end()});
+    }
+  };
   const bool plain =
       !plan.rows.empty() && std::all_of(plan.rows.begin(), plan.rows.end(), [](const RowPlan& r) { return r.k == 0; });
   if (plain) {  // nobody drafts: no trip to the draft lane
     out.prefills = co_await lanes_.prefill_target(prefills);
+    draft_prompts();
     RoundDrafts drafts = undrafted(plan);
     std::tie(out.round, out.draft_prefill) = co_await (lanes_.verify(drafts) && lanes_.prefill_draft(prompts));
   } else if (!options_.overlap) {
     out.prefills = co_await lanes_.prefill_target(prefills);
+    draft_prompts();
     out.draft_prefill = co_await lanes_.prefill_draft(prompts);
     RoundDrafts drafts = co_await lanes_.propose(plan);
     out.round = co_await lanes_.verify(drafts);
   } else if (plan.rows.empty()) {
+    draft_prompts();  // at the planned chunk ends: both prefills run at once
     std::tie(out.prefills, out.draft_prefill) =
         co_await (lanes_.prefill_target(prefills) && lanes_.prefill_draft(prompts));
   } else {
     std::tuple<RoundDrafts, TargetPrefills> phase1 = co_await (lanes_.propose(plan) && lanes_.prefill_target(prefills));
     out.prefills = std::move(std::get<1>(phase1));
+    draft_prompts();
     std::tie(out.round, out.draft_prefill) =
         co_await (lanes_.verify(std::get<0>(phase1)) && lanes_.prefill_draft(prompts));
+  }
+  for (const TargetPrefill& p : prefills) {
+    out.chunk_end.push_back(p.chunk_end());
+    out.cached.push_back(p.cached);
   }
   co_return out;
 }
@@ -381,15 +481,22 @@ bool SchedulerActor::deliver(Entry& e, std::span<const int32_t> tokens, int32_t 
 
 awaitable<void> SchedulerActor::finish(Entry& e, FinishReason ended_by, const RequestError* failure) {
   std::optional<RequestError> error = failure ? std::optional<RequestError>(*failure) : e.error;
-  if (e.slots) co_await cache_.release(*e.slots);
+  if (e.slots) {
+    released_.push_back(*e.slots);
+    co_await cache_.release(*e.slots);
+  }
   const FinishReason reason =
       compose_finish_reason({error.has_value(), ended_by == FinishReason::cancelled, e.output.finished()}, ended_by);
   counters_.requests_finished += 1;
   if (reason == FinishReason::cancelled) counters_.requests_cancelled += 1;
   if (reason == FinishReason::error) counters_.requests_failed += 1;
-  RequestActor::Finished finished{reason,           std::move(error),
-                                  e.output.stats(), static_cast<int32_t>(e.prompt.size()),
-                                  e.admitted_at,    e.output.flush()};
+  RequestActor::Finished finished{reason,
+                                  std::move(error),
+                                  e.output.stats(),
+                                  static_cast<int32_t>(e.prompt.size()),
+                                  e.admitted_at,
+                                  e.output.flush(),
+                                  static_cast<int32_t>(e.cached_tokens)};
   e.actor->post_finished(std::move(finished));
 }
 

@@ -1,6 +1,7 @@
 #pragma once
 // SchedulerActor: admission, continuous batching and K planning, one round at a time.
-// Requests wait in a bounded queue until CacheManager grants their KV slots, join the
+// Requests wait in a bounded queue until CacheManager grants their KV slots and the
+// KV pools have blocks for them, join the
 // batch at a round boundary (their target prefill and draft prefill run inside that
 // round, on the lanes, overlapping the running batch's draft and verify work), and
 // leave it at a round boundary when they finish, are cancelled or fail. It owns each
@@ -8,7 +9,11 @@
 // burst, before it leaves, whether the request is finished (EOS, stop strings,
 // max_tokens, a full cache): a finished request runs no further round. Rounds go to the
 // lanes as values (RoundLanes). Cancels and submissions that arrive during a round are
-// applied at the next boundary. Lives on its strand; its state is touched only by run().
+// applied at the next boundary. When the running requests' next round would need more
+// KV blocks than the pools hold, the youngest is preempted: its blocks are dropped and
+// it waits at the head of the queue to be prefilled again from its prompt and the tokens
+// it already sent (its committed blocks usually still cached), then goes on where it
+// was; its client only sees latency. Lives on its strand; its state is touched only by run().
 #include <chrono>
 #include <memory>
 #include <optional>
@@ -38,6 +43,12 @@ namespace specd::actors {
 class RequestActor;
 using Clock = std::chrono::steady_clock;
 
+// Each model's pool of KV blocks (both hold the same number; engine/model/kv_budget.hpp).
+struct KvBlocks {
+  int32_t blocks = 0;  // 0: no bound (scheduler tests)
+  int32_t block_size = 16;
+};
+
 struct SchedulerOptions {
   int32_t max_waiting = 256;
   bool overlap = true;
@@ -49,6 +60,7 @@ struct SchedulerOptions {
   // The engine's bound on K and, when calibrated (cost_calibration.hpp), the round
   // costs: K is then planned for the batch as a whole each round; without them, per request.
   KPlanSetup planning;
+  KvBlocks kv;
 };
 
 class SchedulerActor {
@@ -93,6 +105,15 @@ class SchedulerActor {
   awaitable<void> handle(Message& message);
   awaitable<void> accept(Submit& submit);
   awaitable<void> admit();
+  // KV accounting, in blocks of each model's pool: a request's slots hold at most its
+  // tokens plus a round's drafts. Shared prefix blocks count once per request, so the
+  // pools never run out however requests share.
+  int64_t prefill_length(const Entry& e) const;
+  int64_t blocks_reserved(const Entry& e) const;
+  int64_t blocks_in_use() const;
+  // Preempts the youngest requests until the next round fits the pools.
+  awaitable<void> preempt_to_fit();
+  awaitable<void> preempt(Entry& entry);
   awaitable<void> run_round();
   // The running rows' plan, with the K the planner chose for each.
   RoundPlan plan_round(std::optional<BatchPlan>& batch_plan);
@@ -134,11 +155,12 @@ class SchedulerActor {
   std::vector<std::unique_ptr<Entry>> running_;  // prefilled, in the batch
   // Chooses every row's K; fed each round's outcome.
   KPlanner planner_;
-  RoundTiming round_timing_;        // of the round now being applied (trace)
-  std::vector<int32_t> planned_k_;  // of the round now being applied, per running row
-  bool batch_drafting_ = true;      // the last round drafted for some row (or K is not planned)
-  EngineSnapshot counters_;         // the monotonic counters part
-  int64_t delivered_tokens_ = 0;    // to requests so far, first tokens included (trace)
+  RoundTiming round_timing_;         // of the round now being applied (trace)
+  std::vector<int32_t> planned_k_;   // of the round now being applied, per running row
+  bool batch_drafting_ = true;       // the last round drafted for some row (or K is not planned)
+  std::vector<SlotGrant> released_;  // slots whose lane blocks go back before the next round
+  EngineSnapshot counters_;          // the monotonic counters part
+  int64_t delivered_tokens_ = 0;     // to requests so far, first tokens included (trace)
   bool stopping_ = false;
   Clock::time_point stop_deadline_;
   std::vector<Reply<std::monostate>> stop_replies_;

@@ -10,6 +10,7 @@
 #include <variant>
 #include <vector>
 
+#include "engine/base/byte_size.hpp"
 #include "engine/base/errors.hpp"
 
 namespace specd::net {
@@ -22,7 +23,10 @@ struct SizeRef {
 struct PathRef {
   std::filesystem::path* value;
 };
-using Target = std::variant<int32_t*, int64_t*, double*, bool*, std::string*, SizeRef, PathRef>;
+struct BytesRef {  // an integer, or a string with a unit ("4GiB")
+  int64_t* value;
+};
+using Target = std::variant<int32_t*, int64_t*, double*, bool*, std::string*, SizeRef, PathRef, BytesRef>;
 
 struct Key {
   const char* section;
@@ -62,6 +66,9 @@ std::vector<Key> keys_of(GatewayConfig& c) {
       {"engine", "max_seq_len", &c.engine.max_seq_len},
       {"engine", "max_waiting", &c.engine.max_waiting},
       {"engine", "prefill_chunk", &c.engine.prefill_chunk},
+      {"engine", "kv_cache_memory", BytesRef{&c.engine.kv_cache_memory}},
+      {"engine", "kv_block_size", &c.engine.kv_block_size},
+      {"engine", "prefix_cache", &c.engine.prefix_cache},
       {"engine", "burst_queue", &c.engine.burst_queue},
       {"engine", "threads", &c.engine.threads},
       {"engine", "target_threads", &c.engine.target_threads},
@@ -97,6 +104,14 @@ void assign(const toml::node& node, Target target, const std::string& where, con
           const int64_t v = integer_of(node, where);
           if (v < 0) bad(where, "must be >= 0");
           *ref.value = static_cast<size_t>(v);
+        } else if constexpr (std::is_same_v<T, BytesRef>) {
+          if (node.is_string()) {
+            *ref.value = parse_byte_size(*node.value<std::string>(), where);
+          } else {
+            const int64_t v = integer_of(node, where);
+            if (v < 0) bad(where, "must be >= 0");
+            *ref.value = v;
+          }
         } else if constexpr (std::is_same_v<T, double*>) {
           auto v = node.value<double>();
           if (!(node.is_floating_point() || node.is_integer()) || !v) bad(where, "must be a number");
@@ -200,6 +215,11 @@ void validate(const GatewayConfig& c) {
   if (c.protocol.default_max_tokens < 1 || c.protocol.default_max_tokens > c.protocol.max_tokens_limit) {
     throw SpecdError(ErrorCode::bad_value, "config: defaults.max_tokens must be in [1, limits.max_tokens]");
   }
+  if (c.engine.kv_block_size < 1 || c.engine.kv_block_size > 1024)
+    throw SpecdError(ErrorCode::bad_value, "config: engine.kv_block_size must be in [1, 1024]");
+  if (c.engine.max_seq_len < 1) throw SpecdError(ErrorCode::bad_value, "config: engine.max_seq_len must be >= 1");
+  if (c.engine.max_batch < 1) throw SpecdError(ErrorCode::bad_value, "config: engine.max_batch must be >= 1");
+  if (c.engine.prefill_chunk < 0) throw SpecdError(ErrorCode::bad_value, "config: engine.prefill_chunk must be >= 0");
   if (!(c.protocol.default_temperature >= 0 && c.protocol.default_temperature <= 100)) {
     throw SpecdError(ErrorCode::bad_value, "config: defaults.temperature must be in [0, 100]");
   }

@@ -1,5 +1,6 @@
 #include "net/metrics.hpp"
 
+#include <algorithm>
 #include <charconv>
 
 namespace specd::net {
@@ -139,10 +140,22 @@ void Metrics::render_gateway(std::string& out) const {
 std::string Metrics::render(const EngineSnapshot& s) const {
   std::string out;
   render_gateway(out);
-  help(out, "specd_queue_depth", "gauge", "Requests admitted and waiting for KV slots.");
-  sample(out, "specd_queue_depth", "", s.waiting);
-  help(out, "specd_running_requests", "gauge", "Requests generating (holding KV slots).");
-  sample(out, "specd_running_requests", "", s.running);
+  // The gauges and counters routers read, under vLLM's names (the Kubernetes Gateway API
+  // inference extension's model-server protocol).
+  help(out, "specd:num_requests_waiting", "gauge", "Requests queued for KV slots or blocks (preempted ones included).");
+  sample(out, "specd:num_requests_waiting", "", s.waiting);
+  help(out, "specd:num_requests_running", "gauge", "Requests prefilling or generating (holding KV slots).");
+  sample(out, "specd:num_requests_running", "", s.running);
+  help(out, "specd:kv_cache_usage_perc", "gauge",
+       "Fraction of each model's KV blocks the running requests hold (1 = full: newcomers wait).");
+  sample(out, "specd:kv_cache_usage_perc", "",
+         s.kv_blocks_total > 0 ? std::min(1.0, static_cast<double>(s.kv_blocks_used) / s.kv_blocks_total) : 0.0);
+  help(out, "specd:prefix_cache_queries_total", "counter", "Prompt tokens looked up in the prefix cache.");
+  sample(out, "specd:prefix_cache_queries_total", "", static_cast<double>(s.prefix_queried_tokens));
+  help(out, "specd:prefix_cache_hits_total", "counter", "Prompt tokens found in the prefix cache.");
+  sample(out, "specd:prefix_cache_hits_total", "", static_cast<double>(s.prefix_hit_tokens));
+  help(out, "specd:num_preemptions_total", "counter", "Requests preempted for KV blocks (resumed later).");
+  sample(out, "specd:num_preemptions_total", "", static_cast<double>(s.preemptions));
   help(out, "specd_kv_slots_in_use", "gauge", "KV cache slots in use, by model.");
   sample(out, "specd_kv_slots_in_use", "model=\"target\"", s.target_slots_in_use);
   sample(out, "specd_kv_slots_in_use", "model=\"draft\"", s.draft_slots_in_use);

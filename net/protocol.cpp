@@ -139,6 +139,7 @@ void read_sampling(const object& o, GenerateRequest& r, const ProtocolLimits& li
   if (auto v = member(o, "stop")) read_stop(*v, r.stop, limits);
   if (auto v = member(o, "speculative")) read_speculative(*v, r.spec, limits);
   if (auto v = member(o, "ignore_eos")) r.ignore_eos = as_bool(*v, "ignore_eos");
+  if (auto v = member(o, "cache_prompt")) r.cache_prompt = as_bool(*v, "cache_prompt");
 }
 
 std::string message_content(element e, size_t index) {

@@ -73,6 +73,23 @@ TEST_CASE("values override defaults; relative paths resolve against the file's d
   CHECK(c.max_connections == 256);  // untouched default
 }
 
+TEST_CASE("the KV cache's memory is a byte size with a unit, or an integer") {
+  auto memory = [](const char* value) {
+    return parse_gateway_config(std::string("[engine]\nkv_cache_memory = ") + value + "\n", "/etc/specd", "test.toml")
+        .engine.kv_cache_memory;
+  };
+  CHECK(memory("\"4GiB\"") == 4LL << 30);
+  CHECK(memory("\"512 MiB\"") == 512LL << 20);
+  CHECK(memory("\"1.5GB\"") == 1'500'000'000LL);
+  CHECK(memory("\"1.5g\"") == 3LL << 29);
+  CHECK(memory("123456") == 123456);
+  CHECK(memory("0") == 0);
+  const GatewayConfig c = parse_gateway_config("[engine]\nprefix_cache = false\nkv_block_size = 32\n", "/", "t");
+  CHECK_FALSE(c.engine.prefix_cache);
+  CHECK(c.engine.kv_block_size == 32);
+  CHECK(default_gateway_config().engine.prefix_cache);
+}
+
 TEST_CASE("bad configurations are refused naming the key") {
   CHECK(refusal("[server]\nport = \"80\"\n") == "bad_value: test.toml: server.port: must be an integer");
   CHECK(refusal("[server]\nprot = 80\n") == "bad_value: test.toml: server.prot: unknown key");
@@ -87,6 +104,13 @@ TEST_CASE("bad configurations are refused naming the key") {
   CHECK(refusal("[defaults]\nmax_tokens = 5000\n") ==
         "bad_value: config: defaults.max_tokens must be in [1, limits.max_tokens]");
   CHECK(refusal("[engine]\noverlap = 1\n") == "bad_value: test.toml: engine.overlap: must be true or false");
+  CHECK(refusal("[engine]\nkv_cache_memory = \"4 lots\"\n")
+            .rfind("bad_value: test.toml: engine.kv_cache_memory: '4 lots' is not a byte size", 0) == 0);
+  CHECK(refusal("[engine]\nkv_cache_memory = -5\n") == "bad_value: test.toml: engine.kv_cache_memory: must be >= 0");
+  CHECK(refusal("[engine]\nkv_block_size = 0\n") == "bad_value: config: engine.kv_block_size must be in [1, 1024]");
+  CHECK(refusal("[engine]\nmax_seq_len = 0\n") == "bad_value: config: engine.max_seq_len must be >= 1");
+  CHECK(refusal("[engine]\nprefix_cache = \"yes\"\n") ==
+        "bad_value: test.toml: engine.prefix_cache: must be true or false");
   CHECK(refusal("[server\nport = 1\n").rfind("malformed_json: test.toml:1: ", 0) == 0);
   CHECK_THROWS_WITH_AS(load_gateway_config("/nonexistent/specd.toml"),
                        "missing_file: cannot read config /nonexistent/specd.toml", SpecdError);

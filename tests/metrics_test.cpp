@@ -32,6 +32,11 @@ TEST_CASE("the exposition has request counters, errors, connection gauges and th
   s.target_slots_in_use = 2;
   s.draft_slots_in_use = 1;
   s.slots_total = 32;
+  s.kv_blocks_total = 400;
+  s.kv_blocks_used = 100;
+  s.prefix_queried_tokens = 900;
+  s.prefix_hit_tokens = 640;
+  s.preemptions = 2;
   s.drafts = 10;
   s.draft_tokens = 40;
   s.accepted_tokens = 25;
@@ -39,20 +44,29 @@ TEST_CASE("the exposition has request counters, errors, connection gauges and th
   s.plain_rounds = {{4, 0.5, 4}, {}, {2, 0.25, 6}};
   s.drafting_rounds = {{3, 0.75, 9}};
   const std::string out = m.render(s);
-  for (const char* line :
-       {"specd_requests_total{route=\"websocket\",finish_reason=\"length\"} 2\n",
-        "specd_requests_total{route=\"chat_completions\",finish_reason=\"cancelled\"} 1\n",
-        "specd_request_errors_total{route=\"websocket\",code=\"duplicate_id\"} 1\n",
-        "specd_open_connections{protocol=\"websocket\"} 1\n", "specd_queue_depth 3\n", "specd_running_requests 2\n",
-        "specd_kv_slots_in_use{model=\"target\"} 2\n", "specd_kv_slots_in_use{model=\"draft\"} 1\n",
-        "specd_kv_slots_total 32\n", "specd_spec_decode_num_drafts_total 10\n",
-        "specd_spec_decode_num_draft_tokens_total 40\n", "specd_spec_decode_num_accepted_tokens_total 25\n",
-        "specd_spec_decode_num_accepted_tokens_per_pos_total{position=\"3\"} 3\n",
-        "specd_decode_rounds_total{kind=\"plain\"} 6\n", "specd_decode_rounds_total{kind=\"drafting\"} 3\n",
-        "specd_decode_round_seconds_total{kind=\"plain\"} 0.75\n",
-        "specd_decode_round_tokens_total{kind=\"plain\"} 10\n",
-        "specd_decode_round_tokens_total{kind=\"drafting\"} 9\n",
-        "# TYPE specd_e2e_request_latency_seconds histogram\n"}) {
+  for (const char* line : {"specd_requests_total{route=\"websocket\",finish_reason=\"length\"} 2\n",
+                           "specd_requests_total{route=\"chat_completions\",finish_reason=\"cancelled\"} 1\n",
+                           "specd_request_errors_total{route=\"websocket\",code=\"duplicate_id\"} 1\n",
+                           "specd_open_connections{protocol=\"websocket\"} 1\n",
+                           "specd:num_requests_waiting 3\n",
+                           "specd:num_requests_running 2\n",
+                           "specd_kv_slots_in_use{model=\"target\"} 2\n",
+                           "specd_kv_slots_in_use{model=\"draft\"} 1\n",
+                           "specd_kv_slots_total 32\n",
+                           "specd:kv_cache_usage_perc 0.25\n",
+                           "specd:prefix_cache_queries_total 900\n",
+                           "specd:prefix_cache_hits_total 640\n",
+                           "specd:num_preemptions_total 2\n",
+                           "specd_spec_decode_num_drafts_total 10\n",
+                           "specd_spec_decode_num_draft_tokens_total 40\n",
+                           "specd_spec_decode_num_accepted_tokens_total 25\n",
+                           "specd_spec_decode_num_accepted_tokens_per_pos_total{position=\"3\"} 3\n",
+                           "specd_decode_rounds_total{kind=\"plain\"} 6\n",
+                           "specd_decode_rounds_total{kind=\"drafting\"} 3\n",
+                           "specd_decode_round_seconds_total{kind=\"plain\"} 0.75\n",
+                           "specd_decode_round_tokens_total{kind=\"plain\"} 10\n",
+                           "specd_decode_round_tokens_total{kind=\"drafting\"} 9\n",
+                           "# TYPE specd_e2e_request_latency_seconds histogram\n"}) {
     CAPTURE(line);
     CHECK(out.find(line) != std::string::npos);
   }

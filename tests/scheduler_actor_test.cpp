@@ -41,15 +41,29 @@ class FakeLanes : public RoundLanes {
   std::vector<std::pair<int64_t, int64_t>> chunks;  // each target prefill's [start, end)
   std::vector<std::vector<int32_t>> rounds;         // tags of each verify pass's rows
   int32_t draft_prefills = 0;
+  int64_t cached_prefix = 0;                     // prompt tokens a prefix cache would hold (as the Verifier maps them)
+  std::vector<std::vector<int32_t>> resumes;     // prompts prefilled without sampling
+  std::vector<std::vector<SlotGrant>> releases;  // each release call's slots
 
   awaitable<TargetPrefills> prefill_target(std::vector<TargetPrefill>& prompts) override {
     TargetPrefills out;
-    for (const TargetPrefill& p : prompts) {
+    for (TargetPrefill& p : prompts) {
+      const auto size = static_cast<int64_t>(p.prompt.size());
+      if (p.start == 0 && p.use_prefix_cache && cached_prefix > 0) {
+        p.cached = std::min(cached_prefix, size - 1);
+        p.end = std::min(size, p.cached + p.chunk_end());
+        p.start = p.cached;
+      }
       chunks.emplace_back(p.start, p.chunk_end());
-      if (p.start == 0) prefill_order.push_back(p.prompt.front());
-      if (p.completes()) out.first_tokens.push_back({script.at(p.prompt.front()).at(0), p.rng});
+      if (p.start == p.cached) prefill_order.push_back(p.prompt.front());
+      if (!p.sample && p.completes()) resumes.push_back(p.prompt);
+      if (p.completes() && p.sample) out.first_tokens.push_back({script.at(p.prompt.front()).at(0), p.rng});
     }
     co_return out;
+  }
+  awaitable<void> release(std::vector<SlotGrant>& slots) override {
+    releases.push_back(slots);
+    co_return;
   }
   awaitable<LaneSpan> prefill_draft(std::vector<DraftPrefill>& prompts) override {
     draft_prefills += static_cast<int32_t>(prompts.size());
@@ -154,6 +168,7 @@ class Harness {
   }
   // Before stop(): the scheduler's stop ends the cache manager too.
   CacheUsage usage() { return io_.run(cache_.usage()); }
+  EngineSnapshot snapshot() { return io_.run(scheduler_.snapshot()); }
   void stop() {
     start();
     if (stopped_) return;
@@ -352,5 +367,60 @@ TEST_CASE("a long prompt is prefilled prefill_chunk tokens a round while the run
   // Its first token comes from the prefill, the next from verify passes after the prompt.
   CHECK(outcomes[1].result.token_ids == std::vector<int32_t>{201, 211, 212});
   CHECK(outcomes[1].result.usage.prompt_tokens == 10);
+  CHECK(h.usage().target_in_use == 0);
+}
+
+TEST_CASE("a prefix cache hit moves the first chunk past the cached tokens; cache_prompt false computes them") {
+  SchedulerOptions o = options();
+  o.prefill_chunk = 4;
+  Harness h(2, o);
+  h.lanes.script[2] = counting(2, 40);
+  h.lanes.cached_prefix = 6;
+  GenerateRequest long_prompt = request(2, 3, 1);
+  for (int32_t t = 50; t < 59; ++t) long_prompt.prompt_ids.push_back(t);  // 10 tokens
+  h.submit("hit", long_prompt);
+  long_prompt.cache_prompt = false;
+  h.submit("miss", long_prompt);
+  const auto outcomes = h.wait_all();
+  // The hit's chunk of 4 runs from token 6: the whole prompt in its first round; the
+  // other one takes the round's remaining budget of 0 and goes on in chunks of 4.
+  CHECK(h.lanes.chunks == std::vector<std::pair<int64_t, int64_t>>{{6, 10}, {0, 4}, {4, 8}, {8, 10}});
+  CHECK(outcomes[0].result.usage.cached_tokens == 6);
+  CHECK(outcomes[1].result.usage.cached_tokens == 0);
+  CHECK(outcomes[0].result.token_ids == outcomes[1].result.token_ids);
+  const EngineSnapshot s = h.snapshot();
+  CHECK(s.prefix_queried_tokens == 20);
+  CHECK(s.prefix_hit_tokens == 6);
+}
+
+TEST_CASE("when the KV blocks run out the youngest request is preempted and resumes with its output unchanged") {
+  SchedulerOptions o = options();
+  o.planning.k_max = 2;
+  o.kv = {12, 4};  // 48 positions: two requests of 30 tokens do not fit at once
+  Harness h(2, o);
+  h.lanes.script[1] = counting(1, 40);
+  h.lanes.script[2] = counting(2, 40);
+  h.submit("older", request(1, 30, 2));
+  h.submit("younger", request(2, 30, 2));
+  const auto outcomes = h.wait_all();
+  CHECK(outcomes[0].result.token_ids == counting(1, 30));
+  CHECK(outcomes[1].result.token_ids == counting(2, 30));
+  std::vector<int32_t> streamed;  // what the client saw: each token once, in order
+  for (const Burst& b : outcomes[1].bursts) streamed.insert(streamed.end(), b.token_ids.begin(), b.token_ids.end());
+  CHECK(streamed == counting(2, 30));
+  CHECK(outcomes[1].result.finish_reason == FinishReason::length);
+  // It resumed from its prompt and the tokens it had sent but the last, sampling nothing.
+  REQUIRE(h.lanes.resumes.size() == 1);
+  const std::vector<int32_t>& resumed = h.lanes.resumes[0];
+  CHECK(resumed.front() == 2);
+  CHECK(std::equal(resumed.begin() + 1, resumed.end(), counting(2, 30).begin()));
+  CHECK(resumed.size() >= 20);
+  // The younger one's slots were released (to the lanes) before it was prefilled again.
+  REQUIRE_FALSE(h.lanes.releases.empty());
+  CHECK(h.lanes.releases.front().size() == 1);
+  const EngineSnapshot s = h.snapshot();
+  CHECK(s.preemptions == 1);
+  CHECK(s.kv_blocks_total == 12);
+  CHECK(s.kv_blocks_used == 0);
   CHECK(h.usage().target_in_use == 0);
 }

@@ -10,7 +10,7 @@
 
 namespace specd {
 
-KvCache::KvCache(const ModelConfig& config, int32_t slots, int64_t max_seq_len)
+KvCache::KvCache(const ModelConfig& config, int32_t slots, int64_t max_seq_len, int32_t, int32_t)
     : max_seq_len_(max_seq_len), lengths_(slots > 0 ? slots : 0, 0) {
   if (slots <= 0 || max_seq_len <= 0) {
     throw SpecdError(ErrorCode::invalid_argument, "KV cache needs slots > 0 and max_seq_len > 0");
@@ -20,6 +20,10 @@ KvCache::KvCache(const ModelConfig& config, int32_t slots, int64_t max_seq_len)
     keys_.push_back(at::zeros({slots, config.num_key_value_heads, max_seq_len, config.head_dim}, options));
     values_.push_back(at::zeros_like(keys_.back()));
   }
+}
+
+int64_t KvCache::bytes_per_token(const ModelConfig& c) {
+  return 2 * c.num_hidden_layers * c.num_key_value_heads * c.head_dim * 2;
 }
 
 int64_t KvCache::bytes() const {

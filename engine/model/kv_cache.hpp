@@ -7,6 +7,7 @@
 #include <ATen/core/Tensor.h>
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 namespace specd {
@@ -15,7 +16,15 @@ struct ModelConfig;
 
 class KvCache {
  public:
-  KvCache(const ModelConfig& config, int32_t slots, int64_t max_seq_len);
+  static constexpr int32_t kDefaultBlockSize = 16;
+  // TEMPORARY until the paged cache lands: blocks and block_size are ignored.
+  KvCache(const ModelConfig& config, int32_t slots, int64_t max_seq_len, int32_t blocks = 1,
+          int32_t block_size = kDefaultBlockSize);
+  static int64_t bytes_per_token(const ModelConfig& config);
+  void release(int32_t slot) { lengths_.at(slot) = 0; }
+  int64_t map_prefix(int32_t, std::span<const int32_t>) { return 0; }
+  void commit(int32_t, std::span<const int32_t>) {}
+  void set_prefix_caching(bool) {}
 
   int32_t slot_count() const { return static_cast<int32_t>(lengths_.size()); }
   int64_t max_seq_len() const { return max_seq_len_; }

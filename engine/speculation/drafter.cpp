@@ -50,12 +50,26 @@ Drafter::Drafter(Drafter&&) noexcept = default;
 
 int64_t Drafter::keep_common_prefix(int32_t slot, std::span<const int32_t> context) {
   std::vector<int32_t>& fed = fed_.at(static_cast<size_t>(slot));
-  const auto shared = std::mismatch(fed.begin(), fed.end(), context.begin(), context.end());
-  // At least g is fed: its logits give the first draft.
-  const auto keep = std::min<int64_t>(shared.first - fed.begin(), static_cast<int64_t>(context.size()) - 1);
-  fed.resize(static_cast<size_t>(keep));
+  // At least the last token is fed: its logits give the first draft.
+  const auto most = static_cast<int64_t>(context.size()) - 1;
+  int64_t keep = 0;
+  if (fed.empty()) {
+    keep = std::min(cache_->map_prefix(slot, context), most);
+    fed.assign(context.begin(), context.begin() + keep);
+  } else {
+    const auto shared = std::mismatch(fed.begin(), fed.end(), context.begin(), context.end());
+    keep = std::min<int64_t>(shared.first - fed.begin(), most);
+    fed.resize(static_cast<size_t>(keep));
+  }
   cache_->truncate_to(slot, keep);
+  cache_->commit(slot, context.first(static_cast<size_t>(keep)));
   return keep;
+}
+
+void Drafter::release(int32_t draft_slot) {
+  if (!cache_) return;
+  cache_->release(draft_slot);
+  fed_.at(static_cast<size_t>(draft_slot)).clear();
 }
 
 RoundDrafts Drafter::propose(RoundPlan& plan) {
@@ -127,10 +141,12 @@ void Drafter::prefill(std::span<const DraftPrefill> prompts) {
   for (const DraftPrefill& p : prompts) {
     const auto end = p.end < 0 ? static_cast<int64_t>(p.prompt.size()) : p.end;
     const std::span<const int32_t> wanted(p.prompt.data(), static_cast<size_t>(end));
+    // Everything but the last wanted token may come from the slot or the prefix cache;
+    // a chunk that ends inside the prompt needs its last token too.
+    const int64_t keep = end == static_cast<int64_t>(p.prompt.size())
+                             ? keep_common_prefix(p.draft_slot, wanted)
+                             : keep_common_prefix(p.draft_slot, std::span<const int32_t>(p.prompt).first(end + 1));
     std::vector<int32_t>& fed = fed_.at(static_cast<size_t>(p.draft_slot));
-    const auto shared = std::mismatch(fed.begin(), fed.end(), wanted.begin(), wanted.end());
-    const auto keep = static_cast<int64_t>(shared.first - fed.begin());
-    cache_->truncate_to(p.draft_slot, keep);
     fed.assign(wanted.begin(), wanted.end());
     if (keep == end) continue;
     rows.push_back(wanted.subspan(static_cast<size_t>(keep)));
@@ -139,6 +155,7 @@ void Drafter::prefill(std::span<const DraftPrefill> prompts) {
   if (rows.empty()) return;
   std::vector<int64_t> lengths;
   model_->forward({token_batch(rows, lengths), slots, lengths}, *cache_, LogitsFor::last_position);
+  for (const DraftPrefill& p : prompts) cache_->commit(p.draft_slot, fed_.at(static_cast<size_t>(p.draft_slot)));
 }
 
 }  // namespace specd

@@ -36,14 +36,20 @@ class Drafter {
   RoundDrafts propose(RoundPlan& plan);
   // One batched pass writing into each draft slot what it lacks of its prompt[0, end):
   // earlier chunks, and a prefix the slot's last request shared, stay.
+  // An emptied slot first maps the longest cached prefix; every full block of prompt
+  // (or kept context) is committed to the prefix cache.
   void prefill(std::span<const DraftPrefill> prompts);
+  // The slot's request has ended: its blocks go back to the pool.
+  void release(int32_t draft_slot);
 
   bool has_model() const { return model_ != nullptr; }
   LlamaModel* model() { return model_.get(); }
   KvCache* cache() { return cache_.get(); }
 
  private:
-  // Cuts the slot back to the longest prefix of `context` it holds; returns its length.
+  // Cuts the slot back to the longest prefix of `context` it holds (an empty slot maps
+  // what the prefix cache holds of it) and commits it; returns its length, at most
+  // context.size() - 1.
   int64_t keep_common_prefix(int32_t slot, std::span<const int32_t> context);
   int32_t run_steps(std::vector<DraftedRow*>& rows, std::vector<DraftStepTime>& times);
 

@@ -3,6 +3,7 @@
 #include <ATen/ATen.h>
 #include <torch/csrc/autograd/grad_mode.h>
 
+#include <algorithm>
 #include <chrono>
 
 #include "engine/base/errors.hpp"
@@ -69,8 +70,18 @@ std::vector<FirstToken> Verifier::prefill(std::span<TargetPrefill> prompts) {
   torch::InferenceMode inference;
   std::vector<std::span<const int32_t>> rows;
   std::vector<int32_t> slots;
-  for (const TargetPrefill& p : prompts) {
-    cache_->set_length(p.target_slot, p.start);
+  for (TargetPrefill& p : prompts) {
+    if (p.start == 0) {
+      cache_->release(p.target_slot);
+      p.cached = p.use_prefix_cache ? cache_->map_prefix(p.target_slot, p.prompt) : 0;
+      if (p.cached > 0) {
+        const int64_t width = p.chunk_end();
+        p.start = p.cached;
+        p.end = std::min<int64_t>(static_cast<int64_t>(p.prompt.size()), p.cached + width);
+      }
+    } else {
+      cache_->set_length(p.target_slot, p.start);
+    }
     rows.push_back(std::span<const int32_t>(p.prompt).subspan(p.start, p.chunk_end() - p.start));
     slots.push_back(p.target_slot);
   }
@@ -79,7 +90,8 @@ std::vector<FirstToken> Verifier::prefill(std::span<TargetPrefill> prompts) {
   std::vector<FirstToken> first;
   for (size_t b = 0; b < prompts.size(); ++b) {
     TargetPrefill& p = prompts[b];
-    if (!p.completes()) continue;
+    cache_->commit(p.target_slot, std::span<const int32_t>(p.prompt).first(p.chunk_end()));
+    if (!p.completes() || !p.sample) continue;
     const int32_t token = sample_token(logits[static_cast<int64_t>(b)], p.sampling, p.prompt, p.rng);
     first.push_back({token, p.rng});
   }
@@ -116,6 +128,10 @@ RoundResult Verifier::verify(RoundDrafts& drafts) {
     DraftedRow& row = drafts.rows[b];
     const VerifyOutcome outcome = accept_reject(row, logits[static_cast<int64_t>(b)]);
     cache_->truncate_to(row.plan.target_slot, starts[b] + outcome.accepted + 1);
+    // The slot now holds the context and the accepted drafts: all of them kept.
+    cache_->commit(
+        row.plan.target_slot,
+        std::span<const int32_t>(row.plan.context).first(static_cast<size_t>(starts[b] + outcome.accepted + 1)));
     RoundOutput out;
     out.tokens.assign(row.drafts.begin(), row.drafts.begin() + outcome.accepted);
     out.tokens.push_back(outcome.next_token);
@@ -128,5 +144,7 @@ RoundResult Verifier::verify(RoundDrafts& drafts) {
   result.verify_phase_seconds = seconds_since(phase_start);
   return result;
 }
+
+void Verifier::release(int32_t target_slot) { cache_->release(target_slot); }
 
 }  // namespace specd

@@ -16,8 +16,11 @@ class KvCache;
 class LlamaModel;
 
 // A newcomer's prompt for the target prefill, by value: prompt[start, end) goes into its
-// slot after the `start` tokens already there (earlier chunks). The first token is
-// sampled by the chunk that reaches the prompt's end.
+// slot after the `start` tokens already there (earlier chunks). The first chunk
+// (start 0) first maps the longest cached prefix of the prompt into the emptied slot and
+// moves the chunk past it, keeping its width: the prefill sets `cached`, `start` and
+// `end` to what it did. The first token is sampled by the chunk that reaches the prompt's
+// end, unless `sample` is off (a preempted request resuming: its next token is known).
 struct TargetPrefill {
   int32_t target_slot;
   std::vector<int32_t> prompt;
@@ -25,6 +28,9 @@ struct TargetPrefill {
   Rng rng{0};
   int64_t start = 0;
   int64_t end = -1;  // -1: the prompt's end
+  bool sample = true;
+  bool use_prefix_cache = true;  // the request's cache_prompt
+  int64_t cached = 0;            // set by the prefill: prompt tokens the prefix cache held
   int64_t chunk_end() const { return end < 0 ? static_cast<int64_t>(prompt.size()) : end; }
   bool completes() const { return chunk_end() == static_cast<int64_t>(prompt.size()); }
 };
@@ -45,10 +51,15 @@ class Verifier {
   // prompts whose chunk completes them, in order. A row's logits depend only on its
   // slot's cache and position, so a prompt in chunks gives what it gives whole.
   // Afterwards a completed slot holds the prompt: every token of the context but g.
+  // Every chunk's full blocks are committed to the prefix cache.
   std::vector<FirstToken> prefill(std::span<TargetPrefill> prompts);
   // The round's one target pass, accept/reject per row, and the cache truncation.
   // Throws SpecdError(out_of_capacity) for a row with no room left in the cache.
+  // The tokens kept are committed to the prefix cache.
   RoundResult verify(RoundDrafts& drafts);
+  // The slot's request has ended: its blocks go back to the pool (committed ones stay
+  // cached until evicted).
+  void release(int32_t target_slot);
 
   LlamaModel& model() { return *model_; }
   KvCache& cache() { return *cache_; }

@@ -135,7 +135,7 @@ asio::awaitable<std::map<std::string, double>> fetch_metrics(const SoakOptions& 
 }
 
 const char* const kLeftovers[] = {"specd_kv_slots_in_use{model=\"target\"}", "specd_kv_slots_in_use{model=\"draft\"}",
-                                  "specd_running_requests", "specd_queue_depth"};
+                                  "specd:num_requests_running", "specd:num_requests_waiting"};
 
 // Polls /metrics for up to 10 s until nothing is left in use; the last values read.
 asio::awaitable<std::map<std::string, double>> leftovers(const SoakOptions& o) {

@@ -2,6 +2,7 @@
 
 #include <ATen/Parallel.h>
 
+#include "engine/base/byte_size.hpp"
 #include "engine/kernels/kernel_threads.hpp"
 #include "tools/specd/cli_common.hpp"
 
@@ -43,6 +44,8 @@ void add_pair_options(CLI::App& cmd, PairArgs& a) {
   cmd.add_option("--max-seq-len", a.max_seq_len, "KV cache length per sequence")
       ->capture_default_str()
       ->check(CLI::Range(2, 1 << 20));
+  cmd.add_option("--kv-cache-memory", a.kv_cache_memory,
+                 "bytes of KV blocks for both models, such as 4GiB (default: half the memory left after the weights)");
   cmd.add_option("--threads", a.threads,
                  "compute threads (0: the CPUs this process may use, affinity and cgroup quota)")
       ->capture_default_str()
@@ -90,6 +93,7 @@ PairChoice choose_pair(const PairArgs& a) {
   }
   p.spec.enabled = !a.no_spec && (p.spec.drafter == DrafterKind::lookup || !p.engine.draft_dir.empty());
   p.engine.max_seq_len = a.max_seq_len;
+  if (!a.kv_cache_memory.empty()) p.engine.kv_cache_memory = parse_byte_size(a.kv_cache_memory, "--kv-cache-memory");
   p.engine.threads = a.threads;
   p.engine.k_max = std::max(p.engine.k_max, p.spec.k_max);
   // One request at a time: a few slots, and the planner's costs measured only when K is

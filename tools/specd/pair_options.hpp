@@ -20,6 +20,7 @@ struct PairArgs {
   bool no_spec = false;
   int64_t max_seq_len = 1024;
   int threads = 0;
+  std::string kv_cache_memory;  // empty: derived
 };
 
 void add_pair_options(CLI::App& cmd, PairArgs& args);
