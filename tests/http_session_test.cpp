@@ -246,9 +246,10 @@ TEST_CASE("GET /metrics: request counters, latency histograms, engine gauges and
   for (const char* series :
        {"# TYPE specd_requests_total counter", "specd_requests_total{route=\"completions\",finish_reason=",
         "# TYPE specd_time_to_first_token_seconds histogram", "specd_time_to_first_token_seconds_bucket{le=\"+Inf\"}",
-        "specd_inter_token_latency_seconds_count", "specd_e2e_request_latency_seconds_sum", "specd:num_requests_waiting 0",
-        "specd_kv_slots_in_use{model=\"target\"} 0", "specd_kv_slots_total 32", "specd_spec_decode_num_drafts_total",
-        "specd_spec_decode_num_draft_tokens_total", "specd_spec_decode_num_accepted_tokens_total",
+        "specd_inter_token_latency_seconds_count", "specd_e2e_request_latency_seconds_sum",
+        "specd:num_requests_waiting 0", "specd_kv_slots_in_use{model=\"target\"} 0", "specd_kv_slots_total 32",
+        "specd_spec_decode_num_drafts_total", "specd_spec_decode_num_draft_tokens_total",
+        "specd_spec_decode_num_accepted_tokens_total",
         "specd_spec_decode_num_accepted_tokens_per_pos_total{position=\"0\"}",
         "specd_request_errors_total{route=\"completions\",code=\"bad_value\"}"}) {
     CAPTURE(series);
