@@ -89,7 +89,9 @@ LoadedPair load_pair(EngineConfig c) {
 }
 
 std::shared_ptr<KvCache> make_cache(const std::shared_ptr<LlamaModel>& model, const EngineConfig& c) {
-  return model ? std::make_shared<KvCache>(model->config(), c.max_batch, c.max_seq_len) : nullptr;
+  return model ? std::make_shared<KvCache>(model->config(), c.max_batch, c.max_seq_len,
+                                           KvCache::blocks_for(c.max_batch, c.max_seq_len))
+               : nullptr;
 }
 
 // The lanes are the parallelism: OpenBLAS's own pool would run inside both lanes at
