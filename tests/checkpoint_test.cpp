@@ -252,8 +252,13 @@ TEST_CASE("every unsupported architecture setting in config.json fails the load 
 }
 
 TEST_CASE("the inference load keeps each dtype and its logits match the reference load's") {
-  // Tolerances: F32 and F16 weights run with float activations (summation order only);
-  // BF16 weights with activations rounded to BF16 (2^-8 relative each) on AVX-512 BF16.
+  // Tolerances, relative to the largest logit, between the inference load and the
+  // reference load, both through the cached forward: F32 and F16 weights run with float
+  // activations (summation order only); BF16 weights with activations rounded to BF16
+  // (2^-8 relative each) on AVX-512 BF16. Against the reference's full forward (F32 keys
+  // and values) the cache's BF16 keys and values add their rounding (2^-9 relative): up
+  // to 1.7% of the largest logit on this model, for each dtype; 3e-2 is allowed.
+  constexpr double kBf16KvTolerance = 3e-2;
   for (auto [storage, tolerance] : {std::pair{DType::F32, 1e-4}, {DType::F16, 1e-4}, {DType::BF16, 3e-2}}) {
     CAPTURE(dtype_name(storage));
     TempDir dir;
@@ -268,11 +273,14 @@ TEST_CASE("the inference load keeps each dtype and its logits match the referenc
     CHECK(bytes_per_weight < dtype_size(storage) * 1.25);  // packing pads blocks of 16 outputs only
     CHECK(loaded->parameter_count() == model->parameter_count());
     at::Tensor tokens = at::arange(0, 40, at::kLong).remainder(97).unsqueeze(0);
-    KvCache cache(loaded->config(), 1, 64);
+    KvCache cache(loaded->config(), 1, 64, KvCache::blocks_for(1, 64));
     const int32_t slot = 0;
     at::Tensor cached = loaded->forward({tokens, {slot}, {40}}, cache, LogitsFor::all_positions);
     at::Tensor full = reference->forward_full(tokens);
     const double scale = full.abs().max().item<double>();
-    CHECK((cached - full).abs().max().item<double>() / scale < tolerance);
+    CHECK((cached - full).abs().max().item<double>() / scale < kBf16KvTolerance);
+    KvCache reference_cache(loaded->config(), 1, 64, KvCache::blocks_for(1, 64));
+    at::Tensor reference_cached = reference->forward({tokens, {slot}, {40}}, reference_cache, LogitsFor::all_positions);
+    CHECK((cached - reference_cached).abs().max().item<double>() / scale < tolerance);
   }
 }

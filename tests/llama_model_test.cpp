@@ -28,6 +28,12 @@ at::Tensor full_logits(LlamaModel& m, const at::Tensor& tokens) { return m.forwa
 
 double max_diff(const at::Tensor& a, const at::Tensor& b) { return (a - b).abs().max().item<double>(); }
 
+// The cached forward against libtorch's F32 full forward. The cache stores keys and
+// values in BF16 (relative rounding up to 2^-9), which these random tiny models (logits
+// of std ~1.7) carry to the logits: the largest difference over this file's cases is
+// 0.089, and 4.5e-4 when the full forward's keys and values are rounded to BF16 too.
+constexpr double kCachedTolerance = 0.15;
+
 }  // namespace
 
 TEST_CASE("incremental decode through the KV cache equals the full forward at several lengths") {
@@ -37,16 +43,16 @@ TEST_CASE("incremental decode through the KV cache equals the full forward at se
     CAPTURE(length);
     at::Tensor tokens = random_tokens(length, 97, 100 + length);
     at::Tensor reference = full_logits(*model, tokens);
-    KvCache cache(model->config(), 2, 128);
+    KvCache cache(model->config(), 2, 128, KvCache::blocks_for(2, 128));
     const int32_t slot = 0;
     const int64_t prefill = length / 2 + 1;
     ForwardBatch first{tokens.narrow(0, 0, prefill).unsqueeze(0), {slot}, {prefill}};
     at::Tensor logits = model->forward(first, cache, LogitsFor::all_positions)[0];
-    CHECK(max_diff(logits, reference.narrow(0, 0, prefill)) < 1e-4);
+    CHECK(max_diff(logits, reference.narrow(0, 0, prefill)) < kCachedTolerance);
     for (int64_t t = prefill; t < length; ++t) {
       ForwardBatch step{tokens.narrow(0, t, 1).unsqueeze(0), {slot}, {1}};
       at::Tensor last = model->forward(step, cache, LogitsFor::last_position)[0];
-      CHECK(max_diff(last, reference[t]) < 1e-4);
+      CHECK(max_diff(last, reference[t]) < kCachedTolerance);
     }
     CHECK(cache.length(slot) == length);
   }
@@ -63,7 +69,7 @@ TEST_CASE("batched rows of different lengths and cache positions match each row 
       seqs.push_back(random_tokens(lengths[r] + 6, 97, 200 + r));
       refs.push_back(full_logits(*model, seqs.back()));
     }
-    KvCache cache(model->config(), 6, 64);
+    KvCache cache(model->config(), 6, 64, KvCache::blocks_for(6, 64));
     // Slot 0 stays unused, so rows use slots 1..4 in a non-trivial order.
     std::vector<int32_t> slots = {4, 3, 2, 1};
 
@@ -75,7 +81,7 @@ TEST_CASE("batched rows of different lengths and cache positions match each row 
     ForwardBatch prefill{batch_tokens, slots, lengths};
     at::Tensor all = model->forward(prefill, cache, LogitsFor::all_positions);
     for (size_t r = 0; r < lengths.size(); ++r) {
-      CHECK(max_diff(all[r].narrow(0, 0, lengths[r]), refs[r].narrow(0, 0, lengths[r])) < 1e-4);
+      CHECK(max_diff(all[r].narrow(0, 0, lengths[r]), refs[r].narrow(0, 0, lengths[r])) < kCachedTolerance);
     }
     // A verify-shaped step: 3 tokens per row at each row's own position, then 1-token steps
     // with different valid lengths (rows 0 and 2 feed 1 token, rows 1 and 3 feed 3).
@@ -90,8 +96,9 @@ TEST_CASE("batched rows of different lengths and cache positions match each row 
         return model->forward(step, cache, LogitsFor::last_position);
       }();
       for (size_t r = 0; r < 4; ++r) {
-        CHECK(max_diff(out[r].narrow(0, 0, feed[r]), refs[r].narrow(0, pos[r], feed[r])) < 1e-4);
-        CHECK(max_diff(last[r], refs[r][pos[r] + feed[r] - 1]) < 1e-4);
+        CHECK(max_diff(out[r].narrow(0, 0, feed[r]), refs[r].narrow(0, pos[r], feed[r])) < kCachedTolerance);
+        CHECK(max_diff(last[r], refs[r][pos[r] + feed[r] - 1]) < kCachedTolerance);
+        CHECK(at::equal(out[r][feed[r] - 1], last[r]));  // a row's numbers do not depend on the others'
         pos[r] += feed[r];
         CHECK(cache.length(slots[r]) == pos[r]);
       }
@@ -104,7 +111,7 @@ TEST_CASE("truncating the cache and re-feeding gives the same logits as never ha
   auto model = random_model(tiny_config(), 3);
   at::Tensor tokens = random_tokens(20, 97, 5);
   at::Tensor reference = full_logits(*model, tokens);
-  KvCache cache(model->config(), 1, 32);
+  KvCache cache(model->config(), 1, 32, KvCache::blocks_for(1, 32));
   const int32_t slot = 0;
   model->forward({tokens.narrow(0, 0, 12).unsqueeze(0), {slot}, {12}}, cache, LogitsFor::last_position);
   // Write 5 wrong tokens past position 12 (like rejected drafts), then roll back.
@@ -112,13 +119,17 @@ TEST_CASE("truncating the cache and re-feeding gives the same logits as never ha
   cache.truncate_to(slot, 12);
   at::Tensor out =
       model->forward({tokens.narrow(0, 12, 8).unsqueeze(0), {slot}, {8}}, cache, LogitsFor::all_positions)[0];
-  CHECK(max_diff(out, reference.narrow(0, 12, 8)) < 1e-4);
+  CHECK(max_diff(out, reference.narrow(0, 12, 8)) < kCachedTolerance);
+  KvCache fresh(model->config(), 1, 32, KvCache::blocks_for(1, 32));
+  model->forward({tokens.narrow(0, 0, 12).unsqueeze(0), {slot}, {12}}, fresh, LogitsFor::last_position);
+  CHECK(at::equal(
+      out, model->forward({tokens.narrow(0, 12, 8).unsqueeze(0), {slot}, {8}}, fresh, LogitsFor::all_positions)[0]));
 }
 
 TEST_CASE("a forward past max_seq_len is an out_of_capacity error and leaves the cache unchanged") {
   torch::InferenceMode guard;
   auto model = random_model(tiny_config(), 3);
-  KvCache cache(model->config(), 1, 8);
+  KvCache cache(model->config(), 1, 8, KvCache::blocks_for(1, 8));
   const int32_t slot = 0;
   model->forward({at::ones({1, 6}, at::kLong), {slot}, {6}}, cache, LogitsFor::last_position);
   try {
@@ -131,7 +142,7 @@ TEST_CASE("a forward past max_seq_len is an out_of_capacity error and leaves the
 }
 
 TEST_CASE("the KV cache keeps a length per slot within max_seq_len, and its size in bytes") {
-  KvCache cache(tiny_config(), 2, 16);
+  KvCache cache(tiny_config(), 2, 16, KvCache::blocks_for(2, 16));
   CHECK(cache.slot_count() == 2);
   cache.set_length(1, 9);
   CHECK(cache.length(0) == 0);
@@ -140,7 +151,9 @@ TEST_CASE("the KV cache keeps a length per slot within max_seq_len, and its size
   CHECK(cache.length(1) == 4);
   CHECK_THROWS_AS(cache.truncate_to(1, 5), SpecdError);
   CHECK_THROWS_AS(cache.set_length(0, 17), SpecdError);
-  CHECK(cache.bytes() == 2 * 2 * (2 * 2 * 16 * 16) * 4);  // layers x {K,V} x slots*kv*seq*dim x f32
+  CHECK(KvCache::bytes_per_token(tiny_config()) == 2 * 2 * 2 * 16 * 2);  // layers x {K,V} x kv*dim x bf16
+  CHECK(cache.total_blocks() == 2);                                      // 2 slots of one 16-token block
+  CHECK(cache.bytes() == 2 * 16 * KvCache::bytes_per_token(tiny_config()));
 }
 
 TEST_CASE("RoPE inverse frequencies follow theta, and llama3 scaling follows its formula") {
@@ -214,8 +227,8 @@ TEST_CASE("packing the parameters for inference keeps their values and the full 
   const at::Tensor k_before = model->named_parameters()["model.layers.1.self_attn.k_proj.weight"].clone();
   model->pack_parameters_for_inference();
   CHECK(at::equal(model->named_parameters()["model.layers.1.self_attn.k_proj.weight"], k_before));
-  KvCache cache(model->config(), 1, 64);
+  KvCache cache(model->config(), 1, 64, KvCache::blocks_for(1, 64));
   const int32_t slot = 0;
   at::Tensor cached = model->forward({tokens, {slot}, {30}}, cache, LogitsFor::all_positions);
-  CHECK(max_diff(cached, before) < 1e-4);
+  CHECK(max_diff(cached, before) < kCachedTolerance);
 }

@@ -31,7 +31,7 @@ std::vector<std::vector<int32_t>> mixed_prompts() {
 
 std::vector<int32_t> target_only(LlamaModel& target, const std::vector<int32_t>& prompt, int32_t max_tokens,
                                  double repetition_penalty = 1.0) {
-  KvCache cache(target.config(), 1, 128);
+  KvCache cache(target.config(), 1, 128, KvCache::blocks_for(1, 128));
   GenerationRequest r;
   r.prompt = prompt;
   r.max_tokens = max_tokens;
@@ -192,7 +192,7 @@ TEST_CASE("near max_seq_len K shrinks and the last tokens come from plain target
   TestPair pair = make_pair(true, 1, 40);
   const auto prompt = mixed_prompts()[7];  // 1 + 7*13 % 47 = 45 % 47... length below
   std::vector<int32_t> short_prompt(prompt.begin(), prompt.begin() + std::min<size_t>(prompt.size(), 20));
-  KvCache cache(pair.target->config(), 1, 40);
+  KvCache cache(pair.target->config(), 1, 40, KvCache::blocks_for(1, 40));
   GenerationRequest ref;
   ref.prompt = short_prompt;
   ref.max_tokens = 100;

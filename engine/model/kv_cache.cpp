@@ -1,8 +1,8 @@
 #include "engine/model/kv_cache.hpp"
 
-#include <ATen/ATen.h>
-
 #include <algorithm>
+#include <limits>
+#include <optional>
 #include <string>
 
 #include "engine/base/errors.hpp"
@@ -10,41 +10,140 @@
 
 namespace specd {
 
-KvCache::KvCache(const ModelConfig& config, int32_t slots, int64_t max_seq_len, int32_t, int32_t)
-    : max_seq_len_(max_seq_len), lengths_(slots > 0 ? slots : 0, 0) {
-  if (slots <= 0 || max_seq_len <= 0) {
-    throw SpecdError(ErrorCode::invalid_argument, "KV cache needs slots > 0 and max_seq_len > 0");
+namespace {
+
+int64_t checked_max_seq_len(int32_t slots, int64_t max_seq_len, int32_t blocks, int32_t block_size) {
+  if (slots <= 0 || max_seq_len <= 0 || blocks <= 0 || block_size <= 0) {
+    throw SpecdError(ErrorCode::invalid_argument,
+                     "a KV cache needs slots, max_seq_len, blocks and block_size > 0 (got " + std::to_string(slots) +
+                         ", " + std::to_string(max_seq_len) + ", " + std::to_string(blocks) + ", " +
+                         std::to_string(block_size) + ")");
   }
-  auto options = at::TensorOptions().dtype(at::kFloat);
-  for (int64_t layer = 0; layer < config.num_hidden_layers; ++layer) {
-    keys_.push_back(at::zeros({slots, config.num_key_value_heads, max_seq_len, config.head_dim}, options));
-    values_.push_back(at::zeros_like(keys_.back()));
-  }
+  return max_seq_len;
 }
 
-int64_t KvCache::bytes_per_token(const ModelConfig& c) {
-  return 2 * c.num_hidden_layers * c.num_key_value_heads * c.head_dim * 2;
+}  // namespace
+
+KvCache::KvCache(const ModelConfig& config, int32_t slots, int64_t max_seq_len, int32_t blocks, int32_t block_size)
+    : max_seq_len_(checked_max_seq_len(slots, max_seq_len, blocks, block_size)),
+      pool_(static_cast<int32_t>(config.num_hidden_layers), static_cast<int32_t>(config.num_key_value_heads),
+            static_cast<int32_t>(config.head_dim), blocks, block_size),
+      allocator_(blocks, block_size),
+      slots_(static_cast<size_t>(slots)) {}
+
+int64_t KvCache::bytes_per_token(const ModelConfig& config) {
+  return 2 * config.num_hidden_layers * config.num_key_value_heads * config.head_dim * int64_t{2};
 }
 
-int64_t KvCache::bytes() const {
-  int64_t total = 0;
-  for (const auto& k : keys_) total += k.numel() * static_cast<int64_t>(k.element_size());
-  return total * 2;
+int32_t KvCache::blocks_for(int32_t slots, int64_t max_seq_len, int32_t block_size) {
+  const int64_t blocks = static_cast<int64_t>(slots) * ((max_seq_len + block_size - 1) / block_size);
+  if (slots <= 0 || max_seq_len <= 0 || block_size <= 0 || blocks > std::numeric_limits<int32_t>::max()) {
+    throw SpecdError(ErrorCode::invalid_argument, "no KV pool holds " + std::to_string(slots) + " slots of " +
+                                                      std::to_string(max_seq_len) + " positions");
+  }
+  return static_cast<int32_t>(blocks);
+}
+
+const KvCache::Slot& KvCache::at(int32_t slot) const {
+  if (slot < 0 || slot >= slot_count()) {
+    throw SpecdError(ErrorCode::invalid_argument,
+                     "KV slot " + std::to_string(slot) + " outside [0, " + std::to_string(slot_count()) + ")");
+  }
+  return slots_[static_cast<size_t>(slot)];
+}
+
+int32_t KvCache::blocks_covering(int64_t length) const {
+  return static_cast<int32_t>((length + block_size() - 1) / block_size());
 }
 
 void KvCache::set_length(int32_t slot, int64_t length) {
+  if (length <= at(slot).length) return truncate_to(slot, length);
+  reserve(slot, length);
+  slots_[static_cast<size_t>(slot)].length = length;
+}
+
+void KvCache::reserve(int32_t slot, int64_t length) {
+  Slot& s = at(slot);
   if (length < 0 || length > max_seq_len_) {
     throw SpecdError(ErrorCode::out_of_capacity,
                      "KV length " + std::to_string(length) + " outside [0, " + std::to_string(max_seq_len_) + "]");
   }
-  lengths_.at(slot) = length;
+  const auto have = static_cast<int32_t>(s.blocks.size());
+  // The block holding position `length` is the next one written; a shared one is copied first.
+  const auto next = static_cast<int32_t>(s.length / block_size());
+  const bool copy = length > s.length && next < s.frozen;
+  const int32_t fresh = std::max(0, blocks_covering(length) - have);
+  if (fresh == 0 && !copy) return;
+  std::optional<std::vector<int32_t>> got = allocator_.allocate(fresh + (copy ? 1 : 0));
+  if (!got) {
+    throw SpecdError(ErrorCode::out_of_capacity, "the KV pool has " + std::to_string(available_blocks()) +
+                                                     " blocks left, slot " + std::to_string(slot) + " needs " +
+                                                     std::to_string(fresh + (copy ? 1 : 0)) + " more");
+  }
+  auto taken = got->begin();
+  if (copy) {
+    pool_.copy_block(s.blocks[next], *taken);
+    allocator_.release(s.blocks[next]);
+    s.blocks[next] = *taken++;
+    s.frozen = next;
+  }
+  s.blocks.insert(s.blocks.end(), taken, got->end());
 }
 
 void KvCache::truncate_to(int32_t slot, int64_t length) {
-  if (length > lengths_.at(slot)) {
-    throw SpecdError(ErrorCode::invalid_argument, "truncate_to beyond the written length");
+  Slot& s = at(slot);
+  if (length < 0 || length > s.length) {
+    throw SpecdError(ErrorCode::invalid_argument,
+                     "truncate_to " + std::to_string(length) + " outside [0, " + std::to_string(s.length) + "]");
   }
-  lengths_[slot] = length;
+  const int32_t keep = blocks_covering(length);
+  if (keep < static_cast<int32_t>(s.blocks.size())) {
+    allocator_.release_all(std::span<const int32_t>(s.blocks).subspan(static_cast<size_t>(keep)));
+    s.blocks.resize(static_cast<size_t>(keep));
+  }
+  s.length = length;
+  s.frozen = std::min(s.frozen, keep);
+  s.keys.resize(std::min(s.keys.size(), static_cast<size_t>(length / block_size())));
+}
+
+void KvCache::release(int32_t slot) {
+  Slot& s = at(slot);
+  allocator_.release_all(s.blocks);
+  s = Slot{};
+}
+
+int64_t KvCache::map_prefix(int32_t slot, std::span<const int32_t> tokens) {
+  Slot& s = at(slot);
+  if (s.length != 0 || !s.blocks.empty()) {
+    throw SpecdError(ErrorCode::invalid_argument, "map_prefix on KV slot " + std::to_string(slot) + ", not empty");
+  }
+  if (!prefix_caching_) return 0;
+  const std::span<const int32_t> fits = tokens.first(std::min<size_t>(tokens.size(), max_seq_len_));
+  PrefixHit hit = allocator_.match(fits);
+  s.blocks = std::move(hit.blocks);
+  s.length = hit.tokens;
+  s.frozen = static_cast<int32_t>(s.blocks.size());
+  BlockKey key;
+  for (size_t i = 0; i < s.blocks.size(); ++i) {
+    key = chain_key(key, fits.subspan(i * block_size(), block_size()));
+    s.keys.push_back(key);
+  }
+  return s.length;
+}
+
+void KvCache::commit(int32_t slot, std::span<const int32_t> tokens) {
+  Slot& s = at(slot);
+  if (static_cast<int64_t>(tokens.size()) > s.length) {
+    throw SpecdError(ErrorCode::invalid_argument, "commit of " + std::to_string(tokens.size()) + " tokens to KV slot " +
+                                                      std::to_string(slot) + " of length " + std::to_string(s.length));
+  }
+  if (!prefix_caching_) return;
+  const size_t full = tokens.size() / block_size();
+  for (size_t i = s.keys.size(); i < full; ++i) {
+    const BlockKey parent = i == 0 ? BlockKey{} : s.keys.back();
+    s.keys.push_back(allocator_.commit(s.blocks[i], parent, tokens.subspan(i * block_size(), block_size())));
+  }
+  s.frozen = std::max(s.frozen, static_cast<int32_t>(full));
 }
 
 }  // namespace specd

@@ -1,14 +1,18 @@
 #pragma once
-// Preallocated per-slot KV cache for one model: per layer, K and V tensors of shape
-// [slots, kv_heads, max_seq_len, head_dim]. Storage only: which request holds a slot is
-// decided elsewhere (the engine's CacheManager is the one allocator); a slot's length
-// is the number of positions written. Truncation only lowers the length (stale entries
-// are overwritten by the next write). Not thread-safe: one owner (a lane) drives it.
-#include <ATen/core/Tensor.h>
-
+// One model's paged KV cache: the block pool (storage, BF16), the BlockAllocator (free
+// list, reference counts, prefix cache) and per slot a block table and a length. A slot
+// takes blocks as it grows and returns them when cut back or released; full blocks of
+// committed tokens can be found again by later sequences with the same prefix (map_prefix).
+// Which request holds a slot is decided elsewhere (the engine's CacheManager). Blocks a
+// slot shares with the prefix cache are never written: a write into one that a
+// truncation left partly valid goes to a private copy. Not thread-safe: one owner (a
+// lane) drives it.
 #include <cstdint>
 #include <span>
 #include <vector>
+
+#include "engine/model/block_allocator.hpp"
+#include "engine/model/kv_block_pool.hpp"
 
 namespace specd {
 
@@ -17,33 +21,73 @@ struct ModelConfig;
 class KvCache {
  public:
   static constexpr int32_t kDefaultBlockSize = 16;
-  // TEMPORARY until the paged cache lands: blocks and block_size are ignored.
-  KvCache(const ModelConfig& config, int32_t slots, int64_t max_seq_len, int32_t blocks = 1,
+
+  // slots: sequences held at once; max_seq_len: the most positions one sequence may
+  // hold; blocks: the pool size. Throws SpecdError(invalid_argument) for non-positive values.
+  KvCache(const ModelConfig& config, int32_t slots, int64_t max_seq_len, int32_t blocks,
           int32_t block_size = kDefaultBlockSize);
+
+  // K and V of all layers in BF16.
   static int64_t bytes_per_token(const ModelConfig& config);
-  void release(int32_t slot) { lengths_.at(slot) = 0; }
-  int64_t map_prefix(int32_t, std::span<const int32_t>) { return 0; }
-  void commit(int32_t, std::span<const int32_t>) {}
-  void set_prefix_caching(bool) {}
+  // Blocks that hold `slots` sequences of max_seq_len each (a pool that never runs out).
+  static int32_t blocks_for(int32_t slots, int64_t max_seq_len, int32_t block_size = kDefaultBlockSize);
 
-  int32_t slot_count() const { return static_cast<int32_t>(lengths_.size()); }
+  int32_t slot_count() const { return static_cast<int32_t>(slots_.size()); }
   int64_t max_seq_len() const { return max_seq_len_; }
-  // Bytes held by the K and V tensors of all layers.
-  int64_t bytes() const;
+  int32_t block_size() const { return allocator_.block_size(); }
+  int32_t total_blocks() const { return allocator_.total(); }
+  int32_t available_blocks() const { return allocator_.available(); }  // free + cached-unreferenced
+  int64_t bytes() const { return pool_.bytes(); }                      // the pool's reservation
 
-  int64_t length(int32_t slot) const { return lengths_.at(slot); }
-  // Sets the valid length (rollback after rejected speculative tokens, or advance after a write).
+  int64_t length(int32_t slot) const { return at(slot).length; }
+  // Grows (taking blocks as needed) or shrinks (same as truncate_to). Growing beyond the
+  // pool throws SpecdError(out_of_capacity) with nothing changed; beyond max_seq_len too.
   void set_length(int32_t slot, int64_t length);
+  // Makes room for positions [0, length) without changing the length (the forward calls
+  // this before writing rows). Same errors as set_length.
+  void reserve(int32_t slot, int64_t length);
+  // Lowers the length and returns the blocks wholly beyond it (a partial last block is
+  // kept). Throws SpecdError(invalid_argument) for a length above the current one.
   void truncate_to(int32_t slot, int64_t length);
+  // Length 0, every block released (blocks committed to the prefix cache stay cached).
+  void release(int32_t slot);
 
-  at::Tensor& keys(int32_t layer) { return keys_[layer]; }
-  at::Tensor& values(int32_t layer) { return values_[layer]; }
+  // Prefix cache. map_prefix: the slot must be empty; maps the longest chain of cached
+  // full blocks that starts `tokens` (always leaving at least one token uncached), sets
+  // the length to the tokens mapped and returns that count (0 when prefix caching is off).
+  int64_t map_prefix(int32_t slot, std::span<const int32_t> tokens);
+  // `tokens` are the slot's committed tokens from position 0 (tokens.size() <= length):
+  // every full block they cover that is not yet committed becomes findable. Idempotent.
+  void commit(int32_t slot, std::span<const int32_t> tokens);
+  void set_prefix_caching(bool on) { prefix_caching_ = on; }
+  bool prefix_caching() const { return prefix_caching_; }
+  int64_t prefix_queried_tokens() const { return allocator_.queried_tokens(); }
+  int64_t prefix_hit_tokens() const { return allocator_.hit_tokens(); }
+
+  // For the forward: a slot's blocks (position p is in block_table(slot)[p / block_size()])
+  // and the storage they index.
+  std::span<const int32_t> block_table(int32_t slot) const { return at(slot).blocks; }
+  KvBlockPool& pool() { return pool_; }
+  const KvBlockPool& pool() const { return pool_; }
 
  private:
+  struct Slot {
+    std::vector<int32_t> blocks;
+    int64_t length = 0;
+    // Leading blocks shared with the prefix cache (committed or mapped), never written;
+    // the last may be only partly valid after a truncation.
+    int32_t frozen = 0;
+    std::vector<BlockKey> keys;  // chain keys of the leading full committed blocks
+  };
+  const Slot& at(int32_t slot) const;
+  Slot& at(int32_t slot) { return const_cast<Slot&>(static_cast<const KvCache*>(this)->at(slot)); }
+  int32_t blocks_covering(int64_t length) const;
+
   int64_t max_seq_len_;
-  std::vector<at::Tensor> keys_;
-  std::vector<at::Tensor> values_;
-  std::vector<int64_t> lengths_;
+  KvBlockPool pool_;
+  BlockAllocator allocator_;
+  std::vector<Slot> slots_;
+  bool prefix_caching_ = true;
 };
 
 }  // namespace specd

@@ -1,12 +1,11 @@
 #include "engine/model/native_forward.hpp"
 
-#include <ATen/core/Tensor.h>
-
 #include <algorithm>
 #include <cmath>
 #include <string>
 
 #include "engine/base/errors.hpp"
+#include "engine/kernels/attention.hpp"
 #include "engine/kernels/linear.hpp"
 #include "engine/model/kv_cache.hpp"
 #include "engine/model/llama_model.hpp"
@@ -55,28 +54,6 @@ void rope(float* v, const float* cos, const float* sin, int64_t half) {
   }
 }
 
-// One query head over keys 0..last of its slot: softmax(q.k / sqrt(D)) . v.
-void attend_head(const float* q, const float* keys, const float* values, int64_t last, int64_t d, float* scores,
-                 float* out) {
-  const float scale = 1.0f / std::sqrt(static_cast<float>(d));
-  float top = -INFINITY;
-  for (int64_t j = 0; j <= last; ++j) {
-    scores[j] = dot(q, keys + j * d, d) * scale;
-    top = std::max(top, scores[j]);
-  }
-  float sum = 0;
-  for (int64_t j = 0; j <= last; ++j) {
-    scores[j] = std::exp(scores[j] - top);
-    sum += scores[j];
-  }
-  std::fill(out, out + d, 0.0f);
-  for (int64_t j = 0; j <= last; ++j) {
-    const float p = scores[j] / sum;
-    const float* v = values + j * d;
-    for (int64_t i = 0; i < d; ++i) out[i] += p * v[i];
-  }
-}
-
 template <class T>
 void grow(std::vector<T>& v, size_t n) {
   if (v.size() < n) v.resize(n);
@@ -118,6 +95,12 @@ void ForwardRunner::check_rows(std::span<const ForwardRow> rows, const KvCache& 
       throw SpecdError(ErrorCode::out_of_capacity, "position " + std::to_string(r.position) + " of slot " +
                                                        std::to_string(r.slot) + " is outside the KV cache");
     }
+    // Positions below the length may sit in blocks shared with the prefix cache.
+    if (r.position < cache.length(r.slot)) {
+      throw SpecdError(ErrorCode::invalid_argument, "position " + std::to_string(r.position) + " of slot " +
+                                                        std::to_string(r.slot) + " is below its length " +
+                                                        std::to_string(cache.length(r.slot)));
+    }
   }
 }
 
@@ -129,22 +112,21 @@ void ForwardRunner::embed(std::span<const ForwardRow> rows) {
   }
 }
 
-void ForwardRunner::attend(std::span<const ForwardRow> rows, KvCache& cache, int64_t layer) {
+void ForwardRunner::attend(std::span<const ForwardRow> rows, const KvCache& cache, int64_t layer) {
   const ModelConfig& c = weights_->config;
   const int64_t d = c.head_dim, heads = c.num_attention_heads, kv_heads = c.num_key_value_heads;
-  const int64_t group = heads / kv_heads, qkv_width = (heads + 2 * kv_heads) * d, seq = cache.max_seq_len();
-  const float* keys = cache.keys(static_cast<int32_t>(layer)).data_ptr<float>();
-  const float* values = cache.values(static_cast<int32_t>(layer)).data_ptr<float>();
+  const int64_t group = heads / kv_heads, qkv_width = (heads + 2 * kv_heads) * d;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(d));
   const int64_t m = static_cast<int64_t>(rows.size());
+  // One job per (row, KV head): its query heads share each block's keys and values.
   auto work = [&](int64_t begin, int64_t end) {
-    thread_local std::vector<float> scores;
     for (int64_t job = begin; job < end; ++job) {
-      const int64_t r = job / heads, h = job % heads, kvh = h / group;
+      const int64_t r = job / kv_heads, kvh = job % kv_heads;
       const ForwardRow& row = rows[r];
-      grow(scores, static_cast<size_t>(row.position + 1));
-      const int64_t base = (static_cast<int64_t>(row.slot) * kv_heads + kvh) * seq * d;
-      attend_head(s_.qkv.data() + r * qkv_width + h * d, keys + base, values + base, row.position, d, scores.data(),
-                  s_.attn.data() + r * heads * d + h * d);
+      const kernels::PagedKv kv =
+          cache.pool().head(static_cast<int32_t>(layer), static_cast<int32_t>(kvh), cache.block_table(row.slot).data());
+      kernels::attend(kv, row.position + 1, s_.qkv.data() + r * qkv_width + kvh * group * d,
+                      static_cast<int32_t>(group), scale, s_.attn.data() + (r * heads + kvh * group) * d);
     }
   };
   int64_t keys_seen = 0;
@@ -153,9 +135,9 @@ void ForwardRunner::attend(std::span<const ForwardRow> rows, KvCache& cache, int
   // Waking the lane's workers costs microseconds: only worth it for long contexts.
   constexpr int64_t kParallelKeys = 4096;
   if (threads && threads->size() > 1 && keys_seen * heads >= kParallelKeys) {
-    threads->parallel_for(m * heads, 1, work);
+    threads->parallel_for(m * kv_heads, 1, work);
   } else {
-    work(0, m * heads);
+    work(0, m * kv_heads);
   }
 }
 
@@ -164,21 +146,18 @@ void ForwardRunner::attention_block(int64_t layer, std::span<const ForwardRow> r
   const LayerWeights& w = weights_->layers[layer];
   const int64_t m = static_cast<int64_t>(rows.size()), hidden = c.hidden_size, d = c.head_dim, half = d / 2;
   const int64_t heads = c.num_attention_heads, kv_heads = c.num_key_value_heads;
-  const int64_t qkv_width = (heads + 2 * kv_heads) * d, seq = cache.max_seq_len();
+  const int64_t qkv_width = (heads + 2 * kv_heads) * d;
   rms_norm(s_.x.data(), w.input_norm.data(), m, hidden, c.rms_norm_eps, s_.h.data());
   kernels::linear(w.qkv, s_.h.data(), m, s_.qkv.data());
-  float* cache_k = cache.keys(static_cast<int32_t>(layer)).data_ptr<float>();
-  float* cache_v = cache.values(static_cast<int32_t>(layer)).data_ptr<float>();
+  const int64_t block_size = cache.block_size();
   for (int64_t r = 0; r < m; ++r) {
     float* row = s_.qkv.data() + r * qkv_width;
-    const float* cos = rope_cos_.data() + rows[r].position * half;
-    const float* sin = rope_sin_.data() + rows[r].position * half;
+    const ForwardRow& at = rows[r];
+    const float* cos = rope_cos_.data() + at.position * half;
+    const float* sin = rope_sin_.data() + at.position * half;
     for (int64_t h = 0; h < heads + kv_heads; ++h) rope(row + h * d, cos, sin, half);  // queries and keys
-    for (int64_t kvh = 0; kvh < kv_heads; ++kvh) {
-      const int64_t at = ((static_cast<int64_t>(rows[r].slot) * kv_heads + kvh) * seq + rows[r].position) * d;
-      std::copy_n(row + (heads + kvh) * d, d, cache_k + at);
-      std::copy_n(row + (heads + kv_heads + kvh) * d, d, cache_v + at);
-    }
+    cache.pool().write(static_cast<int32_t>(layer), cache.block_table(at.slot)[at.position / block_size],
+                       static_cast<int32_t>(at.position % block_size), row + heads * d, row + (heads + kv_heads) * d);
   }
   attend(rows, cache, layer);
   kernels::linear(w.o, s_.attn.data(), m, s_.out.data());
@@ -206,6 +185,8 @@ void ForwardRunner::run(std::span<const ForwardRow> rows, KvCache& cache, std::s
                         float* logits) {
   const ModelConfig& c = weights_->config;
   check_rows(rows, cache);
+  // Every row's block before any write: a pool that runs out stops the call here.
+  for (const ForwardRow& r : rows) cache.reserve(r.slot, r.position + 1);
   const int64_t m = static_cast<int64_t>(rows.size()), hidden = c.hidden_size, d = c.head_dim;
   const int64_t heads = c.num_attention_heads, kv_heads = c.num_key_value_heads;
   int64_t last = 0;

@@ -2,7 +2,8 @@
 // The inference forward pass of a Llama model on its packed weights (InferenceWeights)
 // and its KV cache: the four linears of a layer through the kernels (engine/kernels/),
 // and between them plain loops over float rows: fused RMSNorm, RoPE from a table,
-// attention read straight from the cache slots, SiLU-gating, residual adds. No tensor
+// attention over each slot's cache blocks (engine/kernels/attention), SiLU-gating,
+// residual adds. No tensor
 // ops, no dispatcher, and scratch buffers that only grow, so a steady decode allocates
 // nothing. Not thread-safe: one lane drives a runner (its kernels use the lane's
 // KernelThreads).
@@ -35,10 +36,11 @@ class ForwardRunner {
   const InferenceWeights& weights() const { return *weights_; }
 
   // Runs rows through every layer, writing their keys and values into the cache at their
-  // positions (the caller sets the slots' lengths), and writes the logits of the rows
-  // listed in logit_rows (indices into rows) to logits, [logit_rows.size(), vocab].
-  // A slot's rows must come in position order. Throws SpecdError for a token outside
-  // the vocabulary or a position outside the cache.
+  // positions (taking the blocks they need; the caller sets the slots' lengths), and
+  // writes the logits of the rows listed in logit_rows (indices into rows) to logits,
+  // [logit_rows.size(), vocab]. A slot's rows must come in position order, at or past its
+  // length. Throws SpecdError for a token outside the vocabulary, a position outside the
+  // cache or below its slot's length, and out_of_capacity when the pool has no block left.
   void run(std::span<const ForwardRow> rows, KvCache& cache, std::span<const int64_t> logit_rows, float* logits);
 
  private:
@@ -50,7 +52,7 @@ class ForwardRunner {
   void embed(std::span<const ForwardRow> rows);
   void attention_block(int64_t layer, std::span<const ForwardRow> rows, KvCache& cache);
   void mlp_block(int64_t layer, int64_t m);
-  void attend(std::span<const ForwardRow> rows, KvCache& cache, int64_t layer);
+  void attend(std::span<const ForwardRow> rows, const KvCache& cache, int64_t layer);
 
   std::shared_ptr<const InferenceWeights> weights_;
   std::vector<float> rope_cos_, rope_sin_;  // [positions][head_dim / 2], grown on demand

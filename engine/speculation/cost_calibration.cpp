@@ -46,7 +46,7 @@ class ContextSlots {
   ContextSlots(const ContextSlots&) = delete;
   ContextSlots& operator=(const ContextSlots&) = delete;
   ~ContextSlots() {
-    for (int32_t r = 0; r < filled_; ++r) cache_.truncate_to(r, 0);
+    for (int32_t r = 0; r < filled_; ++r) cache_.release(r);
   }
 
   int32_t context() const { return context_; }
@@ -104,11 +104,17 @@ int32_t measure(LlamaModel& model, KvCache& cache, std::vector<std::pair<int32_t
   torch::InferenceMode inference;
   auto tokens = [](const std::pair<int32_t, int32_t>& s) { return s.first * s.second; };
   std::sort(shapes.begin(), shapes.end(), [&](const auto& x, const auto& y) { return tokens(x) < tokens(y); });
-  int32_t widest = 0;
-  for (const auto& shape : shapes) widest = std::max(widest, shape.second);
-  ContextSlots slots(
-      model, cache,
-      static_cast<int32_t>(std::max<int64_t>(0, std::min<int64_t>(limits.context, cache.max_seq_len() - widest))));
+  int32_t widest = 0, most_rows = 1;
+  for (const auto& shape : shapes) {
+    widest = std::max(widest, shape.second);
+    most_rows = std::max(most_rows, shape.first);
+  }
+  // Every row's context and widest pass must fit the KV pool at once (a small
+  // kv_cache_memory holds few sequences).
+  const int64_t pool_room =
+      static_cast<int64_t>(cache.total_blocks() / most_rows) * cache.block_size() - widest - cache.block_size();
+  const int64_t context = std::min<int64_t>({limits.context, cache.max_seq_len() - widest, pool_room});
+  ContextSlots slots(model, cache, static_cast<int32_t>(std::max<int64_t>(0, context)));
   const auto start = Clock::now();
   double largest_seconds = 0;
   int32_t largest_tokens = 1, measured = 0;

@@ -45,8 +45,8 @@ inline TestPair make_pair(bool perturbed, int32_t slots, int64_t max_seq = 128) 
   TestPair p;
   p.target = random_model(tiny_config(), 101);
   p.draft = perturbed ? perturbed_copy(*p.target, 0.015, 7) : random_model(small_draft_config(), 202);
-  p.target_cache = std::make_unique<KvCache>(p.target->config(), slots, max_seq);
-  p.draft_cache = std::make_unique<KvCache>(p.draft->config(), slots, max_seq);
+  p.target_cache = std::make_unique<KvCache>(p.target->config(), slots, max_seq, KvCache::blocks_for(slots, max_seq));
+  p.draft_cache = std::make_unique<KvCache>(p.draft->config(), slots, max_seq, KvCache::blocks_for(slots, max_seq));
   return p;
 }
 

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstring>
 #include <iostream>
+#include <span>
 
 #include "engine/model/inference_weights.hpp"
 #include "engine/model/kv_cache.hpp"
@@ -124,8 +125,9 @@ Figures measure_model(const std::string& dir, const ModelBenchArgs& a) {
   const ModelConfig& c = model->config();
   f.parameters = model->parameter_count();
   f.weight_bytes = weight_bytes_per_step(*model);
-  f.kv_bytes_per_token = 2.0 * c.num_hidden_layers * c.num_key_value_heads * c.head_dim * 4;
-  KvCache cache(c, a.batch, a.prompt_len + a.steps + 1);
+  f.kv_bytes_per_token = static_cast<double>(KvCache::bytes_per_token(c));
+  const int64_t max_seq = a.prompt_len + a.steps + 1;
+  KvCache cache(c, a.batch, max_seq, KvCache::blocks_for(a.batch, max_seq));
   std::vector<int32_t> slots;
   for (int32_t b = 0; b < a.batch; ++b) slots.push_back(b);  // the cache holds exactly these
 
@@ -145,14 +147,11 @@ Figures measure_model(const std::string& dir, const ModelBenchArgs& a) {
   if (a.batch > 1) {
     // Every row starts from the same prefilled prompt: copy slot 0's keys and values
     // (the cost of a step depends on the lengths, the copy saves B - 1 prefills).
-    for (int32_t layer = 0; layer < c.num_hidden_layers; ++layer) {
-      for (int32_t s : slots) {
-        if (s == slots[0]) continue;
-        cache.keys(layer)[s].narrow(1, 0, a.prompt_len).copy_(cache.keys(layer)[slots[0]].narrow(1, 0, a.prompt_len));
-        cache.values(layer)[s]
-            .narrow(1, 0, a.prompt_len)
-            .copy_(cache.values(layer)[slots[0]].narrow(1, 0, a.prompt_len));
-      }
+    for (int32_t s : slots) {
+      if (s == slots[0]) continue;
+      cache.set_length(s, a.prompt_len);
+      const std::span<const int32_t> from = cache.block_table(slots[0]), to = cache.block_table(s);
+      for (size_t b = 0; b < to.size(); ++b) cache.pool().copy_block(from[b], to[b]);
     }
     f.batch_step_ms = time_decode(*model, cache, slots, a.prompt_len, a);
     std::cerr << "bench: batch " << a.batch << " decode " << f.batch_step_ms << " ms/step\n";
