@@ -1,7 +1,7 @@
 #pragma once
 // BlockAllocator: the bookkeeping of one model's KV blocks, kept apart from their storage
-// so that the cache manager can own it on its strand while a compute lane owns the
-// memory. A free list, a reference count per block, and for each full block of committed
+// (KvCache pairs the two on the lane that owns the model; the scheduler only counts
+// blocks per request, actors/scheduler_actor.hpp). A free list, a reference count per block, and for each full block of committed
 // tokens a key over (the parent block's key, its token ids), so that equal prefixes find
 // equal blocks (vLLM's block pool, SGLang's radix cache). A block that nobody references
 // but that holds a keyed prefix stays cached, in least-recently-released order, until a
