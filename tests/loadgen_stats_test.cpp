@@ -94,6 +94,53 @@ TEST_CASE("SSE chunks count as bursts and the usage chunk sets the token total")
   CHECK(e.record().error == std::optional<std::string>("overloaded"));
 }
 
+TEST_CASE("WebSocket frames collect the answer text and the usage's prompt and cached tokens") {
+  const auto sent = Clock::now();
+  StreamTimer t(sent);
+  CHECK_FALSE(on_ws_frame(t, frame(R"({"type":"tokens","id":"a","text":"Good ","token_ids":[7,8]})"), sent));
+  CHECK_FALSE(on_ws_frame(t, frame(R"({"type":"tokens","id":"a","text":"","token_ids":[9]})"), sent));  // held back
+  CHECK_FALSE(on_ws_frame(t, frame(R"({"type":"tokens","id":"a","text":"morrow\n","token_ids":[10]})"), sent));
+  CHECK(on_ws_frame(t,
+                    frame(R"({"type":"done","id":"a","finish_reason":"stop","usage":{"prompt_tokens":41,)"
+                          R"("completion_tokens":4,"total_tokens":45,"prompt_tokens_details":{"cached_tokens":32}}})"),
+                    sent));
+  const StreamRecord& r = t.record();
+  CHECK(r.text == "Good morrow\n");
+  CHECK(r.prompt_tokens == 41);
+  CHECK(r.cached_tokens == 32);
+  CHECK(r.completion_tokens == 4);
+  // A server without a prefix cache sends no details: the count stays unknown, not 0.
+  StreamTimer u(sent);
+  CHECK(on_ws_frame(u, frame(R"({"type":"done","id":"a","finish_reason":"stop","usage":{"prompt_tokens":5}})"), sent));
+  CHECK(u.record().prompt_tokens == 5);
+  CHECK(u.record().cached_tokens == -1);
+  CHECK(u.record().completion_tokens == -1);
+}
+
+TEST_CASE("SSE chunks collect completion text and chat deltas, and the usage chunk's cached tokens") {
+  const auto sent = Clock::now();
+  StreamTimer t(sent);
+  CHECK_FALSE(on_sse_data(t, R"({"choices":[{"index":0,"text":"Good ","finish_reason":null}]})", sent));
+  CHECK_FALSE(on_sse_data(t, R"({"choices":[{"index":0,"text":"morrow","finish_reason":null}]})", sent));
+  CHECK_FALSE(on_sse_data(t, R"({"choices":[{"index":0,"text":"","finish_reason":"stop"}]})", sent));
+  CHECK_FALSE(on_sse_data(t,
+                          R"({"choices":[],"usage":{"prompt_tokens":12,"completion_tokens":2,"total_tokens":14,)"
+                          R"("prompt_tokens_details":{"cached_tokens":0}}})",
+                          sent));
+  CHECK(on_sse_data(t, "[DONE]", sent));
+  CHECK(t.record().text == "Good morrow");
+  CHECK(t.record().prompt_tokens == 12);
+  CHECK(t.record().cached_tokens == 0);
+  StreamTimer chat(sent);
+  CHECK_FALSE(on_sse_data(
+      chat, R"({"choices":[{"index":0,"delta":{"role":"assistant","content":"Ay, "},"finish_reason":null}]})", sent));
+  CHECK_FALSE(on_sse_data(chat, R"({"choices":[{"index":0,"delta":{"content":"sir."},"finish_reason":null}]})", sent));
+  CHECK_FALSE(on_sse_data(chat, R"({"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]})", sent));
+  CHECK(on_sse_data(chat, "[DONE]", sent));
+  CHECK(chat.record().text == "Ay, sir.");
+  CHECK(chat.record().bursts == 2);
+}
+
 TEST_CASE("a level sums tokens over its wall time and counts errors by code") {
   std::vector<StreamRecord> records(4);
   for (int i = 0; i < 3; ++i) {
