@@ -27,6 +27,7 @@ struct StreamRecord {
   int64_t cached_tokens = -1;      // usage.prompt_tokens_details.cached_tokens: the server's prefix-cache hit
   double total_ms = 0;             // request sent to its end
   std::string text;                // the answer as streamed: a conversation's next turn carries it
+  int32_t turn = 0;                // 1.. in a conversation (--turns), else 0
 };
 
 // Times the bursts of one request.
