@@ -51,7 +51,8 @@ int run(const LoadgenOptions& o) {
   for (int32_t clients : levels) {
     LevelStats s = run_level(o, clients, client);
     std::cerr << "loadgen: " << clients << " clients: " << s.streams_ok << "/" << s.requests << " streams, "
-              << s.error_count() << " errors, " << s.tokens_per_second() << " tokens/s\n";
+              << s.error_count() << " errors, " << s.tokens_per_second() << " tokens/s\n"
+              << turns_table(s.turns);
     const bool failed = s.error_count() > 0;
     results.push_back(std::move(s));
     if (failed && !o.keep_going) break;
