@@ -4,6 +4,7 @@
 
 #include <boost/json.hpp>
 
+#include "json/json_serialize.hpp"
 #include "tools/loadgen/level_stats.hpp"
 #include "tools/loadgen/loadgen_options.hpp"
 #include "tools/loadgen/stream_record.hpp"
@@ -94,6 +95,53 @@ TEST_CASE("SSE chunks count as bursts and the usage chunk sets the token total")
   CHECK(e.record().error == std::optional<std::string>("overloaded"));
 }
 
+TEST_CASE("WebSocket frames collect the answer text and the usage's prompt and cached tokens") {
+  const auto sent = Clock::now();
+  StreamTimer t(sent);
+  CHECK_FALSE(on_ws_frame(t, frame(R"({"type":"tokens","id":"a","text":"Good ","token_ids":[7,8]})"), sent));
+  CHECK_FALSE(on_ws_frame(t, frame(R"({"type":"tokens","id":"a","text":"","token_ids":[9]})"), sent));  // held back
+  CHECK_FALSE(on_ws_frame(t, frame(R"({"type":"tokens","id":"a","text":"morrow\n","token_ids":[10]})"), sent));
+  CHECK(on_ws_frame(t,
+                    frame(R"({"type":"done","id":"a","finish_reason":"stop","usage":{"prompt_tokens":41,)"
+                          R"("completion_tokens":4,"total_tokens":45,"prompt_tokens_details":{"cached_tokens":32}}})"),
+                    sent));
+  const StreamRecord& r = t.record();
+  CHECK(r.text == "Good morrow\n");
+  CHECK(r.prompt_tokens == 41);
+  CHECK(r.cached_tokens == 32);
+  CHECK(r.completion_tokens == 4);
+  // A server without a prefix cache sends no details: the count stays unknown, not 0.
+  StreamTimer u(sent);
+  CHECK(on_ws_frame(u, frame(R"({"type":"done","id":"a","finish_reason":"stop","usage":{"prompt_tokens":5}})"), sent));
+  CHECK(u.record().prompt_tokens == 5);
+  CHECK(u.record().cached_tokens == -1);
+  CHECK(u.record().completion_tokens == -1);
+}
+
+TEST_CASE("SSE chunks collect completion text and chat deltas, and the usage chunk's cached tokens") {
+  const auto sent = Clock::now();
+  StreamTimer t(sent);
+  CHECK_FALSE(on_sse_data(t, R"({"choices":[{"index":0,"text":"Good ","finish_reason":null}]})", sent));
+  CHECK_FALSE(on_sse_data(t, R"({"choices":[{"index":0,"text":"morrow","finish_reason":null}]})", sent));
+  CHECK_FALSE(on_sse_data(t, R"({"choices":[{"index":0,"text":"","finish_reason":"stop"}]})", sent));
+  CHECK_FALSE(on_sse_data(t,
+                          R"({"choices":[],"usage":{"prompt_tokens":12,"completion_tokens":2,"total_tokens":14,)"
+                          R"("prompt_tokens_details":{"cached_tokens":0}}})",
+                          sent));
+  CHECK(on_sse_data(t, "[DONE]", sent));
+  CHECK(t.record().text == "Good morrow");
+  CHECK(t.record().prompt_tokens == 12);
+  CHECK(t.record().cached_tokens == 0);
+  StreamTimer chat(sent);
+  CHECK_FALSE(on_sse_data(
+      chat, R"({"choices":[{"index":0,"delta":{"role":"assistant","content":"Ay, "},"finish_reason":null}]})", sent));
+  CHECK_FALSE(on_sse_data(chat, R"({"choices":[{"index":0,"delta":{"content":"sir."},"finish_reason":null}]})", sent));
+  CHECK_FALSE(on_sse_data(chat, R"({"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]})", sent));
+  CHECK(on_sse_data(chat, "[DONE]", sent));
+  CHECK(chat.record().text == "Ay, sir.");
+  CHECK(chat.record().bursts == 2);
+}
+
 TEST_CASE("a level sums tokens over its wall time and counts errors by code") {
   std::vector<StreamRecord> records(4);
   for (int i = 0; i < 3; ++i) {
@@ -117,6 +165,74 @@ TEST_CASE("a level sums tokens over its wall time and counts errors by code") {
   CHECK(json.at("finish_reasons").as_object().at("length").as_int64() == 3);
   CHECK(json.at("acceptance_rate").as_double() == 0.75);
   CHECK(summarize(1, {StreamRecord{}}, 1, 1.0).to_json().as_object().at("acceptance_rate").is_null());
+}
+
+namespace {
+
+StreamRecord turn_record(int32_t turn, double ttft_ms, int64_t prompt_tokens, int64_t cached_tokens) {
+  StreamRecord r;
+  r.turn = turn;
+  r.finish_reason = "stop";
+  r.ttft_ms = ttft_ms;
+  r.prompt_tokens = prompt_tokens;
+  r.cached_tokens = cached_tokens;
+  return r;
+}
+
+// Two clients' three-turn conversations: client b is refused at turn 2, so its turn 3 is never sent.
+std::vector<StreamRecord> two_conversations() {
+  StreamRecord refused, unsent;
+  refused.turn = 2;
+  refused.error = "overloaded";
+  unsent.turn = 3;
+  unsent.error = "previous_turn_failed";
+  return {turn_record(1, 10, 9, 8),   turn_record(1, 30, 10, -1),
+          turn_record(2, 20, 30, 16), refused,
+          turn_record(3, 40, 50, -1), unsent};
+}
+
+}  // namespace
+
+TEST_CASE("per-turn figures: TTFT percentiles, mean prompt and cached tokens over the streams that reported them") {
+  const std::vector<TurnStats> turns = summarize_turns(two_conversations());
+  REQUIRE(turns.size() == 3);
+  CHECK(turns[0].turn == 1);
+  CHECK(turns[0].requests == 2);
+  CHECK(turns[0].errors == 0);
+  CHECK(turns[0].ttft_ms.p50 == 10);
+  CHECK(turns[0].ttft_ms.p90 == 30);
+  CHECK(turns[0].ttft_ms.mean == 20);
+  CHECK(turns[0].mean_prompt_tokens == 9.5);
+  CHECK(turns[0].mean_cached_tokens == 8);  // the stream without the count is left out, not taken as 0
+  CHECK(turns[1].requests == 2);
+  CHECK(turns[1].streams_ok == 1);
+  CHECK(turns[1].errors == 1);
+  CHECK(turns[1].ttft_ms.count == 1);
+  CHECK(turns[2].mean_cached_tokens == -1);
+  const auto level = summarize(2, two_conversations(), 2, 1.0).to_json().as_object();
+  CHECK(specd::serialize_json(level.at("turns")) ==
+        R"([{"turn":1,"requests":2,"streams":2,"errors":0,)"
+        R"("ttft_ms":{"count":2,"p50":10,"p90":30,"p99":30,"max":30,"mean":20},)"
+        R"("mean_prompt_tokens":9.5,"mean_cached_tokens":8},)"
+        R"({"turn":2,"requests":2,"streams":1,"errors":1,)"
+        R"("ttft_ms":{"count":1,"p50":20,"p90":20,"p99":20,"max":20,"mean":20},)"
+        R"("mean_prompt_tokens":30,"mean_cached_tokens":16},)"
+        R"({"turn":3,"requests":2,"streams":1,"errors":1,)"
+        R"("ttft_ms":{"count":1,"p50":40,"p90":40,"p99":40,"max":40,"mean":40},)"
+        R"("mean_prompt_tokens":50,"mean_cached_tokens":null}])");
+  CHECK(level.at("errors").as_int64() == 2);
+  // Without --turns the records carry no turn and the level no per-turn array.
+  CHECK(summarize_turns({StreamRecord{}}).empty());
+  CHECK_FALSE(summarize(1, {StreamRecord{}}, 1, 1.0).to_json().as_object().contains("turns"));
+}
+
+TEST_CASE("the per-turn text table") {
+  CHECK(turns_table(summarize_turns(two_conversations())) ==
+        "turn requests errors  TTFT p50 ms     p90 ms     max ms    mean ms prompt tokens cached tokens\n"
+        "   1        2      0         10.0       30.0       30.0       20.0           9.5           8.0\n"
+        "   2        2      1         20.0       20.0       20.0       20.0          30.0          16.0\n"
+        "   3        2      1         40.0       40.0       40.0       40.0          50.0             -\n");
+  CHECK(turns_table({}).empty());
 }
 
 TEST_CASE("the sustained concurrency is the peak of the largest error-free level") {

@@ -1,8 +1,9 @@
 #pragma once
 // loadgen's HTML report (--report FILE.html): one self-contained page per run with the
 // time-to-first-token and inter-token CDFs of every level, tokens/s and acceptance
-// against clients, errors by code and the run's settings, drawn by the vendored uPlot
-// and tools/web/charts.js (both inlined from report_assets). Main thread only.
+// against clients, with --turns TTFT p50 and p90 against the turn, errors by code and the
+// run's settings, drawn by the vendored uPlot and tools/web/charts.js (both inlined from
+// report_assets). Main thread only.
 #include <boost/json/array.hpp>
 #include <boost/json/object.hpp>
 

@@ -20,10 +20,11 @@ void LevelContext::stream_ended(StreamRecord record) {
   records.push_back(std::move(record));
 }
 
-void LevelContext::unsent(int64_t count, const std::string& code) {
+void LevelContext::unsent(int64_t count, const std::string& code, int32_t first_turn) {
   for (int64_t i = 0; i < count; ++i) {
     StreamRecord r;
     r.error = code;
+    if (first_turn > 0) r.turn = first_turn + static_cast<int32_t>(i);
     records.push_back(std::move(r));
   }
 }

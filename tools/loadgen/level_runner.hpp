@@ -25,12 +25,13 @@ struct LevelContext {
 
   void stream_started();
   void stream_ended(StreamRecord record);
-  // Records `count` requests that could not be sent, all failing with `code`.
-  void unsent(int64_t count, const std::string& code);
+  // Records `count` requests that could not be sent, all failing with `code`; in a
+  // conversation they are turns first_turn, first_turn + 1, ...
+  void unsent(int64_t count, const std::string& code, int32_t first_turn = 0);
   int64_t take_request_number() { return next_request++; }
 };
 
-// One client: sends options.requests requests, records each through the context.
+// One client: sends its ClientRequests, records each through the context.
 using ClientCoroutine = std::function<boost::asio::awaitable<void>(LevelContext&, int32_t client_index)>;
 
 LevelStats run_level(const LoadgenOptions& options, int32_t clients, const ClientCoroutine& client);

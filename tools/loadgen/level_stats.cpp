@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <numeric>
 
 namespace specd::loadgen {
@@ -82,11 +83,74 @@ LevelStats summarize(int32_t clients, const std::vector<StreamRecord>& records, 
   s.inter_token_sorted_ms = std::move(itl);
   s.inter_burst_ms = percentiles(std::move(ibl));
   s.total_ms = percentiles(std::move(total));
+  s.turns = summarize_turns(records);
   return s;
 }
 
+std::vector<TurnStats> summarize_turns(const std::vector<StreamRecord>& records) {
+  int32_t count = 0;
+  for (const auto& r : records) count = std::max(count, r.turn);
+  std::vector<TurnStats> turns(static_cast<size_t>(count));
+  std::vector<std::vector<double>> ttft(turns.size()), prompt(turns.size()), cached(turns.size());
+  for (const auto& r : records) {
+    if (r.turn < 1) continue;
+    const auto i = static_cast<size_t>(r.turn - 1);
+    turns[i].requests += 1;
+    if (r.error) {
+      turns[i].errors += 1;
+      continue;
+    }
+    turns[i].streams_ok += 1;
+    if (r.ttft_ms >= 0) ttft[i].push_back(r.ttft_ms);
+    if (r.prompt_tokens >= 0) prompt[i].push_back(static_cast<double>(r.prompt_tokens));
+    if (r.cached_tokens >= 0) cached[i].push_back(static_cast<double>(r.cached_tokens));
+  }
+  for (size_t i = 0; i < turns.size(); ++i) {
+    turns[i].turn = static_cast<int32_t>(i + 1);
+    turns[i].ttft_ms = percentiles(std::move(ttft[i]));
+    if (!prompt[i].empty()) turns[i].mean_prompt_tokens = percentiles(std::move(prompt[i])).mean;
+    if (!cached[i].empty()) turns[i].mean_cached_tokens = percentiles(std::move(cached[i])).mean;
+  }
+  return turns;
+}
+
+boost::json::value TurnStats::to_json() const {
+  const auto mean_or_null = [](double mean) {
+    return mean < 0 ? boost::json::value(nullptr) : boost::json::value(round3(mean));
+  };
+  return boost::json::object{{"turn", turn},
+                             {"requests", requests},
+                             {"streams", streams_ok},
+                             {"errors", errors},
+                             {"ttft_ms", percentiles_json(ttft_ms)},
+                             {"mean_prompt_tokens", mean_or_null(mean_prompt_tokens)},
+                             {"mean_cached_tokens", mean_or_null(mean_cached_tokens)}};
+}
+
+std::string turns_table(const std::vector<TurnStats>& turns) {
+  if (turns.empty()) return "";
+  char line[256];
+  std::snprintf(line, sizeof line, "%4s %8s %6s %12s %10s %10s %10s %13s %13s\n", "turn", "requests", "errors",
+                "TTFT p50 ms", "p90 ms", "max ms", "mean ms", "prompt tokens", "cached tokens");
+  std::string text = line;
+  const auto mean_text = [](double mean, char(&out)[32]) {
+    if (mean < 0) return "-";
+    std::snprintf(out, sizeof out, "%.1f", mean);
+    return static_cast<const char*>(out);
+  };
+  for (const auto& t : turns) {
+    char prompt[32], cached[32];
+    std::snprintf(line, sizeof line, "%4d %8lld %6lld %12.1f %10.1f %10.1f %10.1f %13s %13s\n", t.turn,
+                  static_cast<long long>(t.requests), static_cast<long long>(t.errors), t.ttft_ms.p50, t.ttft_ms.p90,
+                  t.ttft_ms.max, t.ttft_ms.mean, mean_text(t.mean_prompt_tokens, prompt),
+                  mean_text(t.mean_cached_tokens, cached));
+    text += line;
+  }
+  return text;
+}
+
 boost::json::value LevelStats::to_json() const {
-  return boost::json::object{
+  boost::json::object o{
       {"clients", clients},
       {"requests", requests},
       {"streams", streams_ok},
@@ -106,6 +170,11 @@ boost::json::value LevelStats::to_json() const {
       {"inter_burst_ms", percentiles_json(inter_burst_ms)},
       {"request_ms", percentiles_json(total_ms)},
   };
+  if (turns.empty()) return o;
+  boost::json::array turn_json;
+  for (const auto& t : turns) turn_json.push_back(t.to_json());
+  o["turns"] = std::move(turn_json);
+  return o;
 }
 
 int64_t max_concurrent_without_errors(const std::vector<LevelStats>& levels) {

@@ -24,6 +24,16 @@ Percentiles percentiles(std::vector<double> samples);
 // Three decimals (milliseconds to the microsecond), as the reports print figures.
 double round3(double v);
 
+// One turn of a level's conversations (--turns): that turn's request of every client.
+struct TurnStats {
+  int32_t turn = 0;
+  int64_t requests = 0, streams_ok = 0, errors = 0;
+  Percentiles ttft_ms;
+  // Means over the streams whose usage reported them; -1 when none did.
+  double mean_prompt_tokens = -1, mean_cached_tokens = -1;
+  boost::json::value to_json() const;
+};
+
 struct LevelStats {
   int32_t clients = 0;
   int64_t requests = 0;                   // sent
@@ -36,6 +46,7 @@ struct LevelStats {
   Percentiles ttft_ms, inter_token_ms, inter_burst_ms, total_ms;
   // The samples behind ttft_ms and inter_token_ms, sorted: the HTML report's CDFs.
   std::vector<double> ttft_sorted_ms, inter_token_sorted_ms;
+  std::vector<TurnStats> turns;  // turn 1, 2, ...; empty without --turns
 
   int64_t error_count() const;
   double tokens_per_second() const { return seconds > 0 ? tokens / seconds : 0; }
@@ -44,6 +55,12 @@ struct LevelStats {
 };
 
 LevelStats summarize(int32_t clients, const std::vector<StreamRecord>& records, int64_t peak_in_flight, double seconds);
+
+// The records of each turn (StreamRecord::turn) summed up; empty when no record has a turn.
+std::vector<TurnStats> summarize_turns(const std::vector<StreamRecord>& records);
+
+// The per-turn figures as a small text table (loadgen prints it to stderr), "" without turns.
+std::string turns_table(const std::vector<TurnStats>& turns);
 
 // The largest peak of concurrent streams among levels that ended with no error (0 when
 // every level had errors).

@@ -1,6 +1,6 @@
 // loadgen: N concurrent streaming clients against a running `specd serve`, each sending
-// R requests one after another, over the WebSocket /v1/ws or the OpenAI-style SSE
-// routes. With --ramp it runs one level per client count and reports the most
+// R requests one after another (or holding a conversation of T turns), over the
+// WebSocket /v1/ws or the OpenAI-style SSE routes. With --ramp it runs one level per client count and reports the most
 // concurrent streams sustained with no error. Prints one JSON object on stdout;
 // progress goes to stderr. Exits 1 when no level ran without errors.
 #include <boost/json.hpp>
@@ -26,7 +26,7 @@ boost::json::object settings_json(const LoadgenOptions& o) {
   boost::json::object s{
       {"url", ws ? "ws" + base + "/v1/ws" : "http" + base + sse_target(o)},
       {"transport", ws ? "ws" : "sse"},
-      {"requests_per_client", o.requests},
+      {"requests_per_client", o.requests_per_client()},
       {"prompt", o.prompt},
       {"chat", o.chat},
       {"max_tokens", o.max_tokens},
@@ -36,6 +36,10 @@ boost::json::object settings_json(const LoadgenOptions& o) {
       {"speculative", std::move(spec)},
   };
   if (o.seed) s["seed"] = *o.seed;
+  if (o.turns > 0) {
+    s["turns"] = o.turns;
+    s["turn_prompt"] = o.next_turn_prompt();
+  }
   return s;
 }
 
@@ -47,7 +51,8 @@ int run(const LoadgenOptions& o) {
   for (int32_t clients : levels) {
     LevelStats s = run_level(o, clients, client);
     std::cerr << "loadgen: " << clients << " clients: " << s.streams_ok << "/" << s.requests << " streams, "
-              << s.error_count() << " errors, " << s.tokens_per_second() << " tokens/s\n";
+              << s.error_count() << " errors, " << s.tokens_per_second() << " tokens/s\n"
+              << turns_table(s.turns);
     const bool failed = s.error_count() > 0;
     results.push_back(std::move(s));
     if (failed && !o.keep_going) break;

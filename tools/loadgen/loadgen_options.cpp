@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "json/json_serialize.hpp"
+#include "tools/loadgen/conversation.hpp"
 #include "tools/loadgen/html_report.hpp"
 
 namespace specd::loadgen {
@@ -55,10 +56,16 @@ LoadgenOptions parse_options(int argc, char** argv) {
   app.add_option("--clients,-c", o.clients, "concurrent clients")->capture_default_str()->check(CLI::Range(1, 100000));
   app.add_option("--ramp", ramp, "client counts to run in turn, e.g. 8,16,32,64,128 (overrides --clients)");
   app.add_flag("--keep-going", o.keep_going, "continue the ramp after a level with errors");
-  app.add_option("--requests,-r", o.requests, "requests per client")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 1000000));
+  auto* requests_opt = app.add_option("--requests,-r", o.requests, "requests per client")
+                           ->capture_default_str()
+                           ->check(CLI::Range(1, 1000000));
+  auto* turns_opt = app.add_option("--turns", o.turns,
+                                   "a conversation per client: T requests, each resending the conversation so far "
+                                   "(earlier messages and answers) plus a new user message (replaces --requests)")
+                        ->check(CLI::Range(1, 100000));
   app.add_option("--prompt", o.prompt, "prompt text")->capture_default_str();
+  app.add_option("--turn-prompt", o.turn_prompt, "the user message of turns 2.. (default: the prompt again)")
+      ->needs(turns_opt);
   app.add_flag("--chat", o.chat, "send the prompt as a user message (the model's chat template)");
   app.add_option("--max-tokens", o.max_tokens, "tokens per request")
       ->capture_default_str()
@@ -79,6 +86,9 @@ LoadgenOptions parse_options(int argc, char** argv) {
       ->check(CLI::Validator(report_path_problem, "FILE.html"));
   try {
     app.parse(argc, argv);
+    if (turns_opt->count() > 0 && requests_opt->count() > 0) {
+      throw CLI::ValidationError("--turns", "replaces --requests (one request per turn); give one of them");
+    }
     check_k(o.k);
     if (!ramp.empty()) o.ramp = parse_ramp(ramp);
   } catch (const CLI::ParseError& e) {
@@ -90,7 +100,11 @@ LoadgenOptions parse_options(int argc, char** argv) {
   return o;
 }
 
-std::string request_json(const LoadgenOptions& o, const std::string& id, int64_t request_number) {
+namespace {
+
+// The request whose input is `input_key` (prompt or messages) = `input`.
+std::string request_with(const LoadgenOptions& o, const std::string& id, int64_t request_number,
+                         std::string_view input_key, boost::json::value input) {
   boost::json::object r;
   if (o.transport == Transport::ws) {
     r["type"] = "generate";
@@ -100,11 +114,7 @@ std::string request_json(const LoadgenOptions& o, const std::string& id, int64_t
     r["stream"] = true;
     r["stream_options"] = boost::json::object{{"include_usage", true}};
   }
-  if (o.chat) {
-    r["messages"] = boost::json::array{boost::json::object{{"role", "user"}, {"content", o.prompt}}};
-  } else {
-    r["prompt"] = o.prompt;
-  }
+  r[input_key] = std::move(input);
   r["max_tokens"] = o.max_tokens;
   if (o.ignore_eos) r["ignore_eos"] = true;
   r["temperature"] = o.temperature;
@@ -121,6 +131,20 @@ std::string request_json(const LoadgenOptions& o, const std::string& id, int64_t
   }
   r["speculative"] = std::move(spec);
   return serialize_json(r);
+}
+
+}  // namespace
+
+std::string request_json(const LoadgenOptions& o, const std::string& id, int64_t request_number) {
+  if (!o.chat) return request_with(o, id, request_number, "prompt", boost::json::string(o.prompt));
+  return request_with(o, id, request_number, "messages",
+                      boost::json::array{boost::json::object{{"role", "user"}, {"content", o.prompt}}});
+}
+
+std::string request_json(const LoadgenOptions& o, const std::string& id, int64_t request_number,
+                         const Conversation& conversation) {
+  if (!o.chat) return request_with(o, id, request_number, "prompt", boost::json::string(conversation.transcript()));
+  return request_with(o, id, request_number, "messages", conversation.messages());
 }
 
 std::string sse_target(const LoadgenOptions& o) { return o.chat ? "/v1/chat/completions" : "/v1/completions"; }

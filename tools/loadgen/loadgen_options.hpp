@@ -19,8 +19,10 @@ struct LoadgenOptions {
   std::vector<int32_t> ramp;  // client counts run one after another
   bool keep_going = false;    // ramp on past a level with errors
   int32_t requests = 4;       // requests per client, one after another
+  int32_t turns = 0;          // > 0: each client holds a conversation of this many turns (replaces requests)
   std::string prompt = "ROMEO:";
-  bool chat = false;  // send the prompt as a user message (chat template)
+  std::string turn_prompt;  // the user message of turns 2..; empty: the prompt again
+  bool chat = false;        // send the prompt as a user message (chat template)
   int32_t max_tokens = 64;
   bool ignore_eos = false;  // generate past EOS: every request runs to max_tokens
   double temperature = 0.0;
@@ -31,7 +33,13 @@ struct LoadgenOptions {
   std::string k = "4";     // 1..16 or "auto"
   double timeout_s = 300;  // per level
   std::string report;      // --report FILE.html, when given
+
+  int32_t requests_per_client() const { return turns > 0 ? turns : requests; }
+  // Turn 2..'s user message.
+  const std::string& next_turn_prompt() const { return turn_prompt.empty() ? prompt : turn_prompt; }
 };
+
+class Conversation;
 
 // Parses argv; prints help or a usage error and exits as CLI11 does.
 LoadgenOptions parse_options(int argc, char** argv);
@@ -39,6 +47,9 @@ LoadgenOptions parse_options(int argc, char** argv);
 // The JSON of one request: a WebSocket "generate" frame (with `id`) or, for the SSE
 // transport, the body of POST /v1/completions or /v1/chat/completions.
 std::string request_json(const LoadgenOptions& options, const std::string& id, int64_t request_number);
+// The same for a conversation's current turn: its messages with --chat, else its transcript as the prompt.
+std::string request_json(const LoadgenOptions& options, const std::string& id, int64_t request_number,
+                         const Conversation& conversation);
 
 // "/v1/completions" or "/v1/chat/completions" (SSE transport).
 std::string sse_target(const LoadgenOptions& options);

@@ -11,6 +11,8 @@
 #include <optional>
 #include <string>
 
+#include "tools/loadgen/client_requests.hpp"
+
 namespace specd::loadgen {
 
 namespace asio = boost::asio;
@@ -59,14 +61,14 @@ bool feed_events(StreamTimer& timer, std::string& pending) {
 
 // Sends one request and reads its stream to the end; false when the connection is unusable.
 asio::awaitable<bool> one_request(LevelContext& ctx, beast::tcp_stream& stream, beast::flat_buffer& buffer,
-                                  StreamTimer& timer, int64_t number) {
+                                  StreamTimer& timer, std::string body) {
   const LoadgenOptions& o = ctx.options;
   http::request<http::string_body> req{http::verb::post, sse_target(o), 11};
   req.set(http::field::host, o.host + ":" + std::to_string(o.port));
   req.set(http::field::content_type, "application/json");
   req.set(http::field::accept, "text/event-stream");
   if (!o.token.empty()) req.set(http::field::authorization, "Bearer " + o.token);
-  req.body() = request_json(o, "", number);
+  req.body() = std::move(body);
   req.prepare_payload();
   auto [wec, wn] = co_await http::async_write(stream, req, tuple_awaitable);
   if (wec) {
@@ -125,9 +127,10 @@ asio::awaitable<void> run_sse_client(LevelContext& ctx, int32_t client_index) {
   };
   beast::flat_buffer buffer;
   bool connected = false;
-  for (int32_t i = 0; i < ctx.options.requests; ++i) {
+  ClientRequests requests(ctx.options);
+  for (int32_t i = 0; i < requests.count(); ++i) {
     if (ctx.timed_out) {
-      ctx.unsent(ctx.options.requests - i, "timeout");
+      ctx.unsent(requests.count() - i, "timeout", requests.next_turn());
       break;
     }
     if (!connected) {
@@ -135,14 +138,20 @@ asio::awaitable<void> run_sse_client(LevelContext& ctx, int32_t client_index) {
       stream.emplace(executor);
       connected = co_await connect(ctx, *stream);
       if (!connected) {
-        ctx.unsent(ctx.options.requests - i, ctx.timed_out ? "timeout" : "connect_failed");
+        ctx.unsent(requests.count() - i, ctx.timed_out ? "timeout" : "connect_failed", requests.next_turn());
         break;
       }
     }
+    std::string body = requests.next("", ctx.take_request_number());
     StreamTimer timer(Clock::now());
     ctx.stream_started();
-    connected = co_await one_request(ctx, *stream, buffer, timer, ctx.take_request_number());
+    connected = co_await one_request(ctx, *stream, buffer, timer, std::move(body));
+    const bool goes_on = requests.ended(timer.record());
     ctx.stream_ended(std::move(timer.record()));
+    if (!goes_on) {
+      ctx.unsent(requests.count() - i - 1, "previous_turn_failed", requests.next_turn());
+      break;
+    }
   }
   ctx.closers[static_cast<size_t>(client_index)] = nullptr;
   if (stream) {

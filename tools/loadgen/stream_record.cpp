@@ -24,15 +24,22 @@ std::string string_or(const boost::json::object& o, std::string_view key, std::s
 bool read_usage(StreamTimer& timer, const boost::json::object& o) {
   const auto* usage = o.if_contains("usage");
   if (!usage || !usage->is_object()) return false;
-  timer.record().completion_tokens = int_or(usage->as_object(), "completion_tokens", -1);
+  const auto& u = usage->as_object();
+  StreamRecord& r = timer.record();
+  r.completion_tokens = int_or(u, "completion_tokens", -1);
+  r.prompt_tokens = int_or(u, "prompt_tokens", -1);
+  const auto* details = u.if_contains("prompt_tokens_details");
+  r.cached_tokens = details && details->is_object() ? int_or(details->as_object(), "cached_tokens", -1) : -1;
   return true;
 }
 
 }  // namespace
 
-void StreamTimer::burst(Clock::time_point at, int64_t tokens, int64_t drafted, int64_t accepted) {
+void StreamTimer::burst(Clock::time_point at, int64_t tokens, int64_t drafted, int64_t accepted,
+                        std::string_view text) {
   record_.drafted += drafted;
   record_.accepted += accepted;
+  record_.text += text;
   if (tokens <= 0) return;
   if (record_.bursts == 0) {
     record_.ttft_ms = ms_between(sent_, at);
@@ -63,7 +70,7 @@ bool on_ws_frame(StreamTimer& timer, const boost::json::object& frame, Clock::ti
   if (type == "tokens") {
     const auto* ids = frame.if_contains("token_ids");
     const int64_t tokens = ids && ids->is_array() ? static_cast<int64_t>(ids->as_array().size()) : 0;
-    timer.burst(at, tokens, int_or(frame, "drafted", 0), int_or(frame, "accepted", 0));
+    timer.burst(at, tokens, int_or(frame, "drafted", 0), int_or(frame, "accepted", 0), string_or(frame, "text", ""));
     return false;
   }
   if (type == "done") {
@@ -116,7 +123,7 @@ bool on_sse_data(StreamTimer& timer, std::string_view data, Clock::time_point at
   if (const auto* ids = chunk.if_contains("token_ids"); ids && ids->is_array()) {
     tokens = static_cast<int64_t>(ids->as_array().size());
   }
-  timer.burst(at, tokens, int_or(chunk, "drafted", 0), int_or(chunk, "accepted", 0));
+  timer.burst(at, tokens, int_or(chunk, "drafted", 0), int_or(chunk, "accepted", 0), text);
   if (const auto* reason = choice.if_contains("finish_reason"); reason && reason->is_string()) {
     timer.record().finish_reason = std::string(reason->as_string());
   }

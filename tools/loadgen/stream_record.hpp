@@ -23,14 +23,18 @@ struct StreamRecord {
   std::vector<double> inter_burst_ms;  // gaps between bursts carrying tokens
   int64_t tokens = 0, bursts = 0, drafted = 0, accepted = 0;
   int64_t completion_tokens = -1;  // from the server's usage, when it sent one
+  int64_t prompt_tokens = -1;      // likewise
+  int64_t cached_tokens = -1;      // usage.prompt_tokens_details.cached_tokens: the server's prefix-cache hit
   double total_ms = 0;             // request sent to its end
+  std::string text;                // the answer as streamed: a conversation's next turn carries it
+  int32_t turn = 0;                // 1.. in a conversation (--turns), else 0
 };
 
 // Times the bursts of one request.
 class StreamTimer {
  public:
   explicit StreamTimer(Clock::time_point sent) : sent_(sent), last_(sent) {}
-  void burst(Clock::time_point at, int64_t tokens, int64_t drafted, int64_t accepted);
+  void burst(Clock::time_point at, int64_t tokens, int64_t drafted, int64_t accepted, std::string_view text = {});
   void finish(Clock::time_point at, std::string finish_reason);
   void fail(Clock::time_point at, std::string code);
   bool ended() const { return ended_; }

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "net/ws_client.hpp"
+#include "tools/loadgen/client_requests.hpp"
 
 namespace specd::loadgen {
 
@@ -52,21 +53,22 @@ asio::awaitable<void> run_ws_client(LevelContext& ctx, int32_t client_index) {
   const std::string host = ctx.options.host;
   net::WsClient::Options options;
   options.bearer_token = ctx.options.token;
+  ClientRequests requests(ctx.options);
   const boost::system::error_code connect_ec = co_await client.connect(host, ctx.options.port, options);
   if (connect_ec) {
     ctx.closers[index] = nullptr;
-    ctx.unsent(ctx.options.requests, connect_error(client, ctx.timed_out));
+    ctx.unsent(requests.count(), connect_error(client, ctx.timed_out), requests.next_turn());
     co_return;
   }
   bool usable = true;
-  for (int32_t i = 0; i < ctx.options.requests; ++i) {
+  for (int32_t i = 0; i < requests.count(); ++i) {
     if (ctx.timed_out || !usable) {
-      ctx.unsent(ctx.options.requests - i, ctx.timed_out ? "timeout" : "disconnected");
+      ctx.unsent(requests.count() - i, ctx.timed_out ? "timeout" : "disconnected", requests.next_turn());
       break;
     }
     const int64_t number = ctx.take_request_number();
     const std::string id = "lg" + std::to_string(number);
-    std::string request = request_json(ctx.options, id, number);
+    std::string request = requests.next(id, number);
     StreamTimer timer(Clock::now());
     ctx.stream_started();
     const boost::system::error_code send_ec = co_await client.send_text(std::move(request));
@@ -76,7 +78,12 @@ asio::awaitable<void> run_ws_client(LevelContext& ctx, int32_t client_index) {
     } else {
       usable = co_await read_stream(ctx, client, id, timer);
     }
+    const bool goes_on = requests.ended(timer.record());
     ctx.stream_ended(std::move(timer.record()));
+    if (!goes_on) {
+      ctx.unsent(requests.count() - i - 1, "previous_turn_failed", requests.next_turn());
+      break;
+    }
   }
   ctx.closers[index] = nullptr;
   if (usable && !ctx.timed_out) {

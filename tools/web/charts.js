@@ -72,12 +72,14 @@
     return new uPlot(opts, alignCdfs(curves.map((c) => c.points)), el);
   }
 
-  // Lines against a shared x (client counts: a log2 axis, as ramps double) with
-  // `series` = [{label, values}]; `yRange` fixes the y axis (e.g. [0, 100] for percents).
-  function lineChart(el, xs, series, { title, xLabel, yLabel, height, yRange }) {
+  // Lines against a shared x (client counts: a log2 axis, as ramps double; `linearX` for
+  // counts that step by one, such as turns) with `series` = [{label, values}]; `yRange`
+  // fixes the y axis (e.g. [0, 100] for percents).
+  function lineChart(el, xs, series, { title, xLabel, yLabel, height, yRange, linearX = false }) {
     const opts = baseOptions(el, { title, xLabel, yLabel, height });
-    const logX = xs.every((x) => x > 0) && xs.length > 1;
+    const logX = !linearX && xs.every((x) => x > 0) && xs.length > 1;
     opts.scales = { x: { time: false, distr: logX ? 3 : 1, log: 2 }, y: yRange ? { range: yRange } : {} };
+    if (linearX) opts.axes[0].incrs = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000];  // whole steps only
     opts.legend = { show: series.length > 1, live: true };
     opts.series = [{ label: xLabel }, ...series.map((s, i) => ({
       label: s.label, stroke: PALETTE[i % PALETTE.length], width: 2, points: { show: true, size: 7 },
