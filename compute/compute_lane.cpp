@@ -1,12 +1,11 @@
 #include "compute/compute_lane.hpp"
 
-#include <ATen/Parallel.h>
 #include <pthread.h>
 
 #include <algorithm>
 
 #include "compute/compute_permits.hpp"
-#include "engine/kernels/kernel_threads.hpp"
+#include "compute/compute_threads.hpp"
 #include "trace/trace_recorder.hpp"
 
 namespace specd {
@@ -19,20 +18,16 @@ ComputeLane::ComputeLane(LaneOptions options, TraceRecorder* trace)
 ComputeLane::~ComputeLane() { stop(); }
 
 void ComputeLane::thread_main() {
-  // The model's compute runs on this lane's kernel threads (its intra-op budget); the
-  // few libtorch ops left (sampling) are small, so libtorch stays on this thread and
-  // no OpenMP team ever forms, spinning or not.
-  at::set_num_threads(1);
+  // The model's compute runs on this lane's kernel threads: its own intra-op budget,
+  // plus the threads it borrows from the shared permits while the other lane is idle.
   const int own = std::max(1, options_.intra_op_threads);
   // "target lane" -> "target kernels": its workers, told apart from the other lane's in top.
   std::string workers = options_.name;
   if (workers.ends_with(" lane")) workers.resize(workers.size() - 5);
-  kernels::KernelThreads threads(options_.permits ? std::max(own, options_.permits->total()) : own, own,
-                                 options_.permits, workers + " kernels");
-  kernels::KernelThreads::set_current(&threads);
+  ComputeThreadScope threads(options_.permits ? std::max(own, options_.permits->total()) : own, own, options_.permits,
+                             workers + " kernels");
   pthread_setname_np(pthread_self(), options_.name.substr(0, 15).c_str());
   context_.run();
-  kernels::KernelThreads::set_current(nullptr);
 }
 
 void ComputeLane::stop() {
