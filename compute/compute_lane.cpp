@@ -42,10 +42,7 @@ ComputeLane::BusyScope::BusyScope(ComputeLane& lane, const char* label) : lane_(
 
 ComputeLane::BusyScope::~BusyScope() {
   if (permits_ > 0) lane_.options_.permits->release(permits_);
-  const auto end = std::chrono::steady_clock::now();
-  lane_.busy_nanos_ += std::chrono::duration_cast<std::chrono::nanoseconds>(end - start_).count();
-  lane_.jobs_ += 1;
-  if (lane_.trace_) lane_.trace_->complete(label_, lane_.options_.name, start_, end);
+  if (lane_.trace_) lane_.trace_->complete(label_, lane_.options_.name, start_, std::chrono::steady_clock::now());
 }
 
 }  // namespace specd

@@ -12,7 +12,6 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
-#include <atomic>
 #include <chrono>
 #include <future>
 #include <optional>
@@ -76,14 +75,10 @@ class ComputeLane {
 
   // Lets queued jobs finish, then joins the thread. Idempotent.
   void stop();
-  const std::string& name() const { return options_.name; }
-  // Seconds spent running jobs since start (for utilisation figures).
-  double busy_seconds() const { return busy_nanos_.load() / 1e9; }
-  uint64_t jobs_run() const { return jobs_.load(); }
 
  private:
-  // Marks one job's interval: the compute permits on entry, the trace event and the
-  // busy counters on exit. Waiting for permits is not busy time.
+  // Marks one job's interval: the compute permits on entry, the trace event on exit.
+  // Waiting for permits is not part of the interval.
   class BusyScope {
    public:
     BusyScope(ComputeLane& lane, const char* label);
@@ -102,8 +97,6 @@ class ComputeLane {
   TraceRecorder* trace_;
   boost::asio::io_context context_;
   std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> work_;
-  std::atomic<int64_t> busy_nanos_{0};
-  std::atomic<uint64_t> jobs_{0};
   std::thread thread_;
 };
 
