@@ -160,7 +160,7 @@ GatewayConfig parse_gateway_config(std::string_view text, const std::filesystem:
   } catch (const toml::parse_error& e) {
     std::ostringstream where;
     where << source_name << ":" << e.source().begin.line << ": " << e.description();
-    throw SpecdError(ErrorCode::malformed_json, where.str());
+    throw SpecdError(ErrorCode::malformed_toml, where.str());
   }
   apply(root, c, base_dir, source_name);
   c.protocol.k_max = c.engine.k_max;

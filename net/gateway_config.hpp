@@ -51,7 +51,7 @@ struct GatewayConfig {
 GatewayConfig default_gateway_config();
 
 // Reads a TOML file over the defaults. Relative paths are taken relative to the file's
-// directory. Throws SpecdError: missing_file, malformed_json (TOML syntax, with the
+// directory. Throws SpecdError: missing_file, malformed_toml (TOML syntax, with the
 // line), bad_value (wrong type, out of range or unknown key, naming section.key).
 GatewayConfig load_gateway_config(const std::filesystem::path& file);
 // Same, from text (tests); relative paths against `base_dir`.

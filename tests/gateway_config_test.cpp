@@ -87,7 +87,8 @@ TEST_CASE("bad configurations are refused naming the key") {
   CHECK(refusal("[defaults]\nmax_tokens = 5000\n") ==
         "bad_value: config: defaults.max_tokens must be in [1, limits.max_tokens]");
   CHECK(refusal("[engine]\noverlap = 1\n") == "bad_value: test.toml: engine.overlap: must be true or false");
-  CHECK(refusal("[server\nport = 1\n").rfind("malformed_json: test.toml:1: ", 0) == 0);
+  CHECK(refusal("[server\nport = 1\n").rfind("malformed_toml: test.toml:1: ", 0) == 0);
+  CHECK(refusal("[server]\nport = = 1\n").rfind("malformed_toml: test.toml:2: ", 0) == 0);
   CHECK_THROWS_WITH_AS(load_gateway_config("/nonexistent/specd.toml"),
                        "missing_file: cannot read config /nonexistent/specd.toml", SpecdError);
 }
