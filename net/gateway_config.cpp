@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "engine/base/errors.hpp"
+#include "net/data_dir.hpp"
 
 namespace specd::net {
 
@@ -142,10 +143,10 @@ void positive(double v, const char* name) {
 
 GatewayConfig default_gateway_config() {
   GatewayConfig c;
-  const std::filesystem::path source(SPECD_SOURCE_DIR);
-  c.web_root = source / "tools" / "web";
-  c.engine.target_dir = source / "models" / "target";
-  c.engine.draft_dir = source / "models" / "draft";
+  const std::filesystem::path& data = data_dir();
+  c.web_root = data / "tools" / "web";
+  c.engine.target_dir = data / "models" / "target";
+  c.engine.draft_dir = data / "models" / "draft";
   c.engine.trace = true;  // a server keeps its recent spans for GET /v1/trace ([trace])
   c.protocol.k_max = c.engine.k_max;
   return c;

@@ -47,7 +47,7 @@ struct GatewayConfig {
   EngineConfig engine;
 };
 
-// Defaults for the committed default model pair (models/ in the source tree).
+// Defaults for the committed default model pair (models/ in specd's data directory, net/data_dir.hpp).
 GatewayConfig default_gateway_config();
 
 // Reads a TOML file over the defaults. Relative paths are taken relative to the file's

@@ -13,6 +13,7 @@
 
 #include "actors/engine.hpp"
 #include "actors/spawn.hpp"
+#include "net/data_dir.hpp"
 #include "net/gateway_config.hpp"
 #include "net/listener.hpp"
 #include "tools/specd/cli_common.hpp"
@@ -34,10 +35,8 @@ struct ServeArgs {
 
 net::GatewayConfig load_config(const ServeArgs& a) {
   std::filesystem::path file = a.config_file;
-  if (file.empty() && std::filesystem::exists(std::filesystem::path(SPECD_SOURCE_DIR) / "conf" / "specd.toml")) {
-    file = std::filesystem::path(SPECD_SOURCE_DIR) / "conf" / "specd.toml";
-  }
-  net::GatewayConfig c = file.empty() ? net::default_gateway_config() : net::load_gateway_config(file);
+  if (file.empty()) file = net::data_dir() / "conf" / "specd.toml";
+  net::GatewayConfig c = net::load_gateway_config(file);
   if (!a.host.empty()) c.host = a.host;
   if (a.port >= 0) c.port = a.port;
   if (!a.token.empty()) c.auth_token = a.token;
@@ -100,7 +99,7 @@ void run_serve(const ServeArgs& a) {
 void add_serve_command(CLI::App& app) {
   auto args = std::make_shared<ServeArgs>();
   auto* cmd = app.add_subcommand("serve", "Serve the engine over WebSocket and OpenAI-style HTTP");
-  cmd->add_option("--config", args->config_file, "TOML config (default: conf/specd.toml of the source tree)")
+  cmd->add_option("--config", args->config_file, "TOML config (default: conf/specd.toml of specd's data directory)")
       ->check(CLI::ExistingFile);
   cmd->add_option("--host", args->host, "address to bind (config server.host, default 127.0.0.1)");
   cmd->add_option("--port", args->port, "port to bind; 0 picks a free one (config server.port)")
