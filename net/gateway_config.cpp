@@ -149,12 +149,14 @@ GatewayConfig default_gateway_config() {
   c.engine.draft_dir = data / "models" / "draft";
   c.engine.trace = true;  // a server keeps its recent spans for GET /v1/trace ([trace])
   c.protocol.k_max = c.engine.k_max;
+  c.model_name = model_dir_name(c.engine.target_dir);
   return c;
 }
 
 GatewayConfig parse_gateway_config(std::string_view text, const std::filesystem::path& base_dir,
                                    const std::string& source_name) {
   GatewayConfig c = default_gateway_config();
+  c.model_name.clear();  // the file's own, or its target's name
   toml::table root;
   try {
     root = toml::parse(text, source_name);
@@ -164,6 +166,7 @@ GatewayConfig parse_gateway_config(std::string_view text, const std::filesystem:
     throw SpecdError(ErrorCode::malformed_toml, where.str());
   }
   apply(root, c, base_dir, source_name);
+  if (c.model_name.empty()) c.model_name = model_dir_name(c.engine.target_dir);
   c.protocol.k_max = c.engine.k_max;
   validate(c);
   return c;
@@ -175,6 +178,26 @@ GatewayConfig load_gateway_config(const std::filesystem::path& file) {
   std::stringstream text;
   text << in.rdbuf();
   return parse_gateway_config(text.str(), file.parent_path(), file.string());
+}
+
+void apply_model_flags(GatewayConfig& c, const ModelFlags& flags) {
+  if (!flags.model.empty()) {
+    c.engine.target_dir = flags.model;
+    c.engine.draft_dir.clear();
+    c.model_name = model_dir_name(flags.model);
+  }
+  if (flags.draft == "none") {
+    c.engine.draft_dir.clear();
+  } else if (!flags.draft.empty()) {
+    c.engine.draft_dir = flags.draft;
+  }
+  if (!flags.model_name.empty()) c.model_name = flags.model_name;
+}
+
+std::string model_dir_name(const std::filesystem::path& dir) {
+  std::filesystem::path p = std::filesystem::absolute(dir).lexically_normal();
+  if (!p.has_filename() && p.has_parent_path()) p = p.parent_path();  // "dir/" ends in an empty name
+  return p.filename().string();
 }
 
 void validate(const GatewayConfig& c) {

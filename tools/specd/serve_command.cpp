@@ -26,7 +26,8 @@ namespace asio = boost::asio;
 
 struct ServeArgs {
   std::string config_file;
-  std::string host, token, web_root, model;
+  std::string host, token, web_root;
+  net::ModelFlags models;
   int port = -1;
   int threads = -1;
   int io_threads = -1;
@@ -41,10 +42,7 @@ net::GatewayConfig load_config(const ServeArgs& a) {
   if (a.port >= 0) c.port = a.port;
   if (!a.token.empty()) c.auth_token = a.token;
   if (!a.web_root.empty()) c.web_root = a.web_root;
-  if (!a.model.empty()) {
-    c.engine.target_dir = a.model;
-    c.engine.draft_dir.clear();
-  }
+  net::apply_model_flags(c, a.models);
   if (a.io_threads >= 0) c.io_threads = a.io_threads;
   if (a.shutdown_deadline >= 0) c.shutdown_deadline_seconds = a.shutdown_deadline;
   if (a.threads >= 0) {  // the flag replaces the config's whole thread choice
@@ -106,7 +104,13 @@ void add_serve_command(CLI::App& app) {
       ->check(CLI::Range(0, 65535));
   cmd->add_option("--token", args->token, "bearer token every route requires (config server.auth_token)");
   cmd->add_option("--web-root", args->web_root, "directory of static pages served at / (config server.web_root)");
-  cmd->add_option("--model", args->model, "target model directory, served target-only (config engine.target)");
+  cmd->add_option("--model", args->models.model,
+                  "target model directory, served alone unless --draft names a draft (config engine.target)");
+  cmd->add_option("--draft", args->models.draft,
+                  "draft model directory, or none to serve the target alone (config engine.draft)");
+  cmd->add_option("--model-name", args->models.model_name,
+                  "the model name of responses and /v1/models (config server.model_name; "
+                  "with --model, default: that directory's name)");
   cmd->add_option("--threads", args->threads, "compute threads across both lanes, 0: automatic (config engine.threads)")
       ->check(CLI::Range(0, 256));
   cmd->add_option("--io-threads", args->io_threads,
