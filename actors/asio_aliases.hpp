@@ -8,8 +8,6 @@
 
 #include <optional>
 #include <tuple>
-#include <type_traits>
-#include <variant>
 
 namespace specd::actors {
 
@@ -31,34 +29,6 @@ awaitable<std::optional<Message>> receive(Mailbox<Message>& mailbox) {
   std::tuple<error_code, Message> received = co_await mailbox.async_receive(use_tuple);
   if (std::get<0>(received)) co_return std::nullopt;
   co_return std::optional<Message>(std::move(std::get<1>(received)));
-}
-
-inline awaitable<void> nothing() { co_return; }
-
-// The receive loop of an actor that serves requests one at a time: every message but
-// the monostate placeholder and Stop goes to handle(message), awaited before the next;
-// Stop is answered and ends the loop, as does a closed mailbox.
-template <class Stop, class Message, class Handle>
-awaitable<void> serve_until_stop(Mailbox<Message>& mailbox, Handle handle) {
-  for (;;) {
-    std::optional<Message> next = co_await receive<Message>(mailbox);
-    if (!next) co_return;
-    if (auto* stop = std::get_if<Stop>(&*next)) {
-      stop->reply.set({});
-      co_return;
-    }
-    awaitable<void> step = std::visit(
-        [&handle](auto& m) -> awaitable<void> {
-          using T = std::decay_t<decltype(m)>;
-          if constexpr (std::is_same_v<T, std::monostate> || std::is_same_v<T, Stop>) {
-            return nothing();
-          } else {
-            return handle(m);
-          }
-        },
-        *next);
-    co_await std::move(step);
-  }
 }
 
 }  // namespace specd::actors

@@ -1,7 +1,7 @@
 #pragma once
 // A one-shot answer from an actor to the coroutine that asked: the asker puts a Reply
-// in its message and awaits get(); the actor calls set() or fail() exactly once, from
-// any thread. The awaiting coroutine resumes on its own executor.
+// in its message and awaits get(); the actor calls set() exactly once, from any thread. The awaiting coroutine resumes
+// on its own executor.
 //
 // Written on a mutex and a stored completion handler rather than a one-slot channel,
 // which costs a channel and its buffer per question. (The channel version also met a
@@ -11,7 +11,6 @@
 #include <boost/asio/async_result.hpp>
 #include <boost/asio/post.hpp>
 
-#include <exception>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -27,8 +26,18 @@ class Reply {
  public:
   Reply() : state_(std::make_shared<State>()) {}
 
-  void set(T value) const { complete(std::move(value), nullptr); }
-  void fail(std::exception_ptr error) const { complete(std::nullopt, error); }
+  void set(T value) const {
+    std::unique_lock lock(state_->mutex);
+    if (state_->done) return;
+    state_->done = true;
+    if (!state_->waiter) {
+      state_->value = std::move(value);
+      return;
+    }
+    auto waiter = std::move(state_->waiter);
+    lock.unlock();
+    waiter(std::move(value));
+  }
 
   awaitable<T> get() const {
     auto state = state_;
@@ -45,7 +54,6 @@ class Reply {
     // The initiation is a named local: no temporary with a destructor in the co_await.
     std::optional<T> value = co_await asio::async_initiate<decltype(asio::use_awaitable), void(std::optional<T>)>(
         std::move(initiation), asio::use_awaitable);
-    if (state->error) std::rethrow_exception(state->error);
     co_return std::move(*value);
   }
 
@@ -54,7 +62,6 @@ class Reply {
     std::mutex mutex;
     bool done = false;
     std::optional<T> value;
-    std::exception_ptr error;
     std::function<void(std::optional<T>)> waiter;
   };
 
@@ -64,20 +71,6 @@ class Reply {
     asio::post(executor, [handler = std::move(handler), value = std::move(value)]() mutable {
       std::move(handler)(std::move(value));
     });
-  }
-
-  void complete(std::optional<T> value, std::exception_ptr error) const {
-    std::unique_lock lock(state_->mutex);
-    if (state_->done) return;
-    state_->done = true;
-    state_->error = error;
-    if (!state_->waiter) {
-      state_->value = std::move(value);
-      return;
-    }
-    auto waiter = std::move(state_->waiter);
-    lock.unlock();
-    waiter(std::move(value));
   }
 
   std::shared_ptr<State> state_;

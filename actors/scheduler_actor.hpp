@@ -57,8 +57,9 @@ struct SchedulerOptions {
   const Tokenizer* tokenizer = nullptr;  // for stop strings and burst text (null: ids only)
   std::vector<int32_t> eos_ids;          // end a request unless it asks to ignore EOS
   int64_t prefill_chunk = 0;             // most prompt tokens prefilled per round (0: no bound)
-  // The engine's bound on K and, when calibrated (cost_calibration.hpp), the round
-  // costs: K is then planned for the batch as a whole each round; without them, per request.
+  // The engine's bound on K and, when calibrated (engine/speculation/cost_calibration.hpp),
+  // the round costs: K is then planned for the batch as a whole each round; without them,
+  // per request.
   KPlanSetup planning;
   KvBlocks kv;
 };

@@ -1,59 +1,33 @@
 #include "compute/compute_lane.hpp"
 
-#include <ATen/Parallel.h>
 #include <pthread.h>
 
 #include <algorithm>
 
 #include "compute/compute_permits.hpp"
-#include "engine/kernels/kernel_threads.hpp"
+#include "compute/compute_threads.hpp"
 #include "trace/trace_recorder.hpp"
-
-#ifdef SPECD_CUDA
-#include <c10/cuda/CUDAGuard.h>
-#include <c10/cuda/CUDAStream.h>
-#endif
 
 namespace specd {
 
-#ifdef SPECD_CUDA
-// Each lane takes its own stream from the device's pool, so the draft's and the
-// target's kernels can run concurrently; a job synchronises its stream before it
-// completes, so an awaited result is ready to read.
-struct ComputeLane::Device {
-  explicit Device(int device) : stream(c10::cuda::getStreamFromPool(false, static_cast<c10::DeviceIndex>(device))) {}
-  c10::cuda::CUDAStream stream;
-  std::optional<c10::cuda::CUDAStreamGuard> guard;
-};
-#else
-struct ComputeLane::Device {};
-#endif
-
 ComputeLane::ComputeLane(LaneOptions options, TraceRecorder* trace)
     : options_(std::move(options)), trace_(trace), work_(boost::asio::make_work_guard(context_)) {
-#ifdef SPECD_CUDA
-  if (options_.cuda_device >= 0) device_ = std::make_unique<Device>(options_.cuda_device);
-#endif
   thread_ = std::thread([this] { thread_main(); });
 }
 
 ComputeLane::~ComputeLane() { stop(); }
 
 void ComputeLane::thread_main() {
-  // The model's compute runs on this lane's kernel threads (its intra-op budget); the
-  // few libtorch ops left (sampling) are small, so libtorch stays on this thread and
-  // no OpenMP team ever forms, spinning or not.
-  at::set_num_threads(1);
+  // The model's compute runs on this lane's kernel threads: its own intra-op budget,
+  // plus the threads it borrows from the shared permits while the other lane is idle.
   const int own = std::max(1, options_.intra_op_threads);
   // "target lane" -> "target kernels": its workers, told apart from the other lane's in top.
   std::string workers = options_.name;
   if (workers.ends_with(" lane")) workers.resize(workers.size() - 5);
-  kernels::KernelThreads threads(options_.permits ? std::max(own, options_.permits->total()) : own, own,
-                                 options_.permits, workers + " kernels");
-  kernels::KernelThreads::set_current(&threads);
+  ComputeThreadScope threads(options_.permits ? std::max(own, options_.permits->total()) : own, own, options_.permits,
+                             workers + " kernels");
   pthread_setname_np(pthread_self(), options_.name.substr(0, 15).c_str());
   context_.run();
-  kernels::KernelThreads::set_current(nullptr);
 }
 
 void ComputeLane::stop() {
@@ -61,34 +35,14 @@ void ComputeLane::stop() {
   if (thread_.joinable() && thread_.get_id() != std::this_thread::get_id()) thread_.join();
 }
 
-void ComputeLane::enter_device() {
-#ifdef SPECD_CUDA
-  if (device_) device_->guard.emplace(device_->stream);
-#endif
-}
-
-void ComputeLane::leave_device() {
-#ifdef SPECD_CUDA
-  if (device_) {
-    device_->stream.synchronize();
-    device_->guard.reset();
-  }
-#endif
-}
-
 ComputeLane::BusyScope::BusyScope(ComputeLane& lane, const char* label) : lane_(lane), label_(label) {
   if (lane_.options_.permits) permits_ = lane_.options_.permits->acquire(lane_.options_.intra_op_threads);
   start_ = std::chrono::steady_clock::now();
-  lane_.enter_device();
 }
 
 ComputeLane::BusyScope::~BusyScope() {
-  lane_.leave_device();
   if (permits_ > 0) lane_.options_.permits->release(permits_);
-  const auto end = std::chrono::steady_clock::now();
-  lane_.busy_nanos_ += std::chrono::duration_cast<std::chrono::nanoseconds>(end - start_).count();
-  lane_.jobs_ += 1;
-  if (lane_.trace_) lane_.trace_->complete(label_, lane_.options_.name, start_, end);
+  if (lane_.trace_) lane_.trace_->complete(label_, lane_.options_.name, start_, std::chrono::steady_clock::now());
 }
 
 }  // namespace specd

@@ -1,6 +1,6 @@
 #pragma once
 // A compute lane: one dedicated thread on which model calls run, one at a time, with
-// its own intra-op thread budget (CPU) or its own CUDA stream (SPECD_CUDA builds).
+// its own intra-op thread budget.
 // Actors never run model code on their strands: they `co_await lane.run(...)`, the job
 // runs on the lane thread, and the coroutine resumes on its own executor with the
 // result or the job's exception. Busy intervals go to the trace recorder.
@@ -12,10 +12,8 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
-#include <atomic>
 #include <chrono>
 #include <future>
-#include <memory>
 #include <optional>
 #include <string>
 #include <thread>
@@ -29,8 +27,7 @@ class TraceRecorder;
 struct LaneOptions {
   std::string name;          // trace track and thread name, e.g. "target lane"
   int intra_op_threads = 1;  // threads this lane's jobs hold (engine/kernels/KernelThreads)
-  int cuda_device = -1;      // SPECD_CUDA builds: device whose stream pool gives the stream
-  // The budget shared with the other lanes (CPU builds): each job holds intra_op_threads
+  // The budget shared with the other lanes: each job holds intra_op_threads
   // permits while it runs, and its kernels borrow free ones call by call, up to the
   // whole budget. Null: no limit beyond this lane's own threads.
   ComputePermits* permits = nullptr;
@@ -78,15 +75,10 @@ class ComputeLane {
 
   // Lets queued jobs finish, then joins the thread. Idempotent.
   void stop();
-  const std::string& name() const { return options_.name; }
-  // Seconds spent running jobs since start (for utilisation figures).
-  double busy_seconds() const { return busy_nanos_.load() / 1e9; }
-  uint64_t jobs_run() const { return jobs_.load(); }
 
  private:
-  // Marks one job's interval: the compute permits and the device context on entry
-  // (CUDA stream guard), the trace event and the busy counters on exit. Waiting for
-  // permits is not busy time.
+  // Marks one job's interval: the compute permits on entry, the trace event on exit.
+  // Waiting for permits is not part of the interval.
   class BusyScope {
    public:
     BusyScope(ComputeLane& lane, const char* label);
@@ -100,17 +92,11 @@ class ComputeLane {
   };
 
   void thread_main();
-  void enter_device();
-  void leave_device();
 
   LaneOptions options_;
   TraceRecorder* trace_;
   boost::asio::io_context context_;
   std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> work_;
-  std::atomic<int64_t> busy_nanos_{0};
-  std::atomic<uint64_t> jobs_{0};
-  struct Device;  // CUDA stream state in SPECD_CUDA builds; empty otherwise
-  std::unique_ptr<Device> device_;
   std::thread thread_;
 };
 

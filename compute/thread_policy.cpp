@@ -161,9 +161,11 @@ std::string ThreadPolicy::describe() const {
   return out + " (" + origin + ")";
 }
 
-void limit_library_thread_pools() {
+void limit_library_thread_pools() { set_blas_threads(1); }
+
+void set_blas_threads(int32_t threads) {
   using SetThreads = void (*)(int);
-  if (auto set = reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"))) set(1);
+  if (auto set = reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"))) set(threads);
 }
 
 void ensure_quiet_thread_pools_env(char** argv) {

@@ -55,6 +55,9 @@ ThreadPolicy choose_thread_policy(const ThreadRequest& request);  // reads this 
 // its pool busy-waits beside them. The lanes keep libtorch on one thread, so no OpenMP
 // team forms either.
 void limit_library_thread_pools();
+// OpenBLAS's thread count, where OpenBLAS is the loaded BLAS (`bench --kernels` sets its
+// baseline's); nothing otherwise.
+void set_blas_threads(int32_t threads);
 
 // For libtorch ops outside the lanes: libgomp reads OMP_WAIT_POLICY once, when it loads,
 // and OpenBLAS starts its pool then; a program must have them in its environment before main. When either is unset,

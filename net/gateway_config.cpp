@@ -12,6 +12,7 @@
 
 #include "engine/base/byte_size.hpp"
 #include "engine/base/errors.hpp"
+#include "net/data_dir.hpp"
 
 namespace specd::net {
 
@@ -157,27 +158,30 @@ void positive(double v, const char* name) {
 
 GatewayConfig default_gateway_config() {
   GatewayConfig c;
-  const std::filesystem::path source(SPECD_SOURCE_DIR);
-  c.web_root = source / "tools" / "web";
-  c.engine.target_dir = source / "models" / "target";
-  c.engine.draft_dir = source / "models" / "draft";
+  const std::filesystem::path& data = data_dir();
+  c.web_root = data / "tools" / "web";
+  c.engine.target_dir = data / "models" / "target";
+  c.engine.draft_dir = data / "models" / "draft";
   c.engine.trace = true;  // a server keeps its recent spans for GET /v1/trace ([trace])
   c.protocol.k_max = c.engine.k_max;
+  c.model_name = model_dir_name(c.engine.target_dir);
   return c;
 }
 
 GatewayConfig parse_gateway_config(std::string_view text, const std::filesystem::path& base_dir,
                                    const std::string& source_name) {
   GatewayConfig c = default_gateway_config();
+  c.model_name.clear();  // the file's own, or its target's name
   toml::table root;
   try {
     root = toml::parse(text, source_name);
   } catch (const toml::parse_error& e) {
     std::ostringstream where;
     where << source_name << ":" << e.source().begin.line << ": " << e.description();
-    throw SpecdError(ErrorCode::malformed_json, where.str());
+    throw SpecdError(ErrorCode::malformed_toml, where.str());
   }
   apply(root, c, base_dir, source_name);
+  if (c.model_name.empty()) c.model_name = model_dir_name(c.engine.target_dir);
   c.protocol.k_max = c.engine.k_max;
   validate(c);
   return c;
@@ -189,6 +193,26 @@ GatewayConfig load_gateway_config(const std::filesystem::path& file) {
   std::stringstream text;
   text << in.rdbuf();
   return parse_gateway_config(text.str(), file.parent_path(), file.string());
+}
+
+void apply_model_flags(GatewayConfig& c, const ModelFlags& flags) {
+  if (!flags.model.empty()) {
+    c.engine.target_dir = flags.model;
+    c.engine.draft_dir.clear();
+    c.model_name = model_dir_name(flags.model);
+  }
+  if (flags.draft == "none") {
+    c.engine.draft_dir.clear();
+  } else if (!flags.draft.empty()) {
+    c.engine.draft_dir = flags.draft;
+  }
+  if (!flags.model_name.empty()) c.model_name = flags.model_name;
+}
+
+std::string model_dir_name(const std::filesystem::path& dir) {
+  std::filesystem::path p = std::filesystem::absolute(dir).lexically_normal();
+  if (!p.has_filename() && p.has_parent_path()) p = p.parent_path();  // "dir/" ends in an empty name
+  return p.filename().string();
 }
 
 void validate(const GatewayConfig& c) {

@@ -16,10 +16,12 @@ namespace specd::net {
 struct GatewayConfig {
   // [server]
   std::string host = "127.0.0.1";
-  int32_t port = 8080;               // 0: any free port (printed at start)
-  std::string auth_token;            // non-empty: every route needs "Authorization: Bearer <token>"
-  std::filesystem::path web_root;    // static files served at /
-  std::string model_name = "specd";  // the "model" of OpenAI responses and /v1/models
+  int32_t port = 8080;             // 0: any free port (printed at start)
+  std::string auth_token;          // non-empty: every route needs "Authorization: Bearer <token>"
+  std::filesystem::path web_root;  // static files served at /
+  // The "model" of OpenAI responses and /v1/models. The loaders below and
+  // apply_model_flags() leave it set: when nothing names it, the target directory's name.
+  std::string model_name;
   // Threads running the sessions and the engine's actors; 0: one per CPU the process may
   // use (affinity and cgroup quota, compute/thread_policy.hpp), at least 1. io_thread_count().
   int32_t io_threads = 0;
@@ -47,16 +49,31 @@ struct GatewayConfig {
   EngineConfig engine;
 };
 
-// Defaults for the committed default model pair (models/ in the source tree).
+// Defaults for the committed default model pair (models/ in specd's data directory, net/data_dir.hpp).
 GatewayConfig default_gateway_config();
 
 // Reads a TOML file over the defaults. Relative paths are taken relative to the file's
-// directory. Throws SpecdError: missing_file, malformed_json (TOML syntax, with the
+// directory. Throws SpecdError: missing_file, malformed_toml (TOML syntax, with the
 // line), bad_value (wrong type, out of range or unknown key, naming section.key).
 GatewayConfig load_gateway_config(const std::filesystem::path& file);
 // Same, from text (tests); relative paths against `base_dir`.
 GatewayConfig parse_gateway_config(std::string_view text, const std::filesystem::path& base_dir,
                                    const std::string& source_name);
+
+// `specd serve`'s model flags. --model DIR replaces the configured pair and serves DIR
+// alone unless --draft names a draft; --draft DIR alone replaces the draft, and
+// `--draft none` serves the target alone. The served name is --model-name, else with
+// --model DIR's name (the configured name belonged to the configured target), else the
+// configured one.
+struct ModelFlags {
+  std::filesystem::path model;  // empty: the configured target
+  std::string draft;            // a directory, "none", or empty (as configured; none with --model)
+  std::string model_name;       // empty: as above
+};
+void apply_model_flags(GatewayConfig& config, const ModelFlags& flags);
+
+// A model directory's name, the default served name: "models/llama-3.2-1b/" -> "llama-3.2-1b".
+std::string model_dir_name(const std::filesystem::path& dir);
 
 // Throws SpecdError(bad_value) for values outside their ranges.
 void validate(const GatewayConfig& config);

@@ -1,4 +1,4 @@
-// Tests for engine/adaptive_k: the Leviathan et al. speedup formula on hand-computed
+// Tests for engine/planning/adaptive_k: the Leviathan et al. speedup formula on hand-computed
 // values, the choice of K (limits, caps, monotonicity), the acceptance estimator on
 // exact updates and on simulated Bernoulli rounds, and AdaptiveK switching speculation
 // off, probing with K = 1, and switching it back on.

@@ -1,4 +1,4 @@
-// Tests for engine/batch_k_planner: with a flat verify cost the planner picks the K of
+// Tests for engine/planning/batch_k_planner: with a flat verify cost the planner picks the K of
 // the Leviathan et al. formula (adaptive_k's best_k); under a compute-bound verify cost
 // it turns speculation off for a large batch; rows with poor acceptance are left out
 // while good rows draft; caps, fixed rows and the expected-yield formula are exact.

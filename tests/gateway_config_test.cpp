@@ -1,6 +1,7 @@
 // The gateway's TOML configuration (net/gateway_config): the committed conf/specd.toml
 // loads, values override defaults, relative paths resolve against the file, and wrong
-// types, unknown keys, bad ranges and syntax errors are refused naming the key.
+// types, unknown keys, bad ranges and syntax errors are refused naming the key; the
+// served model name and what `specd serve --model/--draft/--model-name` change.
 #include <doctest/doctest.h>
 
 #include "engine/base/errors.hpp"
@@ -111,7 +112,54 @@ TEST_CASE("bad configurations are refused naming the key") {
   CHECK(refusal("[engine]\nmax_seq_len = 0\n") == "bad_value: config: engine.max_seq_len must be >= 1");
   CHECK(refusal("[engine]\nprefix_cache = \"yes\"\n") ==
         "bad_value: test.toml: engine.prefix_cache: must be true or false");
-  CHECK(refusal("[server\nport = 1\n").rfind("malformed_json: test.toml:1: ", 0) == 0);
+  CHECK(refusal("[server\nport = 1\n").rfind("malformed_toml: test.toml:1: ", 0) == 0);
+  CHECK(refusal("[server]\nport = = 1\n").rfind("malformed_toml: test.toml:2: ", 0) == 0);
   CHECK_THROWS_WITH_AS(load_gateway_config("/nonexistent/specd.toml"),
                        "missing_file: cannot read config /nonexistent/specd.toml", SpecdError);
+}
+
+TEST_CASE("the served model name: the config's, else its target directory's name") {
+  CHECK(load_gateway_config(std::filesystem::path(SPECD_SOURCE_DIR) / "conf" / "specd.toml").model_name ==
+        "specd-tiny");
+  CHECK(parse_gateway_config("[engine]\ntarget = \"/m/llama-3.2-1b/\"\n", "/etc/specd", "test.toml").model_name ==
+        "llama-3.2-1b");
+  CHECK(parse_gateway_config("", "/etc/specd", "test.toml").model_name == "target");  // the committed pair's
+  CHECK(model_dir_name("models/x") == "x");
+  CHECK(model_dir_name("/a/b/") == "b");
+}
+
+TEST_CASE("serve --model DIR serves DIR alone under its own name unless --draft or --model-name say otherwise") {
+  const GatewayConfig conf = parse_gateway_config(
+      "[server]\nmodel_name = \"specd-tiny\"\n[engine]\ntarget = \"/m/target\"\ndraft = \"/m/draft\"\n", "/etc/specd",
+      "test.toml");
+  GatewayConfig c = conf;
+  apply_model_flags(c, {});
+  CHECK(c.engine.target_dir == "/m/target");
+  CHECK(c.engine.draft_dir == "/m/draft");
+  CHECK(c.model_name == "specd-tiny");
+
+  c = conf;
+  apply_model_flags(c, {"/models/llama-3.2-3b", "", ""});
+  CHECK(c.engine.target_dir == "/models/llama-3.2-3b");
+  CHECK(c.engine.draft_dir.empty());
+  CHECK(c.model_name == "llama-3.2-3b");
+
+  c = conf;
+  apply_model_flags(c, {"/models/llama-3.2-3b", "/models/llama-3.2-1b", ""});
+  CHECK(c.engine.target_dir == "/models/llama-3.2-3b");
+  CHECK(c.engine.draft_dir == "/models/llama-3.2-1b");
+  CHECK(c.model_name == "llama-3.2-3b");
+
+  c = conf;
+  apply_model_flags(c, {"/models/llama-3.2-3b", "none", "llama-pair"});
+  CHECK(c.engine.draft_dir.empty());
+  CHECK(c.model_name == "llama-pair");
+
+  c = conf;  // the configured target with another draft, or none
+  apply_model_flags(c, {"", "/models/other-draft", ""});
+  CHECK(c.engine.target_dir == "/m/target");
+  CHECK(c.engine.draft_dir == "/models/other-draft");
+  CHECK(c.model_name == "specd-tiny");
+  apply_model_flags(c, {"", "none", ""});
+  CHECK(c.engine.draft_dir.empty());
 }

@@ -1,4 +1,4 @@
-// Tests for engine/k_planner: which rows draft, fixed K capped by the caches' room and
+// Tests for engine/planning/k_planner: which rows draft, fixed K capped by the caches' room and
 // max_tokens, the engine's k_max bounding every request once, adaptive K reading the
 // measured cost ratio and the drafter's recent acceptance, and the batch plan (lookup
 // rows planned from the verify curve alone; no plan while a curve it needs is missing).

@@ -1,4 +1,4 @@
-// Tests for engine/model_config: parsing HF config.json into ModelConfig, defaults,
+// Tests for engine/checkpoint/model_config: parsing HF config.json into ModelConfig, defaults,
 // validation errors (code and the field named in the message) and the JSON round trip.
 #include "engine/checkpoint/model_config.hpp"
 

@@ -1,4 +1,4 @@
-// Tests for engine/prompt_lookup: exact proposals on hand-made token sequences (most
+// Tests for engine/speculation/prompt_lookup: exact proposals on hand-made token sequences (most
 // recent occurrence, longer n-grams first, truncation at the context's end, overlap with
 // the suffix), the empty cases, argument errors, and a full scan of an 8k context.
 #include "engine/speculation/prompt_lookup.hpp"

@@ -1,4 +1,4 @@
-// Tests for engine/round_cost_model: the cost curve's buckets, interpolation,
+// Tests for engine/planning/round_cost_model: the cost curve's buckets, interpolation,
 // extrapolation and median refit, on exact hand-computed values.
 #include "engine/planning/round_cost_model.hpp"
 

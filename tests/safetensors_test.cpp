@@ -1,4 +1,4 @@
-// Tests for engine/safetensors: write/read round trips, F16/BF16 conversions against
+// Tests for engine/checkpoint/safetensors: write/read round trips, F16/BF16 conversions against
 // known bit patterns, and every kind of corrupt file (error code and file name).
 #include "engine/checkpoint/safetensors.hpp"
 

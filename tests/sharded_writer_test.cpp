@@ -1,4 +1,4 @@
-// engine/sharded_writer: streamed, chunked writing split into HF-style shards.
+// engine/checkpoint/sharded_writer: streamed, chunked writing split into HF-style shards.
 #include "tests/support/doctest_torch.hpp"
 
 #include <cstring>

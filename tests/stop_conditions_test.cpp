@@ -1,4 +1,4 @@
-// Tests for engine/stop_conditions: exact emitted pieces for hand-picked feeds, and,
+// Tests for engine/request/stop_conditions: exact emitted pieces for hand-picked feeds, and,
 // exhaustively for short texts, that every way of cutting a text into feed() calls emits
 // exactly what a byte-at-a-time reference says (stop strings across token boundaries,
 // overlapping and nested candidates, multi-byte UTF-8), plus the error on an empty stop.

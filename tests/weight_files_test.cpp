@@ -1,4 +1,4 @@
-// engine/weight_files: one model.safetensors or a sharded set behind
+// engine/checkpoint/weight_files: one model.safetensors or a sharded set behind
 // model.safetensors.index.json; every broken index or shard is an error naming it.
 #include "tests/support/doctest_torch.hpp"
 

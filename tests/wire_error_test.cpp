@@ -37,6 +37,7 @@ TEST_CASE("the gateway's own codes keep their wire names and HTTP statuses") {
 TEST_CASE("engine codes go out under the engine's names; overload, stopping and failures are the server's") {
   CHECK(std::string(wire_name(ErrorCode::bad_value)) == "bad_value");
   CHECK(std::string(wire_name(ErrorCode::duplicate_id)) == "duplicate_id");
+  CHECK(std::string(wire_name(ErrorCode::malformed_toml)) == "malformed_toml");
   CHECK(http_status_for(ErrorCode::bad_value) == status::bad_request);
   CHECK(http_status_for(ErrorCode::invalid_argument) == status::bad_request);
   CHECK(http_status_for(ErrorCode::overloaded) == status::too_many_requests);

@@ -8,6 +8,8 @@ const char* error_code_name(ErrorCode code) {
       return "missing_file";
     case ErrorCode::malformed_json:
       return "malformed_json";
+    case ErrorCode::malformed_toml:
+      return "malformed_toml";
     case ErrorCode::missing_field:
       return "missing_field";
     case ErrorCode::bad_value:

@@ -10,6 +10,7 @@ namespace specd {
 enum class ErrorCode {
   missing_file,
   malformed_json,
+  malformed_toml,  // a TOML file's syntax (the serve configuration)
   missing_field,
   bad_value,
   unsupported_architecture,

@@ -38,18 +38,24 @@ struct SpmApi {
 constexpr const char* kShimFileName = "libspecd_spm_shim.so";
 constexpr size_t kErrorCapacity = 1024;
 
-// SPECD_SPM_SHIM wins; then the library this binary was built with; then one
-// installed next to the executable.
+// SPECD_SPM_SHIM wins; else the nearest one in or above the executable's directory,
+// either beside it or in lib/specd there: the build directory's (for build/specd and
+// build/tests/*) or an installation's (<prefix>/lib/specd, CMakeLists.txt). No path is
+// compiled in, so an installed specd never reaches into a build tree.
 fs::path shim_path() {
   if (const char* env = std::getenv("SPECD_SPM_SHIM"); env != nullptr && *env != '\0') {
     return env;
   }
   std::error_code ec;
-#ifdef SPECD_SPM_SHIM_PATH
-  if (fs::exists(SPECD_SPM_SHIM_PATH, ec)) return SPECD_SPM_SHIM_PATH;
-#endif
   const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  return ec ? fs::path(kShimFileName) : exe.parent_path() / kShimFileName;
+  if (ec) return kShimFileName;  // left to dlmopen's search
+  for (fs::path dir = exe.parent_path(); !dir.empty(); dir = dir.parent_path()) {
+    for (const fs::path& candidate : {dir / kShimFileName, dir / "lib" / "specd" / kShimFileName}) {
+      if (fs::exists(candidate, ec)) return candidate;
+    }
+    if (dir == dir.root_path()) break;
+  }
+  return exe.parent_path() / kShimFileName;  // missing: the error names where it belongs
 }
 
 template <class Fn>

@@ -14,7 +14,7 @@
 #include <sstream>
 
 #include "actors/engine_runner.hpp"
-#include "engine/kernels/kernel_threads.hpp"
+#include "compute/compute_threads.hpp"
 #include "engine/model/cost_probe.hpp"
 #include "engine/model/llama_model.hpp"
 #include "engine/model/model_files.hpp"
@@ -70,19 +70,16 @@ int main(int argc, char** argv) {
   app.add_option("--threads", a.threads)->capture_default_str()->check(CLI::Range(1, 256));
   CLI11_PARSE(app, argc, argv);
   try {
-    at::set_num_threads(1);
     torch::InferenceMode guard;
     int64_t target_parameters = 0, draft_parameters = 0;
     double target_ms = 0, draft_ms = 0;
     {
-      kernels::KernelThreads pool(a.threads);  // the step timings on a.threads kernel threads
-      kernels::KernelThreads::set_current(&pool);
+      ComputeThreadScope threads(a.threads);  // the step timings on a.threads kernel threads
       auto target = load_model(a.target), draft = load_model(a.draft);
       target_ms = 1e3 * measure_decode_step_seconds(*target, a.timing_tokens);
       draft_ms = 1e3 * measure_decode_step_seconds(*draft, a.timing_tokens);
       target_parameters = target->parameter_count();
       draft_parameters = draft->parameter_count();
-      kernels::KernelThreads::set_current(nullptr);
     }
     EngineConfig config;
     config.target_dir = a.target;

@@ -18,6 +18,7 @@
 #include "engine/model/model_files.hpp"
 #include "engine/planning/adaptive_k.hpp"
 #include "engine/tokenizer/tokenizer.hpp"
+#include "net/data_dir.hpp"
 #include "tools/specd/bench_busy_host.hpp"
 #include "tools/specd/bench_concurrency.hpp"
 #include "tools/specd/bench_kernels.hpp"
@@ -34,7 +35,7 @@ struct BenchArgs {
   bool spec = false, json = false, busy_host = false;
   int32_t generations = 4;        // --busy-host: generations per measurement
   std::string prompt = "ROMEO:";  // --busy-host
-  std::string prompts_file = std::string(SPECD_SOURCE_DIR) + "/conf/bench_prompts.txt";
+  std::string prompts_file;       // empty: conf/bench_prompts.txt of specd's data directory
   int32_t max_tokens = 64;
   int32_t prompt_count = 24;
   int32_t k_max = 8;
@@ -67,8 +68,10 @@ struct ConfigRuns {
 };
 
 std::vector<std::string> read_prompts(const BenchArgs& a) {
-  std::ifstream in(a.prompts_file);
-  if (!in) throw SpecdError(ErrorCode::missing_file, "cannot read prompts file " + a.prompts_file);
+  const std::string file =
+      a.prompts_file.empty() ? (net::data_dir() / "conf" / "bench_prompts.txt").string() : a.prompts_file;
+  std::ifstream in(file);
+  if (!in) throw SpecdError(ErrorCode::missing_file, "cannot read prompts file " + file);
   std::vector<std::string> prompts;
   for (std::string line; std::getline(in, line) && static_cast<int32_t>(prompts.size()) < a.prompt_count;) {
     std::string text;  // lines hold "\n" escapes for newlines
@@ -82,7 +85,7 @@ std::vector<std::string> read_prompts(const BenchArgs& a) {
     }
     if (!text.empty()) prompts.push_back(text);
   }
-  if (prompts.empty()) throw SpecdError(ErrorCode::bad_value, a.prompts_file + " holds no prompts");
+  if (prompts.empty()) throw SpecdError(ErrorCode::bad_value, file + " holds no prompts");
   return prompts;
 }
 
@@ -254,7 +257,8 @@ void add_bench_command(CLI::App& app) {
       ->check(CLI::Range(1, 1000));
   cmd->add_option("--prompt", args->prompt, "--busy-host: the prompt")->capture_default_str();
   cmd->add_flag("--json", args->json, "print one JSON object");
-  cmd->add_option("--prompts", args->prompts_file, "one prompt per line (\\n for newlines)")->capture_default_str();
+  cmd->add_option("--prompts", args->prompts_file,
+                  "one prompt per line (\\n for newlines; default: conf/bench_prompts.txt of specd's data directory)");
   cmd->add_option("--prompt-count", args->prompt_count, "prompts to use")
       ->capture_default_str()
       ->check(CLI::Range(1, 100000));

@@ -1,7 +1,6 @@
 #include "tools/specd/bench_kernels.hpp"
 
 #include <cblas.h>
-#include <dlfcn.h>
 #include <time.h>
 
 #include <algorithm>
@@ -17,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "compute/thread_policy.hpp"
 #include "engine/kernels/linear.hpp"
 #include "tools/specd/cli_common.hpp"
 
@@ -284,8 +284,7 @@ void add_kernel_bench_options(CLI::App& cmd, KernelBenchArgs& a) {
 void run_kernel_bench(const KernelBenchArgs& a, int32_t threads, bool json) {
   threads = std::max(threads, 1);
   KernelThreads pool(threads);
-  using SetThreads = void (*)(int);
-  if (auto set = reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"))) set(threads);
+  set_blas_threads(threads);
   std::cerr << "bench: read bandwidth\n";
   const double read_start = measure_read_gbps(pool);
   std::vector<Shape> shapes = bench_shapes();

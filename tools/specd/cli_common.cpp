@@ -6,12 +6,13 @@
 #include <cstdlib>
 
 #include "json/json_serialize.hpp"
+#include "net/data_dir.hpp"
 
 namespace specd::cli {
 
 std::filesystem::path default_models_dir() {
   if (const char* env = std::getenv("SPECD_MODELS_DIR"); env && *env) return env;
-  return std::filesystem::path(SPECD_SOURCE_DIR) / "models";
+  return net::data_dir() / "models";
 }
 
 std::filesystem::path default_target_dir() { return default_models_dir() / "target"; }

@@ -13,7 +13,7 @@
 
 namespace specd::cli {
 
-// The committed default pair: $SPECD_MODELS_DIR, else the source tree's models/.
+// The committed default pair: $SPECD_MODELS_DIR, else models/ of specd's data directory.
 std::filesystem::path default_models_dir();
 std::filesystem::path default_target_dir();
 

@@ -1,9 +1,7 @@
 #include "tools/specd/pair_options.hpp"
 
-#include <ATen/Parallel.h>
-
+#include "compute/compute_threads.hpp"
 #include "engine/base/byte_size.hpp"
-#include "engine/kernels/kernel_threads.hpp"
 #include "tools/specd/cli_common.hpp"
 
 namespace specd::cli {
@@ -56,11 +54,8 @@ ThreadPolicy apply_cli_thread_policy(int threads) {
   // One thread of control runs the draft and the target in turn: one lane's policy.
   ThreadPolicy policy = choose_thread_policy({threads, 0, 0, false, threads > 0 ? "--threads" : "auto"});
   limit_library_thread_pools();
-  // The kernels' threads for this (main) thread, for the life of the process; libtorch's
-  // remaining ops (sampling) stay on one thread.
-  static kernels::KernelThreads pool(policy.target_threads);
-  kernels::KernelThreads::set_current(&pool);
-  at::set_num_threads(1);
+  // This (main) thread's compute threads, for the life of the process.
+  static ComputeThreadScope compute(policy.target_threads);
   return policy;
 }
 

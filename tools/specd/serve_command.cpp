@@ -13,6 +13,7 @@
 
 #include "actors/engine.hpp"
 #include "actors/spawn.hpp"
+#include "net/data_dir.hpp"
 #include "net/gateway_config.hpp"
 #include "net/listener.hpp"
 #include "tools/specd/cli_common.hpp"
@@ -25,7 +26,8 @@ namespace asio = boost::asio;
 
 struct ServeArgs {
   std::string config_file;
-  std::string host, token, web_root, model;
+  std::string host, token, web_root;
+  net::ModelFlags models;
   int port = -1;
   int threads = -1;
   int io_threads = -1;
@@ -34,18 +36,13 @@ struct ServeArgs {
 
 net::GatewayConfig load_config(const ServeArgs& a) {
   std::filesystem::path file = a.config_file;
-  if (file.empty() && std::filesystem::exists(std::filesystem::path(SPECD_SOURCE_DIR) / "conf" / "specd.toml")) {
-    file = std::filesystem::path(SPECD_SOURCE_DIR) / "conf" / "specd.toml";
-  }
-  net::GatewayConfig c = file.empty() ? net::default_gateway_config() : net::load_gateway_config(file);
+  if (file.empty()) file = net::data_dir() / "conf" / "specd.toml";
+  net::GatewayConfig c = net::load_gateway_config(file);
   if (!a.host.empty()) c.host = a.host;
   if (a.port >= 0) c.port = a.port;
   if (!a.token.empty()) c.auth_token = a.token;
   if (!a.web_root.empty()) c.web_root = a.web_root;
-  if (!a.model.empty()) {
-    c.engine.target_dir = a.model;
-    c.engine.draft_dir.clear();
-  }
+  net::apply_model_flags(c, a.models);
   if (a.io_threads >= 0) c.io_threads = a.io_threads;
   if (a.shutdown_deadline >= 0) c.shutdown_deadline_seconds = a.shutdown_deadline;
   if (a.threads >= 0) {  // the flag replaces the config's whole thread choice
@@ -101,14 +98,20 @@ void run_serve(const ServeArgs& a) {
 void add_serve_command(CLI::App& app) {
   auto args = std::make_shared<ServeArgs>();
   auto* cmd = app.add_subcommand("serve", "Serve the engine over WebSocket and OpenAI-style HTTP");
-  cmd->add_option("--config", args->config_file, "TOML config (default: conf/specd.toml of the source tree)")
+  cmd->add_option("--config", args->config_file, "TOML config (default: conf/specd.toml of specd's data directory)")
       ->check(CLI::ExistingFile);
   cmd->add_option("--host", args->host, "address to bind (config server.host, default 127.0.0.1)");
   cmd->add_option("--port", args->port, "port to bind; 0 picks a free one (config server.port)")
       ->check(CLI::Range(0, 65535));
   cmd->add_option("--token", args->token, "bearer token every route requires (config server.auth_token)");
   cmd->add_option("--web-root", args->web_root, "directory of static pages served at / (config server.web_root)");
-  cmd->add_option("--model", args->model, "target model directory, served target-only (config engine.target)");
+  cmd->add_option("--model", args->models.model,
+                  "target model directory, served alone unless --draft names a draft (config engine.target)");
+  cmd->add_option("--draft", args->models.draft,
+                  "draft model directory, or none to serve the target alone (config engine.draft)");
+  cmd->add_option("--model-name", args->models.model_name,
+                  "the model name of responses and /v1/models (config server.model_name; "
+                  "with --model, default: that directory's name)");
   cmd->add_option("--threads", args->threads, "compute threads across both lanes, 0: automatic (config engine.threads)")
       ->check(CLI::Range(0, 256));
   cmd->add_option("--io-threads", args->io_threads,

@@ -3,7 +3,7 @@
  *
  * Why a shim: libsentencepiece.so.0 carries and exports its own protobuf 3.14, while
  * libtorch loads protobuf 3.21; in one link map they crash. specd loads this library
- * with dlmopen(LM_ID_NEWLM) into a namespace of its own (engine/sentencepiece_tokenizer.cpp),
+ * with dlmopen(LM_ID_NEWLM) into a namespace of its own (engine/tokenizer/sentencepiece_tokenizer.cpp),
  * so only C types cross the boundary: no exceptions, no C++ objects, and nothing is
  * allocated on one side and freed on the other. Output goes into caller buffers; calls
  * that fill a buffer return the size they need, so the caller retries with a bigger one.
