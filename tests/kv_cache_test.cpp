@@ -264,3 +264,17 @@ TEST_CASE("a forward over a mapped prefix gives the logits of computing the whol
   CHECK(c.map_prefix(2, prompt) == 32);
   CHECK(at::equal(feed(*model, c, 2, prompt, 32), computed));
 }
+
+TEST_CASE("a forward the pool cannot hold is out_of_capacity and keeps no block it took") {
+  torch::InferenceMode guard;
+  auto model = random_model(tiny_config(), 19);
+  KvCache c(model->config(), 2, 64, 4);
+  const std::vector<int32_t> prompt = tokens(40, 1);
+  (void)feed(*model, c, 0, std::vector<int32_t>(prompt.begin(), prompt.begin() + 20), 0);
+  REQUIRE(c.available_blocks() == 2);
+  CHECK(code_of([&] { (void)feed(*model, c, 1, prompt, 0); }) == ErrorCode::out_of_capacity);
+  CHECK(c.available_blocks() == 2);
+  CHECK(c.length(1) == 0);
+  CHECK(table(c, 1).empty());
+  CHECK(feed(*model, c, 1, std::vector<int32_t>(prompt.begin(), prompt.begin() + 30), 0).size(0) == 97);
+}

@@ -49,6 +49,12 @@ float reduce(__m256 v, Op op) {
   return op(op(op(l[0], l[4]), op(l[2], l[6])), op(op(l[1], l[5]), op(l[3], l[7])));
 }
 
+// Blocks are scattered in the pool, so the hardware prefetcher, which stays within a
+// page, starts cold at each one: ask for the next block's part while this one is read.
+inline void prefetch(const uint16_t* p, int64_t elements) {
+  for (int64_t i = 0; i < elements; i += 32) _mm_prefetch(reinterpret_cast<const char*>(p + i), _MM_HINT_T0);
+}
+
 template <int G>
 void scores(const AttentionCall& c, int32_t g0) {
   const PagedKv& kv = c.kv;
@@ -57,6 +63,7 @@ void scores(const AttentionCall& c, int32_t g0) {
   for (int64_t p0 = 0; p0 < c.keys; p0 += 16) {  // a 16-position chunk inside one block
     const int64_t b = p0 / bs, j0 = p0 % bs;
     const uint16_t* k = kv.keys + kv.blocks[b] * kv.block_stride + kv.head_offset + j0;
+    if (j0 == 0 && p0 + bs < c.keys) prefetch(kv.keys + kv.blocks[b + 1] * kv.block_stride + kv.head_offset, bs * d);
     __m256 acc[G][2];
     for (int g = 0; g < G; ++g) acc[g][0] = acc[g][1] = _mm256_setzero_ps();
     for (int64_t i = 0; i < d; ++i) {
@@ -101,6 +108,7 @@ void values(const AttentionCall& c, int32_t g0, const float (&inv)[G]) {
   std::fill(out, out + G * d, 0.0f);
   for (int64_t p0 = 0; p0 < c.keys; p0 += bs) {
     const uint16_t* v = kv.values + kv.blocks[p0 / bs] * kv.block_stride + kv.head_offset;
+    if (p0 + bs < c.keys) prefetch(kv.values + kv.blocks[p0 / bs + 1] * kv.block_stride + kv.head_offset, bs * d);
     const float* w = c.scores + g0 * c.padded + p0;
     const int64_t n = std::min(bs, c.keys - p0);
     for (int64_t i0 = 0; i0 < d; i0 += 16) {

@@ -22,11 +22,13 @@ void attention_reference(const AttentionCall& c) {
     float* out = c.out + g * d;
     for (int64_t b = 0; b < blocks; ++b) {
       const uint16_t* k = kv.keys + kv.blocks[b] * kv.block_stride + kv.head_offset;
-      for (int64_t j = 0; j < std::min(bs, c.keys - b * bs); ++j) {
-        float acc = 0;
-        for (int64_t i = 0; i < d; ++i) acc += q[i] * widen(k[i * bs + j]);
-        s[b * bs + j] = acc * c.scale;
+      const int64_t n = std::min(bs, c.keys - b * bs);
+      float* sb = s + b * bs;
+      std::fill(sb, sb + n, 0.0f);
+      for (int64_t i = 0; i < d; ++i) {  // each score sums over i in order; the inner loop runs along a key row
+        for (int64_t j = 0; j < n; ++j) sb[j] += q[i] * widen(k[i * bs + j]);
       }
+      for (int64_t j = 0; j < n; ++j) sb[j] *= c.scale;
     }
     const float top = *std::max_element(s, s + c.keys);
     float sum = 0;

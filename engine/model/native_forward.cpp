@@ -185,8 +185,14 @@ void ForwardRunner::run(std::span<const ForwardRow> rows, KvCache& cache, std::s
                         float* logits) {
   const ModelConfig& c = weights_->config;
   check_rows(rows, cache);
-  // Every row's block before any write: a pool that runs out stops the call here.
-  for (const ForwardRow& r : rows) cache.reserve(r.slot, r.position + 1);
+  // Every row's block before any write. A pool that runs out stops the call here and
+  // gives back what the call took, so the slots hold what they held.
+  try {
+    for (const ForwardRow& r : rows) cache.reserve(r.slot, r.position + 1);
+  } catch (const SpecdError&) {
+    for (const ForwardRow& r : rows) cache.truncate_to(r.slot, cache.length(r.slot));
+    throw;
+  }
   const int64_t m = static_cast<int64_t>(rows.size()), hidden = c.hidden_size, d = c.head_dim;
   const int64_t heads = c.num_attention_heads, kv_heads = c.num_key_value_heads;
   int64_t last = 0;

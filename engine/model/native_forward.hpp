@@ -40,7 +40,8 @@ class ForwardRunner {
   // writes the logits of the rows listed in logit_rows (indices into rows) to logits,
   // [logit_rows.size(), vocab]. A slot's rows must come in position order, at or past its
   // length. Throws SpecdError for a token outside the vocabulary, a position outside the
-  // cache or below its slot's length, and out_of_capacity when the pool has no block left.
+  // cache or below its slot's length, and out_of_capacity when the pool has too few
+  // blocks left (the call then gives back every block beyond the slots' lengths).
   void run(std::span<const ForwardRow> rows, KvCache& cache, std::span<const int64_t> logit_rows, float* logits);
 
  private:

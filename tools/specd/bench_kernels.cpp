@@ -1,7 +1,6 @@
 #include "tools/specd/bench_kernels.hpp"
 
 #include <cblas.h>
-#include <time.h>
 
 #include <algorithm>
 #include <atomic>
@@ -18,6 +17,8 @@
 
 #include "compute/thread_policy.hpp"
 #include "engine/kernels/linear.hpp"
+#include "tools/specd/bench_attention.hpp"
+#include "tools/specd/bench_timing.hpp"
 #include "tools/specd/cli_common.hpp"
 
 namespace specd::cli {
@@ -94,41 +95,6 @@ double parallel_for_us(KernelThreads& pool, int64_t gap_us) {
     }
   }
   return total / kCalls * 1e6;
-}
-
-double thread_cpu_seconds() {
-  timespec t{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-  return t.tv_sec + t.tv_nsec * 1e-9;
-}
-
-// Microseconds per call of fn(copy), the median over samples; each sample repeats calls,
-// cycling over the copies, for at least 2 ms, so short calls are not lost in the clock's
-// resolution. cpu_us is the calling thread's CPU time: on a shared host it leaves out
-// the time the thread waited for a core, so at --threads 1 it is the figure to compare
-// when other processes run (the wall time is the one that counts on a quiet machine).
-struct Timing {
-  double us = 0, cpu_us = 0;
-};
-
-Timing time_calls(int copies, int samples, const std::function<void(int)>& fn) {
-  for (int c = 0; c < copies; ++c) fn(c);  // warm-up: page faults, pools
-  std::vector<double> wall, cpu;
-  int next = 0;
-  for (int s = 0; s < samples; ++s) {
-    const auto t0 = Clock::now();
-    const double c0 = thread_cpu_seconds();
-    int64_t calls = 0;
-    double elapsed = 0;
-    do {
-      fn(next);
-      next = (next + 1) % copies;
-      ++calls;
-    } while ((elapsed = seconds_since(t0)) < 2e-3);
-    wall.push_back(elapsed / calls * 1e6);
-    cpu.push_back((thread_cpu_seconds() - c0) / calls * 1e6);
-  }
-  return {median(wall), median(cpu)};
 }
 
 struct Row {
@@ -279,9 +245,12 @@ void add_kernel_bench_options(CLI::App& cmd, KernelBenchArgs& a) {
   cmd.add_option("--samples", a.samples, "with --kernels: timed samples per figure (median)")
       ->capture_default_str()
       ->check(CLI::Range(1, 1000));
+  cmd.add_flag("--attention", a.attention, "with --kernels: the attention kernels at Llama-3.2-3B shapes instead");
+  add_attention_bench_options(cmd, a);
 }
 
 void run_kernel_bench(const KernelBenchArgs& a, int32_t threads, bool json) {
+  if (a.attention) return run_attention_bench(a, json);
   threads = std::max(threads, 1);
   KernelThreads pool(threads);
   set_blas_threads(threads);

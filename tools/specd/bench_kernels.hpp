@@ -6,13 +6,18 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdint>
+#include <string>
 
 namespace specd::cli {
 
 struct KernelBenchArgs {
-  bool enabled = false;  // --kernels
-  bool prefill = false;  // --prefill: also M = 64 and 256 on the large shapes
-  int32_t samples = 11;  // the median of this many timed samples is reported
+  bool enabled = false;    // --kernels
+  bool prefill = false;    // --prefill: also M = 64 and 256 on the large shapes
+  int32_t samples = 11;    // the median of this many timed samples is reported
+  bool attention = false;  // --attention: the attention kernels instead (bench_attention.hpp)
+  std::string contexts = "128,1000,4000";
+  std::string tiers;  // --tiers: attention tiers to run (default: every one this CPU has)
+  int32_t rows = 0;   // --rows: exactly this many attention rows per figure, untimed loop
 };
 
 void add_kernel_bench_options(CLI::App& cmd, KernelBenchArgs& args);
