@@ -239,8 +239,9 @@ void validate(const GatewayConfig& c) {
   if (c.protocol.default_max_tokens < 1 || c.protocol.default_max_tokens > c.protocol.max_tokens_limit) {
     throw SpecdError(ErrorCode::bad_value, "config: defaults.max_tokens must be in [1, limits.max_tokens]");
   }
-  if (c.engine.kv_block_size < 1 || c.engine.kv_block_size > 1024)
-    throw SpecdError(ErrorCode::bad_value, "config: engine.kv_block_size must be in [1, 1024]");
+  if (c.engine.kv_block_size < 16 || c.engine.kv_block_size > 1024 || c.engine.kv_block_size % 16 != 0) {
+    throw SpecdError(ErrorCode::bad_value, "config: engine.kv_block_size must be a multiple of 16 in [16, 1024]");
+  }
   if (c.engine.max_seq_len < 1) throw SpecdError(ErrorCode::bad_value, "config: engine.max_seq_len must be >= 1");
   if (c.engine.max_batch < 1) throw SpecdError(ErrorCode::bad_value, "config: engine.max_batch must be >= 1");
   if (c.engine.prefill_chunk < 0) throw SpecdError(ErrorCode::bad_value, "config: engine.prefill_chunk must be >= 0");

@@ -108,7 +108,10 @@ TEST_CASE("bad configurations are refused naming the key") {
   CHECK(refusal("[engine]\nkv_cache_memory = \"4 lots\"\n")
             .rfind("bad_value: test.toml: engine.kv_cache_memory: '4 lots' is not a byte size", 0) == 0);
   CHECK(refusal("[engine]\nkv_cache_memory = -5\n") == "bad_value: test.toml: engine.kv_cache_memory: must be >= 0");
-  CHECK(refusal("[engine]\nkv_block_size = 0\n") == "bad_value: config: engine.kv_block_size must be in [1, 1024]");
+  CHECK(refusal("[engine]\nkv_block_size = 0\n") ==
+        "bad_value: config: engine.kv_block_size must be a multiple of 16 in [16, 1024]");
+  CHECK(refusal("[engine]\nkv_block_size = 24\n") ==
+        "bad_value: config: engine.kv_block_size must be a multiple of 16 in [16, 1024]");
   CHECK(refusal("[engine]\nmax_seq_len = 0\n") == "bad_value: config: engine.max_seq_len must be >= 1");
   CHECK(refusal("[engine]\nprefix_cache = \"yes\"\n") ==
         "bad_value: test.toml: engine.prefix_cache: must be true or false");
