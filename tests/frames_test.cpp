@@ -26,7 +26,7 @@ TEST_CASE("a done frame carries finish reason, usage, spec statistics and timing
   r.timings = {1.5, 2, 10, 400};
   CHECK(
       done_frame("r1", r) ==
-      R"({"type":"done","id":"r1","finish_reason":"length","usage":{"prompt_tokens":3,"completion_tokens":4,"total_tokens":7},)"
+      R"({"type":"done","id":"r1","finish_reason":"length","usage":{"prompt_tokens":3,"completion_tokens":4,"total_tokens":7,"prompt_tokens_details":{"cached_tokens":0}},)"
       R"("spec":{"rounds":2,"drafted":8,"accepted":2,"acceptance_rate":0.25,"tokens_per_round":2,"accepted_per_position":[2,0]},)"
       R"("timings":{"queued_ms":1.5,"first_token_ms":2,"total_ms":10,"tokens_per_second":400}})");
 }
@@ -42,9 +42,10 @@ TEST_CASE("OpenAI chat chunks: the role in the first delta, an empty delta with 
   CHECK(openai_finish_chunk(who, FinishReason::stop) ==
         R"({"id":"chatcmpl-7","object":"chat.completion.chunk","created":1700000000,"model":"specd-tiny",)"
         R"("choices":[{"index":0,"delta":{},"logprobs":null,"finish_reason":"stop"}]})");
-  CHECK(openai_usage_chunk(who, {5, 2}) ==
+  CHECK(openai_usage_chunk(who, {5, 2, 3}) ==
         R"({"id":"chatcmpl-7","object":"chat.completion.chunk","created":1700000000,"model":"specd-tiny",)"
-        R"("choices":[],"usage":{"prompt_tokens":5,"completion_tokens":2,"total_tokens":7}})");
+        R"("choices":[],"usage":{"prompt_tokens":5,"completion_tokens":2,"total_tokens":7,)"
+        R"("prompt_tokens_details":{"cached_tokens":3}}})");
 }
 
 TEST_CASE("OpenAI text completion chunk and whole bodies") {
@@ -57,10 +58,12 @@ TEST_CASE("OpenAI text completion chunk and whole bodies") {
   r.finish_reason = FinishReason::length;
   r.usage = {1, 1};
   const std::string body = openai_body(who, r);
-  CHECK(body.rfind(R"({"id":"cmpl-3","object":"text_completion","created":1700000000,"model":"m",)"
-                   R"("choices":[{"index":0,"text":"ok","logprobs":null,"finish_reason":"length"}],)"
-                   R"("usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2})",
-                   0) == 0);
+  CHECK(
+      body.rfind(
+          R"({"id":"cmpl-3","object":"text_completion","created":1700000000,"model":"m",)"
+          R"("choices":[{"index":0,"text":"ok","logprobs":null,"finish_reason":"length"}],)"
+          R"("usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2,"prompt_tokens_details":{"cached_tokens":0}})",
+          0) == 0);
   OpenAiIdentity chat{"chatcmpl-3", 1700000000, "m", true};
   CHECK(openai_body(chat, r).find(R"("object":"chat.completion",)") != std::string::npos);
   CHECK(openai_body(chat, r).find(R"("message":{"role":"assistant","content":"ok"})") != std::string::npos);
