@@ -26,6 +26,7 @@ struct SchedulerActor::Entry {
   int64_t prefilled = 0;              // prompt tokens in the target slot (chunked prefill)
   bool resuming = false;              // preempted after sending tokens: prefill them again, sample nothing
   int64_t cached_tokens = 0;          // prompt tokens the prefix cache held at its prefill
+  int64_t chunks = 0;                 // prefill chunks run (the trace's prefill span)
   bool finished() const { return output.finished() || error; }
 };
 
@@ -365,6 +366,7 @@ awaitable<void> SchedulerActor::start_prefilled(RoundOutcome& outcome) {
   for (size_t i = 0; i < outcome.chunked.size(); ++i) {
     Entry& e = *outcome.chunked[i];
     e.prefilled = outcome.chunk_end[i];
+    e.chunks += 1;
     if (outcome.cached[i] > 0 && !e.resuming) e.cached_tokens = outcome.cached[i];
     if (e.prefilled < prefill_length(e)) continue;
     auto it = std::find_if(fresh_.begin(), fresh_.end(), [&](const auto& f) { return f.get() == &e; });
@@ -467,7 +469,8 @@ bool SchedulerActor::deliver(Entry& e, std::span<const int32_t> tokens, int32_t 
                              int32_t planned_k) {
   OutputChunk chunk = e.output.take(tokens, drafted, accepted);
   if (planned_k < 0)
-    trace_.prefill(e.actor->number(), e.actor->id(), round_timing_);
+    trace_.prefill(e.actor->number(), e.actor->id(), round_timing_,
+                   {static_cast<int64_t>(e.prompt.size()), e.cached_tokens, e.chunks});
   else
     trace_.request_round(e.actor->number(), e.actor->id(), round_timing_, planned_k, chunk);
   delivered_tokens_ += static_cast<int64_t>(chunk.token_ids.size());

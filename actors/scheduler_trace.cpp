@@ -18,9 +18,12 @@ void SchedulerTrace::queued(uint64_t request, const std::string& id, std::chrono
 
 // Both prefills run inside the round, on their lanes and possibly at the same time, so
 // the request's track holds one span and the lane jobs are reached by flows.
-void SchedulerTrace::prefill(uint64_t request, const std::string& id, const RoundTiming& round) {
+void SchedulerTrace::prefill(uint64_t request, const std::string& id, const RoundTiming& round,
+                             const PrefillCounts& counts) {
   if (!trace_) return;
-  TraceArgs args;
+  TraceArgs args{{"prompt_tokens", static_cast<double>(counts.prompt_tokens)},
+                 {"cached_tokens", static_cast<double>(counts.cached_tokens)},
+                 {"chunks", static_cast<double>(counts.chunks)}};
   if (round.target_prefill.ran()) args.emplace_back("target_us", micros(round.target_prefill));
   if (round.draft_prefill.ran()) args.emplace_back("draft_us", micros(round.draft_prefill));
   trace_->request_span(request, id, "prefill", round.start, round.end, std::move(args));

@@ -39,8 +39,12 @@ class SchedulerTrace {
 
   void queued(uint64_t request, const std::string& id, std::chrono::steady_clock::time_point submitted,
               std::chrono::steady_clock::time_point admitted);
-  // The round that prefilled the request and sampled its first token.
-  void prefill(uint64_t request, const std::string& id, const RoundTiming& round);
+  // What a request's prefill did: its prompt, what the prefix cache held, its chunks.
+  struct PrefillCounts {
+    int64_t prompt_tokens = 0, cached_tokens = 0, chunks = 0;
+  };
+  // The round that prefilled the request (its last chunk) and sampled its first token.
+  void prefill(uint64_t request, const std::string& id, const RoundTiming& round, const PrefillCounts& counts);
   // A round the request took part in, K planned for it, and the burst it got.
   void request_round(uint64_t request, const std::string& id, const RoundTiming& round, int32_t planned_k,
                      const OutputChunk& burst);

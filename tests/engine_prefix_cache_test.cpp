@@ -104,7 +104,9 @@ TEST_CASE("a conversation's next turn maps its cached prefix and keeps the targe
 
 TEST_CASE("a request that opts out of the prefix cache computes its whole prompt") {
   IoThreads io(1);
-  Engine engine(io.io().get_executor(), pair_config());
+  EngineConfig c = pair_config();
+  c.trace = true;
+  Engine engine(io.io().get_executor(), c);
   const std::string prompt = test_prompts(2)[1] + std::string(200, 'o');
   GenerateRequest first = greedy(prompt, 8, spec_of(1));
   CHECK(run_all(engine, {first})[0].usage.cached_tokens == 0);
@@ -115,6 +117,10 @@ TEST_CASE("a request that opts out of the prefix cache computes its whole prompt
   const GenerateResult cached = run_all(engine, {first})[0];
   CHECK(cached.usage.cached_tokens > 0);
   CHECK(cached.token_ids == uncached.token_ids);
+  // The request's prefill span says what the cache held.
+  const std::string trace = engine.trace_json();
+  CHECK(trace.find("\"cached_tokens\":" + std::to_string(cached.usage.cached_tokens)) != std::string::npos);
+  CHECK(trace.find("\"chunks\":1") != std::string::npos);
   io.run(engine.stop(std::chrono::seconds(5)));
 }
 
