@@ -20,8 +20,9 @@ struct EngineConfig {
   bool prefix_cache = true;
   int32_t max_waiting = 256;  // admitted-but-waiting bound; beyond it submit fails `overloaded`
   // Most prompt tokens prefilled per round across newcomers, so running streams keep
-  // decoding while a long prompt arrives; 0: each prompt whole in one round.
-  int64_t prefill_chunk = 0;
+  // decoding while a long prompt arrives; 0: each prompt whole in one round. 128 costs
+  // no prefill throughput at 3B size (chunks of 64-256 against whole prompts, BENCHMARKS.md).
+  int64_t prefill_chunk = 128;
   int32_t burst_queue = 256;  // bursts a request's sink may lag before `slow_consumer`
   // Compute threads across both lanes; 0: what the process may use (its CPU affinity
   // and cgroup quota, compute/thread_policy.hpp). The lane counts, when > 0, override the split.
