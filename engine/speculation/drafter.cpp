@@ -141,11 +141,10 @@ void Drafter::prefill(std::span<const DraftPrefill> prompts) {
   for (const DraftPrefill& p : prompts) {
     const auto end = p.end < 0 ? static_cast<int64_t>(p.prompt.size()) : p.end;
     const std::span<const int32_t> wanted(p.prompt.data(), static_cast<size_t>(end));
-    // Everything but the last wanted token may come from the slot or the prefix cache;
-    // a chunk that ends inside the prompt needs its last token too.
-    const int64_t keep = end == static_cast<int64_t>(p.prompt.size())
-                             ? keep_common_prefix(p.draft_slot, wanted)
-                             : keep_common_prefix(p.draft_slot, std::span<const int32_t>(p.prompt).first(end + 1));
+    // What the slot or the prefix cache holds of the prompt, up to the chunk's end (the
+    // prompt's last token is always computed: keep_common_prefix keeps one back).
+    const auto upto = std::min(static_cast<size_t>(end) + 1, p.prompt.size());
+    const int64_t keep = keep_common_prefix(p.draft_slot, std::span<const int32_t>(p.prompt).first(upto));
     std::vector<int32_t>& fed = fed_.at(static_cast<size_t>(p.draft_slot));
     fed.assign(wanted.begin(), wanted.end());
     if (keep == end) continue;
