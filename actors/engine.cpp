@@ -6,6 +6,7 @@
 
 #include <cstdio>
 #include <mutex>
+#include <variant>
 
 #include "actors/cache_manager.hpp"
 #include "actors/model_lanes.hpp"
@@ -325,7 +326,11 @@ std::string Engine::trace_json(std::optional<double> seconds, std::optional<std:
 std::vector<Engine::LaneInterval> Engine::lane_intervals() const {
   std::vector<LaneInterval> out;
   for (const TraceEvent& e : impl_->trace->events()) {
-    if (e.phase == 'X' && !e.track.empty()) out.push_back({e.track, e.name, e.start_us, e.start_us + e.duration_us});
+    if (e.phase != 'X' || e.track.empty() || e.track == "scheduler") continue;
+    double waited_us = 0;
+    for (const auto& [key, value] : e.args)
+      if (key == "waited_us") waited_us = std::get<double>(value);
+    out.push_back({e.track, e.name, e.start_us - waited_us, e.start_us, e.start_us + e.duration_us});
   }
   return out;
 }

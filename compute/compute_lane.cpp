@@ -35,14 +35,18 @@ void ComputeLane::stop() {
   if (thread_.joinable() && thread_.get_id() != std::this_thread::get_id()) thread_.join();
 }
 
-ComputeLane::BusyScope::BusyScope(ComputeLane& lane, const char* label) : lane_(lane), label_(label) {
+ComputeLane::BusyScope::BusyScope(ComputeLane& lane, const char* label, std::chrono::steady_clock::time_point handed)
+    : lane_(lane), label_(label), handed_(handed) {
   if (lane_.options_.permits) permits_ = lane_.options_.permits->acquire(lane_.options_.intra_op_threads);
   start_ = std::chrono::steady_clock::now();
 }
 
 ComputeLane::BusyScope::~BusyScope() {
   if (permits_ > 0) lane_.options_.permits->release(permits_);
-  if (lane_.trace_) lane_.trace_->complete(label_, lane_.options_.name, start_, std::chrono::steady_clock::now());
+  if (!lane_.trace_) return;
+  const double waited_us = std::chrono::duration<double, std::micro>(start_ - handed_).count();
+  lane_.trace_->complete(label_, lane_.options_.name, start_, std::chrono::steady_clock::now(),
+                         {{"waited_us", waited_us}});
 }
 
 }  // namespace specd

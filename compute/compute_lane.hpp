@@ -46,10 +46,11 @@ class ComputeLane {
   template <class Job>
   boost::asio::awaitable<std::invoke_result_t<Job&>> run(const char* label, Job& job) {
     using Result = std::invoke_result_t<Job&>;
+    const auto handed = std::chrono::steady_clock::now();
     return boost::asio::co_spawn(
         context_,
-        [this, label, &job]() -> boost::asio::awaitable<Result> {
-          BusyScope busy(*this, label);
+        [this, label, &job, handed]() -> boost::asio::awaitable<Result> {
+          BusyScope busy(*this, label, handed);
           if constexpr (std::is_void_v<Result>) {
             job();
             co_return;
@@ -64,10 +65,11 @@ class ComputeLane {
   // such as calibration, before any actor runs). Never call it from the lane thread.
   template <class Job>
   std::invoke_result_t<Job&> run_blocking(const char* label, Job& job) {
-    std::packaged_task<std::invoke_result_t<Job&>()> task([this, label, &job] {
-      BusyScope busy(*this, label);
-      return job();
-    });
+    std::packaged_task<std::invoke_result_t<Job&>()> task(
+        [this, label, &job, handed = std::chrono::steady_clock::now()] {
+          BusyScope busy(*this, label, handed);
+          return job();
+        });
     auto result = task.get_future();
     boost::asio::post(context_, [&task] { task(); });
     return result.get();
@@ -78,17 +80,18 @@ class ComputeLane {
 
  private:
   // Marks one job's interval: the compute permits on entry, the trace event on exit.
-  // Waiting for permits is not part of the interval.
+  // The wait since the job was handed to the lane (the lane thread's wake-up, the
+  // permits) is not part of the interval; the event carries it as `waited_us`.
   class BusyScope {
    public:
-    BusyScope(ComputeLane& lane, const char* label);
+    BusyScope(ComputeLane& lane, const char* label, std::chrono::steady_clock::time_point handed);
     ~BusyScope();
 
    private:
     ComputeLane& lane_;
     const char* label_;
     int32_t permits_ = 0;
-    std::chrono::steady_clock::time_point start_;
+    std::chrono::steady_clock::time_point handed_, start_;
   };
 
   void thread_main();
