@@ -51,6 +51,9 @@ void check_config(const EngineConfig& c) {
   non_negative(c.kv_cache_memory, "kv_cache_memory");
   positive(c.kv_block_size, "kv_block_size");
   if (c.k_max < 0) throw SpecdError(ErrorCode::invalid_argument, "engine config: k_max must be >= 0");
+  if (!(c.prefill_slowdown == 0 || c.prefill_slowdown > 1)) {
+    throw SpecdError(ErrorCode::invalid_argument, "engine config: prefill_slowdown must be 0 (off) or > 1");
+  }
 }
 
 // The models and tokenizer of a configuration, checked against each other, with
@@ -164,7 +167,8 @@ struct Engine::Impl {
     // the scheduler that plans with its curves.
     SchedulerOptions options{config.max_waiting,   config.overlap,  has_draft,
                              config.max_seq_len,   tokenizer.get(), tokenizer->eos_ids(),
-                             config.prefill_chunk, calibrate(),     {kv.blocks, kv.block_size}};
+                             config.prefill_chunk, config.prefill_slowdown, calibrate(),
+                             {kv.blocks, kv.block_size}};
     scheduler = std::make_unique<SchedulerActor>(asio::make_strand(executor), std::move(options), cache, lanes,
                                                  trace.get(), live_requests);
   }
@@ -206,7 +210,8 @@ struct Engine::Impl {
 KPlanSetup Engine::Impl::calibrate() {
   KPlanSetup planning{config.k_max, std::nullopt};
   if (config.calibration_seconds <= 0) return planning;
-  RoundCostModel& costs = planning.round_costs.emplace(config.max_batch, planning.k_max);
+  RoundCostModel& costs = planning.round_costs.emplace(
+      config.max_batch, planning.k_max, static_cast<int32_t>(std::min<int64_t>(config.prefill_chunk, 4096)));
   const CalibrationLimits limits{config.max_batch, planning.k_max, config.calibration_seconds};
   auto time_verify = [&](Verifier& v) { return calibrate_verify(v.model(), v.cache(), costs, limits); };
   verify_worker.run_blocking("calibrate", time_verify);

@@ -23,6 +23,11 @@ struct EngineConfig {
   // decoding while a long prompt arrives; 0: each prompt whole in one round. 128 costs
   // no prefill throughput at 3B size (chunks of 64-256 against whole prompts, BENCHMARKS.md).
   int64_t prefill_chunk = 128;
+  // While requests decode, a round that also carries prompt chunks takes at most this
+  // times a round without (priced from the measured pass costs: the chunk shrinks, down
+  // to one KV block, as the model grows), so a long prompt arriving stretches running
+  // streams' inter-token gaps by at most this; 0: chunks are always prefill_chunk.
+  double prefill_slowdown = 2.0;
   int32_t burst_queue = 256;  // bursts a request's sink may lag before `slow_consumer`
   // Compute threads across both lanes; 0: what the process may use (its CPU affinity
   // and cgroup quota, compute/thread_policy.hpp). The lane counts, when > 0, override the split.

@@ -2,6 +2,8 @@
 
 #include <boost/asio/experimental/awaitable_operators.hpp>
 
+#include <algorithm>
+
 namespace specd::actors {
 
 namespace {
@@ -9,16 +11,10 @@ using namespace boost::asio::experimental::awaitable_operators;
 using Clock = std::chrono::steady_clock;
 }  // namespace
 
-awaitable<TargetPrefills> ModelLanes::prefill_target(std::vector<TargetPrefill>& prompts) {
-  TargetPrefills out;
-  if (prompts.empty()) co_return out;
-  auto job = [&prompts, &out](Verifier& v) {
-    out.lane.start = Clock::now();
-    out.first_tokens = v.prefill(prompts);
-    out.lane.end = Clock::now();
-  };
-  co_await verify_.run("target prefill", job);
-  co_return out;
+awaitable<void> ModelLanes::map_prefixes(std::vector<TargetPrefill>& chunks) {
+  if (std::none_of(chunks.begin(), chunks.end(), [](const TargetPrefill& p) { return p.start == 0; })) co_return;
+  auto job = [&chunks](Verifier& v) { v.map_prefixes(chunks); };
+  co_await verify_.run("map prefixes", job);
 }
 
 awaitable<LaneSpan> ModelLanes::prefill_draft(std::vector<DraftPrefill>& prompts) {
@@ -39,10 +35,20 @@ awaitable<RoundDrafts> ModelLanes::propose(RoundPlan& plan) {
   co_return co_await draft_.run("draft", job);
 }
 
-awaitable<RoundResult> ModelLanes::verify(RoundDrafts& drafts) {
-  if (drafts.rows.empty()) co_return RoundResult{};
-  auto job = [&drafts](Verifier& v) { return v.verify(drafts); };
-  co_return co_await verify_.run("verify", job);
+awaitable<TargetPassOutcome> ModelLanes::target_pass(RoundDrafts& drafts, std::vector<TargetPrefill>& chunks) {
+  TargetPassOutcome out;
+  if (drafts.rows.empty() && chunks.empty()) co_return out;
+  auto job = [&drafts, &chunks, &out](Verifier& v) {
+    const auto start = Clock::now();
+    TargetPassResult pass = v.pass(drafts, chunks);
+    out.round = std::move(pass.round);
+    out.prefills.first_tokens = std::move(pass.first_tokens);
+    if (!chunks.empty()) out.prefills.lane = {start, Clock::now()};
+  };
+  // The slice's name says what the pass carried.
+  const char* label = chunks.empty() ? "verify" : drafts.rows.empty() ? "target prefill" : "verify + prefill";
+  co_await verify_.run(label, job);
+  co_return out;
 }
 
 awaitable<void> ModelLanes::release(std::vector<SlotGrant>& slots) {

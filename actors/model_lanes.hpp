@@ -19,10 +19,10 @@ class ModelLanes : public RoundLanes {
   ModelLanes(DraftWorker& draft, VerifyWorker& verify) : draft_(draft), verify_(verify) {}
 
   // Empty inputs are answered without a trip to the lane.
-  awaitable<TargetPrefills> prefill_target(std::vector<TargetPrefill>& prompts) override;
+  awaitable<void> map_prefixes(std::vector<TargetPrefill>& chunks) override;
   awaitable<LaneSpan> prefill_draft(std::vector<DraftPrefill>& prompts) override;
   awaitable<RoundDrafts> propose(RoundPlan& plan) override;
-  awaitable<RoundResult> verify(RoundDrafts& drafts) override;
+  awaitable<TargetPassOutcome> target_pass(RoundDrafts& drafts, std::vector<TargetPrefill>& chunks) override;
   awaitable<void> release(std::vector<SlotGrant>& slots) override;
 
  private:

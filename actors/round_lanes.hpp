@@ -1,7 +1,8 @@
 #pragma once
 // RoundLanes: what the scheduler asks of the compute lanes in a round, as values in and
-// values out: the target lane prefills newcomers and verifies, the draft lane prefills
-// newcomers' draft slots and proposes. ModelLanes (model_lanes.hpp) runs them on the
+// values out: the target lane maps newcomers' cached prefixes and runs the round's one
+// pass (verify rows and prompt chunks together), the draft lane prefills newcomers'
+// draft slots and proposes. ModelLanes (model_lanes.hpp) runs them on the
 // models; tests give the scheduler scripted fakes. Called from the scheduler's strand;
 // arguments are references to the caller's frame (no temporary with a destructor in a
 // co_await expression, see scheduler_actor.hpp), and the callee may move from them.
@@ -24,22 +25,29 @@ struct LaneSpan {
 };
 
 struct TargetPrefills {
-  std::vector<FirstToken> first_tokens;  // one per prompt, in order
-  LaneSpan lane;                         // not run when there were no prompts
+  std::vector<FirstToken> first_tokens;  // one per chunk that completed its prompt (and samples), in order
+  LaneSpan lane;                         // the pass that carried the chunks; not run without chunks
+};
+
+struct TargetPassOutcome {
+  RoundResult round;  // a row per drafted row
+  TargetPrefills prefills;
 };
 
 class RoundLanes {
  public:
   virtual ~RoundLanes() = default;
 
-  // Target lane: each prompt into its (emptied) target slot; the first tokens, in order.
-  virtual awaitable<TargetPrefills> prefill_target(std::vector<TargetPrefill>& prompts) = 0;
+  // Target lane: the first chunks (start 0) empty their slots and map what the prefix
+  // cache holds of their prompts, moving past it (Verifier::map_prefixes).
+  virtual awaitable<void> map_prefixes(std::vector<TargetPrefill>& chunks) = 0;
   // Draft lane: each prompt into its draft slot (nothing without a draft model).
   virtual awaitable<LaneSpan> prefill_draft(std::vector<DraftPrefill>& prompts) = 0;
   // Draft lane: the drafts of every row of the plan.
   virtual awaitable<RoundDrafts> propose(RoundPlan& plan) = 0;
-  // Target lane: the verify pass and accept/reject of every drafted row.
-  virtual awaitable<RoundResult> verify(RoundDrafts& drafts) = 0;
+  // Target lane: one pass over every drafted row's verify rows (accept/reject) and every
+  // prompt chunk (first tokens of the prompts it completes).
+  virtual awaitable<TargetPassOutcome> target_pass(RoundDrafts& drafts, std::vector<TargetPrefill>& chunks) = 0;
   // Both lanes: the KV blocks of slots whose requests ended or were preempted go back
   // to their pools (a draft slot of -1 has none).
   virtual awaitable<void> release(std::vector<SlotGrant>& slots) = 0;

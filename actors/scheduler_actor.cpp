@@ -8,6 +8,7 @@
 #include "actors/request_actor.hpp"
 #include "actors/spawn.hpp"
 #include "engine/planning/kv_budget.hpp"
+#include "engine/planning/prefill_budget.hpp"
 #include "engine/request/request_output.hpp"
 
 namespace specd::actors {
@@ -34,6 +35,7 @@ struct SchedulerActor::RoundOutcome {
   std::vector<Entry*> chunked;     // fresh entries that prefilled a chunk, in order
   std::vector<int64_t> chunk_end;  // how far each one's prompt is in its slot now
   std::vector<int64_t> cached;     // prompt tokens each first chunk found cached (0 for later chunks)
+  int64_t prompt_tokens = 0;       // prompt tokens the round's pass carried
   TargetPrefills prefills;         // one first token per chunk that completed its prompt
   LaneSpan draft_prefill;
   RoundResult round;  // one row per running entry
@@ -341,6 +343,10 @@ awaitable<void> SchedulerActor::apply_round(RoundOutcome& outcome, double second
   }
   const bool drafted = std::any_of(outcome.round.rows.begin(), outcome.round.rows.end(),
                                    [](const RoundOutput& r) { return r.drafted > 0; });
+  if (seconds > 0 && !running.empty()) {
+    constexpr double w = 0.2;  // recent rounds matter most; one stall does not swing the budget
+    recent_round_seconds_ = recent_round_seconds_ > 0 ? (1 - w) * recent_round_seconds_ + w * seconds : seconds;
+  }
   if (!running.empty()) {
     planner_.observe(running, outcome.round, seconds);
     counters_.rounds += 1;
@@ -389,9 +395,21 @@ awaitable<void> SchedulerActor::start_prefilled(RoundOutcome& outcome) {
       started, [](const Entry& e) { return e.finished(); }, FinishReason::length);
 }
 
-// The round on the lanes. With overlap, the draft lane proposes for the running batch
-// while the target lane prefills the newcomers, then the target lane verifies while the
-// draft lane prefills the newcomers' prompts into the draft cache.
+int64_t SchedulerActor::prefill_budget(const RoundPlan& plan) const {
+  PrefillBudgetInputs in;
+  in.cap = options_.prefill_chunk;
+  in.floor = options_.kv.block_size > 0 ? options_.kv.block_size : 16;
+  in.slowdown = options_.prefill_slowdown;
+  for (const RowPlan& row : plan.rows) in.verify_rows += row.k + 1;
+  in.round_seconds = recent_round_seconds_;
+  for (const auto& e : fresh_) in.waiting_tokens += prefill_length(*e) - e->prefilled;
+  return specd::prefill_budget(in, planner_.round_costs());
+}
+
+// The round on the lanes: the draft lane proposes for the running batch while the
+// target lane maps newcomers' cached prefixes; then the target lane runs the one pass
+// (verify rows and prompt chunks) while the draft lane prefills the chunks into the
+// draft cache. Without overlap the lanes take turns.
 awaitable<SchedulerActor::RoundOutcome> SchedulerActor::execute(RoundPlan& plan) {
   RoundOutcome out;
   if (!released_.empty()) {  // before any job that may take blocks
@@ -399,9 +417,8 @@ awaitable<SchedulerActor::RoundOutcome> SchedulerActor::execute(RoundPlan& plan)
     released_.clear();
   }
   std::vector<TargetPrefill> prefills;
-  // At most prefill_chunk prompt tokens a round, so running streams keep their pace
-  // while a long prompt arrives; first come, first prefilled.
-  int64_t budget = options_.prefill_chunk > 0 ? options_.prefill_chunk : INT64_MAX;
+  // First come, first prefilled, within the round's budget.
+  int64_t budget = prefill_budget(plan);
   for (auto& e : fresh_) {
     const int64_t take = std::min(budget, prefill_length(*e) - e->prefilled);
     if (take <= 0) break;
@@ -422,33 +439,34 @@ awaitable<SchedulerActor::RoundOutcome> SchedulerActor::execute(RoundPlan& plan)
       if (slot >= 0 && batch_drafting_) prompts.push_back({slot, prefills[i].prompt, prefills[i].chunk_end()});
     }
   };
-  const bool plain =
-      !plan.rows.empty() && std::all_of(plan.rows.begin(), plan.rows.end(), [](const RowPlan& r) { return r.k == 0; });
-  if (plain) {  // nobody drafts: no trip to the draft lane
-    out.prefills = co_await lanes_.prefill_target(prefills);
-    draft_prompts();
-    RoundDrafts drafts = undrafted(plan);
-    std::tie(out.round, out.draft_prefill) = co_await (lanes_.verify(drafts) && lanes_.prefill_draft(prompts));
-  } else if (!options_.overlap) {
-    out.prefills = co_await lanes_.prefill_target(prefills);
+  const bool drafting = std::any_of(plan.rows.begin(), plan.rows.end(), [](const RowPlan& r) { return r.k > 0; });
+  const bool take_turns = drafting && !options_.overlap;
+  RoundDrafts drafts;
+  if (!drafting) {  // nobody drafts: no trip to the draft lane before the pass
+    co_await lanes_.map_prefixes(prefills);
+    drafts = undrafted(plan);
+  } else if (take_turns) {
+    co_await lanes_.map_prefixes(prefills);
     draft_prompts();
     out.draft_prefill = co_await lanes_.prefill_draft(prompts);
-    RoundDrafts drafts = co_await lanes_.propose(plan);
-    out.round = co_await lanes_.verify(drafts);
-  } else if (plan.rows.empty()) {
-    draft_prompts();  // at the planned chunk ends: both prefills run at once
-    std::tie(out.prefills, out.draft_prefill) =
-        co_await (lanes_.prefill_target(prefills) && lanes_.prefill_draft(prompts));
+    drafts = co_await lanes_.propose(plan);
   } else {
-    std::tuple<RoundDrafts, TargetPrefills> phase1 = co_await (lanes_.propose(plan) && lanes_.prefill_target(prefills));
-    out.prefills = std::move(std::get<1>(phase1));
-    draft_prompts();
-    std::tie(out.round, out.draft_prefill) =
-        co_await (lanes_.verify(std::get<0>(phase1)) && lanes_.prefill_draft(prompts));
+    drafts = co_await (lanes_.propose(plan) && lanes_.map_prefixes(prefills));
   }
+  TargetPassOutcome pass;
+  if (take_turns) {
+    pass = co_await lanes_.target_pass(drafts, prefills);
+  } else {
+    draft_prompts();
+    std::tie(pass, out.draft_prefill) =
+        co_await (lanes_.target_pass(drafts, prefills) && lanes_.prefill_draft(prompts));
+  }
+  out.round = std::move(pass.round);
+  out.prefills = std::move(pass.prefills);
   for (const TargetPrefill& p : prefills) {
     out.chunk_end.push_back(p.chunk_end());
     out.cached.push_back(p.cached);
+    out.prompt_tokens += p.chunk_end() - p.start;
   }
   co_return out;
 }
@@ -456,6 +474,7 @@ awaitable<SchedulerActor::RoundOutcome> SchedulerActor::execute(RoundPlan& plan)
 // The round on the scheduler's track, once its outputs are applied.
 void SchedulerActor::trace_round(const RoundOutcome& outcome, int64_t delivered, const std::optional<BatchPlan>& plan) {
   RoundSummary summary{outcome.round.rows.size(), outcome.prefills.first_tokens.size()};
+  summary.prompt_tokens = outcome.prompt_tokens;
   for (const RoundOutput& row : outcome.round.rows) {
     summary.drafting_rows += row.drafted > 0;
     summary.drafted += row.drafted;

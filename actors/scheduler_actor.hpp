@@ -57,6 +57,9 @@ struct SchedulerOptions {
   const Tokenizer* tokenizer = nullptr;  // for stop strings and burst text (null: ids only)
   std::vector<int32_t> eos_ids;          // end a request unless it asks to ignore EOS
   int64_t prefill_chunk = 0;             // most prompt tokens prefilled per round (0: no bound)
+  // While requests decode, a round carrying prompt chunks takes at most this times a
+  // round without (engine/planning/prefill_budget.hpp); 0: always prefill_chunk.
+  double prefill_slowdown = 0;
   // The engine's bound on K and, when calibrated (engine/speculation/cost_calibration.hpp),
   // the round costs: K is then planned for the batch as a whole each round; without them,
   // per request.
@@ -119,6 +122,8 @@ class SchedulerActor {
   // The running rows' plan, with the K the planner chose for each.
   RoundPlan plan_round(std::optional<BatchPlan>& batch_plan);
   awaitable<RoundOutcome> execute(RoundPlan& plan);
+  // Prompt tokens the round's pass carries beside the plan's verify rows.
+  int64_t prefill_budget(const RoundPlan& plan) const;
   // Applies the round's outputs and the newcomers' first tokens; finishes who ended.
   awaitable<void> apply_round(RoundOutcome& outcome, double seconds);
   awaitable<void> start_prefilled(RoundOutcome& outcome);
@@ -159,6 +164,7 @@ class SchedulerActor {
   RoundTiming round_timing_;         // of the round now being applied (trace)
   std::vector<int32_t> planned_k_;   // of the round now being applied, per running row
   bool batch_drafting_ = true;       // the last round drafted for some row (or K is not planned)
+  double recent_round_seconds_ = 0;  // rounds without newcomers, averaged (prefill_budget)
   std::vector<SlotGrant> released_;  // slots whose lane blocks go back before the next round
   EngineSnapshot counters_;          // the monotonic counters part
   int64_t delivered_tokens_ = 0;     // to requests so far, first tokens included (trace)

@@ -51,7 +51,8 @@ void SchedulerTrace::round(const RoundTiming& round, const RoundSummary& s, cons
                  {"drafting_rows", static_cast<double>(s.drafting_rows)},
                  {"drafted", static_cast<double>(s.drafted)},
                  {"accepted", static_cast<double>(s.accepted)},
-                 {"tokens", static_cast<double>(s.tokens)}};
+                 {"tokens", static_cast<double>(s.tokens)},
+                 {"prompt_tokens", static_cast<double>(s.prompt_tokens)}};
   if (plan && s.rows > 0) {
     // Planned figures cover the running rows only (newcomers are prefilled, not planned).
     args.emplace_back("planned_tokens", plan->expected_tokens);

@@ -29,7 +29,8 @@ struct RoundTiming {
 struct RoundSummary {
   size_t rows = 0, newcomers = 0, drafting_rows = 0;
   int64_t drafted = 0, accepted = 0;
-  int64_t tokens = 0;  // delivered to requests, first tokens included
+  int64_t tokens = 0;         // delivered to requests, first tokens included
+  int64_t prompt_tokens = 0;  // newcomers' prompt tokens prefilled (chunks)
 };
 
 class SchedulerTrace {

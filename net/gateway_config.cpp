@@ -67,6 +67,7 @@ std::vector<Key> keys_of(GatewayConfig& c) {
       {"engine", "max_seq_len", &c.engine.max_seq_len},
       {"engine", "max_waiting", &c.engine.max_waiting},
       {"engine", "prefill_chunk", &c.engine.prefill_chunk},
+      {"engine", "prefill_slowdown", &c.engine.prefill_slowdown},
       {"engine", "kv_cache_memory", BytesRef{&c.engine.kv_cache_memory}},
       {"engine", "kv_block_size", &c.engine.kv_block_size},
       {"engine", "prefix_cache", &c.engine.prefix_cache},
@@ -245,6 +246,8 @@ void validate(const GatewayConfig& c) {
   if (c.engine.max_seq_len < 1) throw SpecdError(ErrorCode::bad_value, "config: engine.max_seq_len must be >= 1");
   if (c.engine.max_batch < 1) throw SpecdError(ErrorCode::bad_value, "config: engine.max_batch must be >= 1");
   if (c.engine.prefill_chunk < 0) throw SpecdError(ErrorCode::bad_value, "config: engine.prefill_chunk must be >= 0");
+  if (!(c.engine.prefill_slowdown == 0 || c.engine.prefill_slowdown > 1))
+    throw SpecdError(ErrorCode::bad_value, "config: engine.prefill_slowdown must be 0 (off) or > 1");
   if (!(c.protocol.default_temperature >= 0 && c.protocol.default_temperature <= 100)) {
     throw SpecdError(ErrorCode::bad_value, "config: defaults.temperature must be in [0, 100]");
   }

@@ -4,6 +4,9 @@
 // KV slots back in CacheManager after every ending.
 #include <doctest/doctest.h>
 
+#include <atomic>
+#include <thread>
+
 #include <boost/asio/strand.hpp>
 
 #include <filesystem>
@@ -39,14 +42,14 @@ class FakeLanes : public RoundLanes {
   std::function<void(int32_t round)> on_round;      // called in each verify, before it answers
   std::vector<int32_t> prefill_order;               // tags, in prefill order
   std::vector<std::pair<int64_t, int64_t>> chunks;  // each target prefill's [start, end)
+  std::vector<size_t> chunk_beside;                 // per chunk: verify rows in the same pass
   std::vector<std::vector<int32_t>> rounds;         // tags of each verify pass's rows
   int32_t draft_prefills = 0;
   int64_t cached_prefix = 0;                     // prompt tokens a prefix cache would hold (as the Verifier maps them)
   std::vector<std::vector<int32_t>> resumes;     // prompts prefilled without sampling
   std::vector<std::vector<SlotGrant>> releases;  // each release call's slots
 
-  awaitable<TargetPrefills> prefill_target(std::vector<TargetPrefill>& prompts) override {
-    TargetPrefills out;
+  awaitable<void> map_prefixes(std::vector<TargetPrefill>& prompts) override {
     for (TargetPrefill& p : prompts) {
       const auto size = static_cast<int64_t>(p.prompt.size());
       if (p.start == 0 && p.use_prefix_cache && cached_prefix > 0) {
@@ -54,12 +57,8 @@ class FakeLanes : public RoundLanes {
         p.end = std::min(size, p.cached + p.chunk_end());
         p.start = p.cached;
       }
-      chunks.emplace_back(p.start, p.chunk_end());
-      if (p.start == p.cached) prefill_order.push_back(p.prompt.front());
-      if (!p.sample && p.completes()) resumes.push_back(p.prompt);
-      if (p.completes() && p.sample) out.first_tokens.push_back({script.at(p.prompt.front()).at(0), p.rng});
     }
-    co_return out;
+    co_return;
   }
   awaitable<void> release(std::vector<SlotGrant>& slots) override {
     releases.push_back(slots);
@@ -79,20 +78,28 @@ class FakeLanes : public RoundLanes {
     }
     co_return drafts;
   }
-  awaitable<RoundResult> verify(RoundDrafts& drafts) override {
-    RoundResult result;
+  awaitable<TargetPassOutcome> target_pass(RoundDrafts& drafts, std::vector<TargetPrefill>& prompts) override {
+    TargetPassOutcome out;
+    for (TargetPrefill& p : prompts) {
+      chunks.emplace_back(p.start, p.chunk_end());
+      chunk_beside.push_back(drafts.rows.size());
+      if (p.start == p.cached) prefill_order.push_back(p.prompt.front());
+      if (!p.sample && p.completes()) resumes.push_back(p.prompt);
+      if (p.completes() && p.sample) out.prefills.first_tokens.push_back({script.at(p.prompt.front()).at(0), p.rng});
+    }
+    if (drafts.rows.empty()) co_return out;
     rounds.emplace_back();
     for (DraftedRow& d : drafts.rows) {
       rounds.back().push_back(d.plan.context.front());
-      RoundOutput out;
-      out.drafted = d.plan.k;
-      out.accepted = std::min(accept, d.plan.k);
-      for (int32_t j = 0; j <= out.accepted; ++j) out.tokens.push_back(next(d.plan.context, j));
-      out.rng = d.plan.rng;
-      result.rows.push_back(std::move(out));
+      RoundOutput row;
+      row.drafted = d.plan.k;
+      row.accepted = std::min(accept, d.plan.k);
+      for (int32_t j = 0; j <= row.accepted; ++j) row.tokens.push_back(next(d.plan.context, j));
+      row.rng = d.plan.rng;
+      out.round.rows.push_back(std::move(row));
     }
     if (on_round) on_round(static_cast<int32_t>(rounds.size()));
-    co_return result;
+    co_return out;
   }
   // Rounds whose verify pass had a row of request `tag`.
   int32_t rounds_with(int32_t tag) const {
@@ -368,6 +375,51 @@ TEST_CASE("a long prompt is prefilled prefill_chunk tokens a round while the run
   CHECK(outcomes[1].result.token_ids == std::vector<int32_t>{201, 211, 212});
   CHECK(outcomes[1].result.usage.prompt_tokens == 10);
   CHECK(h.usage().target_in_use == 0);
+}
+
+TEST_CASE("while others decode, the chunk is priced from the pass curve; alone, a prompt takes prefill_chunk") {
+  SchedulerOptions o = options();
+  o.prefill_chunk = 8;
+  o.prefill_slowdown = 2;
+  o.kv.block_size = 2;  // the floor: one block a round
+  RoundCostModel costs(4, 8, 64);
+  for (int32_t rows = 1; rows <= 64; rows *= 2) costs.observe_verify(rows, rows * 1.0);  // a second a row: dear
+  o.planning.round_costs = costs;
+  Harness h(2, o);
+  h.lanes.script[1] = counting(1, 40);
+  h.lanes.script[2] = counting(2, 40);
+  std::atomic<int32_t> rounds{0};
+  std::atomic<bool> submitted{false};
+  h.lanes.on_round = [&](int32_t round) {
+    rounds = round;
+    if (round == 2)  // two rounds without prompts measured: the long prompt arrives now
+      while (!submitted) std::this_thread::yield();
+  };
+  h.submit("running", request(1, 24, 1));
+  h.start();
+  while (rounds < 2) std::this_thread::yield();
+  GenerateRequest long_prompt = request(2, 2, 1);
+  for (int32_t t = 50; t < 79; ++t) long_prompt.prompt_ids.push_back(t);  // 30 tokens
+  h.submit("long", long_prompt);
+  submitted = true;
+  const auto outcomes = h.wait_all();
+  CHECK(outcomes[0].result.token_ids == counting(1, 24));
+  CHECK(outcomes[1].result.usage.prompt_tokens == 30);
+  REQUIRE(h.lanes.chunks.size() == h.lanes.chunk_beside.size());
+  int32_t beside = 0, alone = 0;
+  for (size_t i = 1; i < h.lanes.chunks.size(); ++i) {  // chunk 0: the running request's prompt
+    CAPTURE(i);
+    const int64_t width = h.lanes.chunks[i].second - h.lanes.chunks[i].first;
+    if (h.lanes.chunk_beside[i] > 0) {
+      CHECK(width == 2);  // the floor: a second a row is far more than the rounds take
+      beside += 1;
+    } else {
+      CHECK(width == std::min<int64_t>(8, 30 - h.lanes.chunks[i].first));
+      alone += 1;
+    }
+  }
+  CHECK(beside >= 1);
+  CHECK(alone >= 1);
 }
 
 TEST_CASE("a prefix cache hit moves the first chunk past the cached tokens; cache_prompt false computes them") {

@@ -219,40 +219,46 @@ at::Tensor LlamaModel::forward(const ForwardBatch& batch, KvCache& cache, Logits
   if (static_cast<int64_t>(batch.slots.size()) != B || static_cast<int64_t>(batch.lengths.size()) != B) {
     throw SpecdError(ErrorCode::invalid_argument, "forward: slots and lengths must have one entry per row");
   }
+  const at::Tensor tokens = batch.tokens.to(at::kInt).contiguous();
+  const int32_t* ids = tokens.data_ptr<int32_t>();
+  std::vector<ForwardSegment> segments;
+  for (int64_t b = 0; b < B; ++b) {
+    const int64_t n = batch.lengths[b];
+    if (n < 1 || n > T) throw SpecdError(ErrorCode::invalid_argument, "forward: row length outside 1..T");
+    segments.push_back({std::span<const int32_t>(ids + b * T, static_cast<size_t>(n)), batch.slots[b], which});
+  }
+  at::Tensor valid = forward(segments, cache);
+  if (which == LogitsFor::last_position) return valid;
+  at::Tensor logits = at::zeros({B, T, V}, at::kFloat);
+  int64_t r = 0;
+  for (int64_t b = 0; b < B; ++b) {
+    const int64_t n = batch.lengths[b];
+    logits[b].narrow(0, 0, n).copy_(valid.narrow(0, r, n));
+    r += n;
+  }
+  return logits;
+}
+
+at::Tensor LlamaModel::forward(std::span<const ForwardSegment> segments, KvCache& cache) {
   if (!runner_) pack_parameters_for_inference();
-  const at::Tensor tokens = batch.tokens.to(at::kLong).contiguous();
-  const int64_t* ids = tokens.data_ptr<int64_t>();
   std::vector<ForwardRow> rows;
   std::vector<int64_t> logit_rows;
-  for (int64_t b = 0; b < B; ++b) {
-    const int64_t start = cache.length(batch.slots[b]), n = batch.lengths[b];
-    if (n < 1 || n > T) throw SpecdError(ErrorCode::invalid_argument, "forward: row length outside 1..T");
+  for (const ForwardSegment& s : segments) {
+    const int64_t start = cache.length(s.slot), n = static_cast<int64_t>(s.tokens.size());
+    if (n < 1) throw SpecdError(ErrorCode::invalid_argument, "forward: a segment without tokens");
     if (start + n > cache.max_seq_len()) {
       throw SpecdError(ErrorCode::out_of_capacity, "sequence of " + std::to_string(start + n) +
                                                        " tokens exceeds max_seq_len " +
                                                        std::to_string(cache.max_seq_len()));
     }
     for (int64_t t = 0; t < n; ++t) {
-      if (which == LogitsFor::all_positions || t == n - 1) logit_rows.push_back(static_cast<int64_t>(rows.size()));
-      rows.push_back({ids[b * T + t], batch.slots[b], start + t});
+      if (s.logits == LogitsFor::all_positions || t == n - 1) logit_rows.push_back(static_cast<int64_t>(rows.size()));
+      rows.push_back({s.tokens[t], s.slot, start + t});
     }
   }
-  at::Tensor logits;
-  if (which == LogitsFor::last_position) {
-    logits = at::empty({B, V}, at::kFloat);
-    runner_->run(rows, cache, logit_rows, logits.data_ptr<float>());
-  } else {
-    logits = at::zeros({B, T, V}, at::kFloat);
-    at::Tensor valid = at::empty({static_cast<int64_t>(rows.size()), V}, at::kFloat);
-    runner_->run(rows, cache, logit_rows, valid.data_ptr<float>());
-    int64_t r = 0;
-    for (int64_t b = 0; b < B; ++b) {
-      const int64_t n = batch.lengths[b];
-      logits[b].narrow(0, 0, n).copy_(valid.narrow(0, r, n));
-      r += n;
-    }
-  }
-  for (int64_t b = 0; b < B; ++b) cache.set_length(batch.slots[b], cache.length(batch.slots[b]) + batch.lengths[b]);
+  at::Tensor logits = at::empty({static_cast<int64_t>(logit_rows.size()), config_.vocab_size}, at::kFloat);
+  runner_->run(rows, cache, logit_rows, logits.data_ptr<float>());
+  for (const ForwardSegment& s : segments) cache.set_length(s.slot, cache.length(s.slot) + s.tokens.size());
   return logits;
 }
 

@@ -30,6 +30,15 @@ struct ForwardBatch {
 
 enum class LogitsFor { all_positions, last_position };
 
+// One slot's tokens in a pass that mixes kinds of rows (a round's verify rows and prompt
+// chunks): written into the slot after what it holds; logits at every position or the
+// last only.
+struct ForwardSegment {
+  std::span<const int32_t> tokens;
+  int32_t slot = 0;
+  LogitsFor logits = LogitsFor::all_positions;
+};
+
 // A bias-free linear layer. Its weight starts uninitialised (a checkpoint load or the
 // trainer sets it): torch::nn::Linear's random init took 9 s of a 1B model's load.
 struct Projection : torch::nn::Module {
@@ -101,6 +110,9 @@ class LlamaModel : public torch::nn::Module {
   // vocab] (all_positions; rows past lengths[b] are zero) or [B, vocab] at each row's
   // last valid token.
   at::Tensor forward(const ForwardBatch& batch, KvCache& cache, LogitsFor which);
+  // The same for segments of different lengths and logits, in one pass over the weights:
+  // logits [rows, vocab], each segment's (all its positions, or its last) in order.
+  at::Tensor forward(std::span<const ForwardSegment> segments, KvCache& cache);
 
  private:
   at::Tensor logits_from_hidden(const at::Tensor& hidden);

@@ -26,7 +26,8 @@ struct RoundCosts {
   double draft_seconds = 0;
   double verify_seconds = 0;  // the one batched target pass
   std::vector<DraftStepTime> draft_step_times;
-  int32_t verify_tokens = 0;        // tokens the target pass fed: sum of K+1
+  int32_t verify_tokens = 0;        // verify rows the target pass fed: sum of K+1
+  int32_t chunk_tokens = 0;         // newcomers' prompt tokens the same pass carried
   double verify_phase_seconds = 0;  // the pass plus accept/reject and cache truncation
 };
 
@@ -34,7 +35,7 @@ struct CostMeter {
   std::optional<RoundCostModel> rounds;                // calibrated round costs (cost_calibration.hpp)
   RecentAcceptance acceptance;                         // where new requests' acceptance estimates start
   double draft_step_seconds = 0;                       // mean batched draft step
-  double verify_seconds = 0;                           // mean batched target pass
+  double verify_seconds = 0;                           // mean batched target pass without prompt chunks
   static constexpr double kUnmeasuredCostRatio = 0.1;  // until the first rounds are measured
   double cost_ratio(double fallback = kUnmeasuredCostRatio) const {
     return draft_step_seconds > 0 && verify_seconds > 0 ? draft_step_seconds / verify_seconds : fallback;

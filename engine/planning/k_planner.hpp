@@ -92,6 +92,8 @@ class KPlanner {
 
   int32_t k_max() const { return k_max_; }
   bool plans_batch() const { return meter_.rounds.has_value(); }
+  // The calibrated round costs (null when not calibrated).
+  const RoundCostModel* round_costs() const { return meter_.rounds ? &*meter_.rounds : nullptr; }
   // Draft step over verify pass, as measured; 0 until both are.
   double measured_cost_ratio() const { return meter_.cost_ratio(0); }
 

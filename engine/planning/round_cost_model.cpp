@@ -82,8 +82,9 @@ int64_t CostCurve::staleness(int32_t size) const {
   return b.last_seen < 0 ? observations_ + 1 : observations_ - 1 - b.last_seen;
 }
 
-RoundCostModel::RoundCostModel(int32_t max_batch, int32_t k_max)
-    : verify_(std::max(max_batch, 1) * (std::max(k_max, 0) + 1)), draft_step_(std::max(max_batch, 1)) {}
+RoundCostModel::RoundCostModel(int32_t max_batch, int32_t k_max, int32_t prompt_rows)
+    : verify_(std::max(max_batch, 1) * (std::max(k_max, 0) + 1) + std::max(prompt_rows, 0)),
+      draft_step_(std::max(max_batch, 1)) {}
 
 void RoundCostModel::observe_overhead(double seconds) {
   if (!(seconds >= 0) || !std::isfinite(seconds)) return;

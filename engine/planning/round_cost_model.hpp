@@ -1,7 +1,7 @@
 #pragma once
 // Measured cost of a speculative round's parts, for the batch K planner: the target's
-// verify pass as a function of the tokens it feeds (T = sum of K+1 over the batch), a
-// batched draft step as a function of the rows it feeds, and the fixed per-round
+// pass as a function of the rows it feeds (T = sum of K+1 over the batch, plus any
+// prompt chunk riding in it), a batched draft step as a function of the rows it feeds, and the fixed per-round
 // overhead (scheduling, messages, bookkeeping). Filled at start by calibration passes
 // (cost_calibration.hpp) and refitted online from every round. Plain values, no
 // locking: owned by one scheduler.
@@ -53,7 +53,9 @@ class CostCurve {
 
 class RoundCostModel {
  public:
-  RoundCostModel(int32_t max_batch, int32_t k_max);
+  // The pass curve reaches max_batch x (k_max + 1) verify rows plus `prompt_rows` (a
+  // round's prompt chunk rides in the same pass).
+  RoundCostModel(int32_t max_batch, int32_t k_max, int32_t prompt_rows = 0);
 
   void observe_verify(int32_t tokens, double seconds) { verify_.observe(tokens, seconds); }
   void observe_draft_step(int32_t rows, double seconds) { draft_step_.observe(rows, seconds); }

@@ -11,7 +11,6 @@
 #include "engine/model/llama_model.hpp"
 #include "engine/sampling/rejection_sampler.hpp"
 #include "engine/sampling/sampling.hpp"
-#include "engine/speculation/token_batch.hpp"
 
 namespace specd {
 
@@ -65,49 +64,37 @@ Verifier::Verifier(std::shared_ptr<LlamaModel> model, std::shared_ptr<KvCache> c
 Verifier::~Verifier() = default;
 Verifier::Verifier(Verifier&&) noexcept = default;
 
-std::vector<FirstToken> Verifier::prefill(std::span<TargetPrefill> prompts) {
-  if (prompts.empty()) return {};
-  torch::InferenceMode inference;
-  std::vector<std::span<const int32_t>> rows;
-  std::vector<int32_t> slots;
-  for (TargetPrefill& p : prompts) {
-    if (p.start == 0) {
-      cache_->release(p.target_slot);
-      p.cached = p.use_prefix_cache ? cache_->map_prefix(p.target_slot, p.prompt) : 0;
-      if (p.cached > 0) {
-        const int64_t width = p.chunk_end();
-        p.start = p.cached;
-        p.end = std::min<int64_t>(static_cast<int64_t>(p.prompt.size()), p.cached + width);
-      }
-    } else {
-      cache_->set_length(p.target_slot, p.start);
+void Verifier::map_prefixes(std::span<TargetPrefill> chunks) {
+  for (TargetPrefill& p : chunks) {
+    if (p.start != 0) continue;
+    cache_->release(p.target_slot);
+    p.cached = p.use_prefix_cache ? cache_->map_prefix(p.target_slot, p.prompt) : 0;
+    if (p.cached > 0) {
+      const int64_t width = p.chunk_end();
+      p.start = p.cached;
+      p.end = std::min<int64_t>(static_cast<int64_t>(p.prompt.size()), p.cached + width);
     }
-    rows.push_back(std::span<const int32_t>(p.prompt).subspan(p.start, p.chunk_end() - p.start));
-    slots.push_back(p.target_slot);
   }
-  std::vector<int64_t> lengths;
-  at::Tensor logits = model_->forward({token_batch(rows, lengths), slots, lengths}, *cache_, LogitsFor::last_position);
-  std::vector<FirstToken> first;
-  for (size_t b = 0; b < prompts.size(); ++b) {
-    TargetPrefill& p = prompts[b];
-    cache_->commit(p.target_slot, std::span<const int32_t>(p.prompt).first(p.chunk_end()));
-    if (!p.completes() || !p.sample) continue;
-    const int32_t token = sample_token(logits[static_cast<int64_t>(b)], p.sampling, p.prompt, p.rng);
-    first.push_back({token, p.rng});
-  }
-  return first;
 }
 
-RoundResult Verifier::verify(RoundDrafts& drafts) {
+std::vector<FirstToken> Verifier::prefill(std::span<TargetPrefill> prompts) {
+  map_prefixes(prompts);
+  RoundDrafts none;
+  return pass(none, prompts).first_tokens;
+}
+
+RoundResult Verifier::verify(RoundDrafts& drafts) { return pass(drafts, {}).round; }
+
+TargetPassResult Verifier::pass(RoundDrafts& drafts, std::span<TargetPrefill> chunks) {
   torch::InferenceMode inference;
   const auto phase_start = Clock::now();
-  RoundResult result;
+  TargetPassResult out;
+  RoundResult& result = out.round;
   result.draft_steps = drafts.draft_steps;
   result.draft_seconds = drafts.draft_seconds;
   result.draft_step_times = drafts.step_times;
-  // One batched target pass over [g, t1..tK] per row.
-  std::vector<std::span<const int32_t>> feed;
-  std::vector<int32_t> slots;
+  // Verify rows [g, t1..tK] first, then each chunk's prompt tokens (its last row's logits).
+  std::vector<ForwardSegment> segments;
   std::vector<int64_t> starts;
   for (DraftedRow& row : drafts.rows) {
     const std::vector<int32_t>& context = row.plan.context;  // the context, then the drafts
@@ -115,34 +102,52 @@ RoundResult Verifier::verify(RoundDrafts& drafts) {
     if (static_cast<int64_t>(base) > cache_->max_seq_len()) {
       throw SpecdError(ErrorCode::out_of_capacity, "speculative round: a sequence has no room left in the KV cache");
     }
-    feed.emplace_back(context.data() + base - 1, row.drafts.size() + 1);
-    slots.push_back(row.plan.target_slot);
+    segments.push_back({std::span<const int32_t>(context.data() + base - 1, row.drafts.size() + 1),
+                        row.plan.target_slot, LogitsFor::all_positions});
     starts.push_back(cache_->length(row.plan.target_slot));
     result.verify_tokens += row.plan.k + 1;
   }
-  std::vector<int64_t> lengths;
+  for (TargetPrefill& p : chunks) {
+    cache_->set_length(p.target_slot, p.start);
+    segments.push_back({std::span<const int32_t>(p.prompt).subspan(p.start, p.chunk_end() - p.start), p.target_slot,
+                        LogitsFor::last_position});
+    result.chunk_tokens += static_cast<int32_t>(p.chunk_end() - p.start);
+  }
+  if (segments.empty()) return out;
   const auto t0 = Clock::now();
-  at::Tensor logits = model_->forward({token_batch(feed, lengths), slots, lengths}, *cache_, LogitsFor::all_positions);
+  const at::Tensor logits = model_->forward(segments, *cache_);
   result.verify_seconds = seconds_since(t0);
+  int64_t at = 0;  // the logits' rows, segment by segment
   for (size_t b = 0; b < drafts.rows.size(); ++b) {
     DraftedRow& row = drafts.rows[b];
-    const VerifyOutcome outcome = accept_reject(row, logits[static_cast<int64_t>(b)]);
+    const int64_t width = row.plan.k + 1;
+    const VerifyOutcome outcome = accept_reject(row, logits.narrow(0, at, width));
+    at += width;
     cache_->truncate_to(row.plan.target_slot, starts[b] + outcome.accepted + 1);
     // The slot now holds the context and the accepted drafts: all of them kept.
     cache_->commit(
         row.plan.target_slot,
         std::span<const int32_t>(row.plan.context).first(static_cast<size_t>(starts[b] + outcome.accepted + 1)));
-    RoundOutput out;
-    out.tokens.assign(row.drafts.begin(), row.drafts.begin() + outcome.accepted);
-    out.tokens.push_back(outcome.next_token);
-    out.drafted = row.plan.k;
-    out.accepted = outcome.accepted;
-    out.rng = row.plan.rng;
-    result.rows.push_back(std::move(out));
+    RoundOutput row_out;
+    row_out.tokens.assign(row.drafts.begin(), row.drafts.begin() + outcome.accepted);
+    row_out.tokens.push_back(outcome.next_token);
+    row_out.drafted = row.plan.k;
+    row_out.accepted = outcome.accepted;
+    row_out.rng = row.plan.rng;
+    result.rows.push_back(std::move(row_out));
   }
-  result.verify_start = phase_start;
-  result.verify_phase_seconds = seconds_since(phase_start);
-  return result;
+  for (TargetPrefill& p : chunks) {
+    const at::Tensor last = logits[at++];
+    cache_->commit(p.target_slot, std::span<const int32_t>(p.prompt).first(p.chunk_end()));
+    if (!p.completes() || !p.sample) continue;
+    const int32_t token = sample_token(last, p.sampling, p.prompt, p.rng);
+    out.first_tokens.push_back({token, p.rng});
+  }
+  if (!drafts.rows.empty()) {
+    result.verify_start = phase_start;
+    result.verify_phase_seconds = seconds_since(phase_start);
+  }
+  return out;
 }
 
 void Verifier::release(int32_t target_slot) { cache_->release(target_slot); }

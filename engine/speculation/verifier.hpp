@@ -1,8 +1,9 @@
 #pragma once
-// Verifier: the target side of the rounds. Owns the target model and its KV cache:
-// prefills newcomers' prompts (sampling their first tokens) and runs each round's one
-// batched verify pass [B, K+1] with accept/reject, truncating the target cache to what
-// was kept. Touched by one thread (the target lane).
+// Verifier: the target side of the rounds. Owns the target model and its KV cache. A
+// round's one target pass carries the running rows' verify rows [g, t1..tK] (accept/
+// reject, the cache truncated to what was kept) and newcomers' prompt chunks (their
+// first tokens sampled when a chunk completes a prompt): one read of the weights for
+// both. Touched by one thread (the target lane).
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -41,21 +42,32 @@ struct FirstToken {
   Rng rng{0};
 };
 
+// What a round's target pass gave: a row per drafted row, a first token per chunk that
+// completed its prompt (and samples), in order.
+struct TargetPassResult {
+  RoundResult round;
+  std::vector<FirstToken> first_tokens;
+};
+
 class Verifier {
  public:
   Verifier(std::shared_ptr<LlamaModel> model, std::shared_ptr<KvCache> cache);
   ~Verifier();
   Verifier(Verifier&&) noexcept;
 
-  // One batched pass over each prompt's chunk into its slot; the first tokens of the
-  // prompts whose chunk completes them, in order. A row's logits depend only on its
-  // slot's cache and position, so a prompt in chunks gives what it gives whole.
+  // Before a pass with first chunks (start 0): each one's slot is emptied and maps the
+  // longest cached prefix of its prompt; the chunk moves past it, keeping its width.
+  // Separate from the pass so the draft side learns where the chunks went first.
+  void map_prefixes(std::span<TargetPrefill> chunks);
+  // The round's one target pass: every drafted row's verify rows and every chunk, after
+  // map_prefixes. A row's logits depend only on its slot's cache and position, so a
+  // prompt in chunks gives what it gives whole, and a verify row what it gives alone.
   // Afterwards a completed slot holds the prompt: every token of the context but g.
-  // Every chunk's full blocks are committed to the prefix cache.
+  // Throws SpecdError(out_of_capacity) for a row with no room left in the cache. Every
+  // chunk's full blocks and the tokens each row kept are committed to the prefix cache.
+  TargetPassResult pass(RoundDrafts& drafts, std::span<TargetPrefill> chunks);
+  // A pass of prompts only, and one of verify rows only.
   std::vector<FirstToken> prefill(std::span<TargetPrefill> prompts);
-  // The round's one target pass, accept/reject per row, and the cache truncation.
-  // Throws SpecdError(out_of_capacity) for a row with no room left in the cache.
-  // The tokens kept are committed to the prefix cache.
   RoundResult verify(RoundDrafts& drafts);
   // The slot's request has ended: its blocks go back to the pool (committed ones stay
   // cached until evicted).

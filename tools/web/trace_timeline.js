@@ -12,6 +12,7 @@
   const GUTTER = 150, AXIS = 26, LANE_H = 30, HEADER_H = 22, REQUEST_H = 18, MAX_REQUESTS = 400;
   const COLORS = {
     verify: '#2f6fde', draft: '#e0821e', 'target prefill': '#7b4fd6', 'draft prefill': '#b48de6',
+    'verify + prefill': '#5a5fdb', 'map prefixes': '#9aa3ad',
     prefill: '#9a6ee0', calibrate: '#9aa3ad', round: '#1f9bb0', queued: '#c9ced6', burst: '#2a9d5c',
     generating: '#8fb8ef',
   };

@@ -1,0 +1,28 @@
+#pragma once
+// How many prompt tokens a round's target pass carries beside the running rows' verify
+// rows. A chunk's rows share the pass (one read of the weights), so what it adds is the
+// pass's cost at verify rows + chunk against verify rows alone, both read off the
+// measured pass curve (RoundCostModel). While requests decode, the chunk is the largest
+// that keeps the round within `slowdown` times the recent rounds without prompts, so a
+// long prompt arriving stretches the running streams' inter-token gaps by at most that
+// much; alone, the prompt takes the cap.
+#include <cstdint>
+
+namespace specd {
+
+class RoundCostModel;
+
+struct PrefillBudgetInputs {
+  int64_t cap = 0;            // [engine] prefill_chunk: most prompt tokens a round (0: no bound)
+  int64_t floor = 16;         // fewest a round, so a prompt always advances
+  double slowdown = 0;        // [engine] prefill_slowdown; 0: always the cap
+  int32_t verify_rows = 0;    // the round's verify rows (sum of K + 1); 0: nobody decodes
+  double round_seconds = 0;   // recent rounds without prompts (0: not measured yet)
+  int64_t waiting_tokens = 0;  // prompt tokens left to prefill across newcomers
+};
+
+// The prompt tokens for this round, in [min(floor, cap), cap] (cap when unbounded:
+// waiting_tokens). Without a measured curve or round time, the cap.
+int64_t prefill_budget(const PrefillBudgetInputs& in, const RoundCostModel* costs);
+
+}  // namespace specd
