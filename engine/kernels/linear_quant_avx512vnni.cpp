@@ -25,16 +25,19 @@ namespace specd::kernels::detail {
 namespace {
 
 constexpr int64_t kB = PackedWeight::kBlock;
-// Tiles of more rows than this prefetch their weights kPrefetchAhead bytes ahead: the
-// hardware prefetcher alone left them waiting on memory (3072 -> 8192 Q8_0, one thread,
-// CPU time on a shared host: M = 8 1.9-2.2 ms without, 1.34-1.43 ms with; M = 16 2.8 ->
-// 1.7-1.8 ms; 2048 bytes ahead was between). At M <= 4 the difference was in the noise.
-constexpr int kPrefetchRows = 4;
+// Tiles of more than kPrefetchRows rows prefetch their weights kPrefetchAhead bytes ahead:
+// the hardware prefetcher alone left them waiting on memory (one thread, CPU time on a
+// shared host, 3072 -> 8192 Q8_0: M = 8 1.9-2.2 ms without, 1.34-1.43 ms with; M = 16 2.8
+// -> 1.7-1.8 ms; 2048 bytes ahead was between). Q4_0 prefetches at every M: its M = 1,
+// the median of three runs, went from 569 to 506 us (3072 -> 8192) and 552 to 500 us
+// (8192 -> 3072); Q8_0's M = 1 lost with it (727 -> 818 us, 672 -> 827 us).
+template <Dtype D>
+constexpr int kPrefetchRows = D == Dtype::q4_0 ? 0 : 4;
 constexpr int64_t kPrefetchAhead = 4096;
 
-template <int R>
+template <Dtype D, int R>
 inline void prefetch_ahead(const std::byte* p) {
-  if constexpr (R > kPrefetchRows) _mm_prefetch(reinterpret_cast<const char*>(p + kPrefetchAhead), _MM_HINT_T0);
+  if constexpr (R > kPrefetchRows<D>) _mm_prefetch(reinterpret_cast<const char*>(p + kPrefetchAhead), _MM_HINT_T0);
 }
 
 template <Dtype D, int R, int NV>
@@ -66,7 +69,7 @@ void tile(const KernelCall& c, int64_t b0, int64_t r0) {
 #pragma GCC unroll 16
         for (int v = 0; v < NV; ++v) {
           w[v] = _mm512_load_si512(blk[v] + g * kQuantBytes + s * 64);
-          prefetch_ahead<R>(blk[v] + g * kQuantBytes + s * 64);
+          prefetch_ahead<D, R>(blk[v] + g * kQuantBytes + s * 64);
         }
 #pragma GCC unroll 16
         for (int r = 0; r < R; ++r) {
@@ -83,7 +86,7 @@ void tile(const KernelCall& c, int64_t b0, int64_t r0) {
 #pragma GCC unroll 16
         for (int v = 0; v < NV; ++v) {
           const __m512i raw = _mm512_load_si512(blk[v] + g * kQuantBytes + s * 64);
-          prefetch_ahead<R>(blk[v] + g * kQuantBytes + s * 64);
+          prefetch_ahead<D, R>(blk[v] + g * kQuantBytes + s * 64);
           lo[v] = _mm512_and_si512(raw, low4);
           hi[v] = _mm512_and_si512(_mm512_srli_epi16(raw, 4), low4);
         }
