@@ -262,7 +262,18 @@ void add_kernel_bench_options(CLI::App& cmd, KernelBenchArgs& a) {
       ->capture_default_str()
       ->check(CLI::Range(1, 1000));
   cmd.add_option("--kinds", a.kinds,
-                 "with --kernels: only these, comma-separated (bf16,f16,f32,q8_0,q4_0,openblas_f32; default all)");
+                 "with --kernels: only these, comma-separated (bf16,f16,f32,q8_0,q4_0,openblas_f32; default all)")
+      ->check([](const std::string& list) {
+        const std::string known = ",bf16,f16,f32,q8_0,q4_0,openblas_f32,";
+        for (size_t b = 0; b <= list.size();) {
+          const size_t e = std::min(list.find(',', b), list.size());
+          if (known.find("," + list.substr(b, e - b) + ",") == std::string::npos) {
+            return "unknown kind '" + list.substr(b, e - b) + "'";
+          }
+          b = e + 1;
+        }
+        return std::string();
+      });
   cmd.add_flag("--attention", a.attention, "with --kernels: the attention kernels at Llama-3.2-3B shapes instead");
   add_attention_bench_options(cmd, a);
 }
