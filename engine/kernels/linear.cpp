@@ -1,6 +1,8 @@
 #include "engine/kernels/linear.hpp"
 
 #include <algorithm>
+#include <bit>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <stdexcept>
@@ -52,7 +54,29 @@ Isa choose_isa() {
   return Isa::reference;
 }
 
+// vpdpbusd on zmm: AVX512-VNNI with AVX512BW's byte operations.
+bool cpu_has_vnni() {
+#if defined(SPECD_KERNELS_X86)
+  static const bool has =
+      isa_supported(Isa::avx512f) && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vnni");
+  return has;
+#else
+  return false;
+#endif
+}
+
+BlockKernel quant_kernel_for(Isa isa, Dtype d) {
+#if defined(SPECD_KERNELS_X86)
+  if (isa == Isa::avx512f || isa == Isa::avx512bf16) {
+    return cpu_has_vnni() ? detail::avx512vnni_quant_kernel(d) : detail::avx2_quant_kernel(d);
+  }
+  if (isa == Isa::avx2) return detail::avx2_quant_kernel(d);
+#endif
+  return detail::reference_quant_kernel(d);
+}
+
 BlockKernel kernel_for(Isa isa, Dtype d) {
+  if (is_quantized(d)) return quant_kernel_for(isa, d);
 #if defined(SPECD_KERNELS_X86)
   switch (isa) {
     case Isa::reference:
@@ -66,6 +90,37 @@ BlockKernel kernel_for(Isa isa, Dtype d) {
   }
 #endif
   return detail::reference_kernel(d);
+}
+
+// Rounds to nearest even by adding 1.5 * 2^23, where a float has no fraction bits left;
+// exact for |v| < 2^22 (here |v| <= 127), and the same on every ISA and compiler.
+int32_t round_even(float v) { return std::bit_cast<int32_t>(v + 12582912.0f) - 0x4B400000; }
+
+// The block formats' activations, input-major like the rest (KernelCall).
+void prepare_quantized(const PackedWeight& w, const float* x, int64_t m, KernelCall& call) {
+  thread_local std::vector<uint32_t> quads;
+  thread_local std::vector<float> scales, row_scales;
+  thread_local std::vector<int32_t> starts;
+  thread_local std::vector<int8_t> row;
+  const int64_t in = w.in(), groups = in / kQuantGroup;
+  const int32_t offset = w.dtype() == Dtype::q8_0 ? 128 : 8;
+  if (quads.size() < static_cast<size_t>(in / 4 * m)) quads.resize(in / 4 * m);
+  if (scales.size() < static_cast<size_t>(groups * m)) scales.resize(groups * m), starts.resize(groups * m);
+  row.resize(in);
+  row_scales.resize(groups);
+  for (int64_t r = 0; r < m; ++r) {
+    quantize_activations(x + r * in, in, row.data(), row_scales.data());
+    for (int64_t k = 0; k < in / 4; ++k) std::memcpy(&quads[k * m + r], &row[4 * k], 4);
+    for (int64_t g = 0; g < groups; ++g) {
+      int32_t sum = 0;
+      for (int64_t j = 0; j < kQuantGroup; ++j) sum += row[g * kQuantGroup + j];
+      scales[g * m + r] = row_scales[g];
+      starts[g * m + r] = -offset * sum;
+    }
+  }
+  call.x = quads.data();
+  call.x_scale = scales.data();
+  call.group_start = starts.data();
 }
 
 // The activations input-major (see KernelCall): BF16 pairs for vdpbf16ps (each value
@@ -129,6 +184,16 @@ Isa best_isa() {
   return chosen;
 }
 
+void quantize_activations(const float* x, int64_t n, int8_t* q, float* d) {
+  for (int64_t g = 0; g < n / kQuantGroup; ++g, x += kQuantGroup, q += kQuantGroup) {
+    float amax = 0;
+    for (int64_t j = 0; j < kQuantGroup; ++j) amax = std::max(amax, std::fabs(x[j]));
+    d[g] = amax / 127;
+    const float id = d[g] != 0 ? 1.0f / d[g] : 0.0f;  // as ggml: x * (1 / d)
+    for (int64_t j = 0; j < kQuantGroup; ++j) q[j] = static_cast<int8_t>(round_even(x[j] * id));
+  }
+}
+
 void linear(const PackedWeight& w, const float* x, int64_t m, float* y, KernelThreads* threads) {
   linear(w, x, m, y, best_isa(), threads);
 }
@@ -140,7 +205,11 @@ void linear(const PackedWeight& w, const float* x, int64_t m, float* y, Isa isa,
   call.w = &w;
   call.m = m;
   call.y = y;
-  prepare_activations(w, x, m, isa == Isa::avx512bf16 && w.dtype() == Dtype::bf16, call);
+  if (is_quantized(w.dtype())) {
+    prepare_quantized(w, x, m, call);
+  } else {
+    prepare_activations(w, x, m, isa == Isa::avx512bf16 && w.dtype() == Dtype::bf16, call);
+  }
   const BlockKernel kernel = kernel_for(isa, w.dtype());
   if (!threads || threads->size() == 1) return kernel(call, 0, w.blocks());
   // A part below ~64 KB of weights costs less than waking a worker.

@@ -39,6 +39,13 @@ Isa best_isa();               // the fastest supported, decided once per process
 void linear(const PackedWeight& w, const float* x, int64_t m, float* y,
             KernelThreads* threads = KernelThreads::current());
 
+// The block formats (Q8_0, Q4_0) multiply int8 activations: each row's n inputs (a
+// multiple of 32) in groups of 32 with a scale d = amax / 127 and q = x / d rounded to
+// nearest even (ggml's Q8_0 activations, the scale kept in F32). A function of the row
+// alone, so a row's outputs do not depend on m. The AVX-512 tiers run them with vpdpbusd
+// where the CPU has AVX512-VNNI, else with the AVX2 kernels.
+void quantize_activations(const float* x, int64_t n, int8_t* q, float* d);
+
 // The same with an explicit kernel family (tests and benchmarks); isa must be supported.
 void linear(const PackedWeight& w, const float* x, int64_t m, float* y, Isa isa, KernelThreads* threads);
 

@@ -14,11 +14,19 @@ namespace specd::kernels::detail {
 // multiple of 4 KB apart for the usual sizes, all in one L1 set: at 8 and 16 rows the
 // set thrashed and M = 16 took 5.5x the time of M = 1 instead of about 2x. Inputs past
 // w.in() (the pad of an odd in) are zero.
+//
+// For the block formats (Q8_0, Q4_0) x holds the rows quantized by quantize_activations,
+// four int8 inputs a uint32 (inputs 4k..4k+3 of row r at x[k * m + r]); per group g of 32
+// inputs and row r, x_scale[g * m + r] is the rows's scale and group_start[g * m + r] the
+// integer the group's sum starts from: -offset * sum(q) for weights stored as unsigned
+// q + offset (128 for Q8_0, 8 for Q4_0), so u8 x s8 products need no correction after.
 struct KernelCall {
   const PackedWeight* w = nullptr;
   const void* x = nullptr;
   int64_t m = 0;
   float* y = nullptr;  // m rows of w->out()
+  const float* x_scale = nullptr;
+  const int32_t* group_start = nullptr;
 };
 
 // Computes output blocks [block_begin, block_end) for all m rows.
@@ -28,6 +36,12 @@ BlockKernel reference_kernel(Dtype d);
 BlockKernel avx2_kernel(Dtype d);
 BlockKernel avx512f_kernel(Dtype d);
 BlockKernel avx512bf16_kernel();  // BF16 weights; activations as BF16 pairs
+// Q8_0 and Q4_0 weights with int8 activations: the integer sum of each 32-input group,
+// then acc = fma(float(sum), d_w * d_x, acc) over the groups in order. Exact integer
+// sums and that one float chain make every tier bit-identical to the reference.
+BlockKernel reference_quant_kernel(Dtype d);
+BlockKernel avx2_quant_kernel(Dtype d);        // vpmaddubsw + vpmaddwd
+BlockKernel avx512vnni_quant_kernel(Dtype d);  // vpdpbusd (AVX512-VNNI and BW)
 
 // Rows per register tile and how many 16-output blocks a tile holds for r rows: about
 // 20 zmm accumulators, leaving room for the weight vectors and a broadcast.

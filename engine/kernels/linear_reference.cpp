@@ -26,6 +26,9 @@ float stored(Dtype d, const std::byte* p) {
     case Dtype::bf16:
       std::memcpy(&h, p, 2);
       return bf16_to_float(h);
+    case Dtype::q8_0:
+    case Dtype::q4_0:
+      break;
   }
   return 0;
 }
@@ -63,6 +66,9 @@ BlockKernel reference_kernel(Dtype d) {
       return reference_blocks<Dtype::f16>;
     case Dtype::bf16:
       return reference_blocks<Dtype::bf16>;
+    case Dtype::q8_0:  // the block formats have their own kernels (linear_quant_*.cpp)
+    case Dtype::q4_0:
+      break;
   }
   return nullptr;
 }

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <new>
 #include <stdexcept>
+#include <string>
 
 namespace specd::kernels {
 
@@ -17,11 +18,20 @@ const char* dtype_name(Dtype d) {
       return "f16";
     case Dtype::bf16:
       return "bf16";
+    case Dtype::q8_0:
+      return "q8_0";
+    case Dtype::q4_0:
+      return "q4_0";
   }
   return "?";
 }
 
-size_t dtype_size(Dtype d) { return d == Dtype::f32 ? 4 : 2; }
+size_t dtype_size(Dtype d) {
+  if (is_quantized(d)) throw std::invalid_argument(std::string("dtype_size: ") + dtype_name(d) + " is a block format");
+  return d == Dtype::f32 ? 4 : 2;
+}
+
+bool is_quantized(Dtype d) { return d == Dtype::q8_0 || d == Dtype::q4_0; }
 
 namespace {
 
@@ -82,6 +92,9 @@ float load_source(const void* data, Dtype d, int64_t index) {
       return f16_to_float(static_cast<const uint16_t*>(data)[index]);
     case Dtype::bf16:
       return bf16_to_float(static_cast<const uint16_t*>(data)[index]);
+    case Dtype::q8_0:
+    case Dtype::q4_0:
+      break;
   }
   return 0;
 }
@@ -94,18 +107,24 @@ int64_t lane_offset(Dtype d, int64_t o, int64_t i) {
 
 }  // namespace
 
-PackedWeight PackedWeight::pack(const void* data, int64_t out, int64_t in, Dtype dtype) {
+PackedWeight PackedWeight::allocate(int64_t out, int64_t in, Dtype dtype, int64_t block_bytes) {
   if (out <= 0 || in <= 0) throw std::invalid_argument("PackedWeight: empty matrix");
   PackedWeight w;
   w.out_ = out;
   w.in_ = in;
   w.dtype_ = dtype;
-  const int64_t steps = dtype == Dtype::f32 ? in : (in + 1) / 2 * 2;
-  w.block_bytes_ = steps * kBlock * static_cast<int64_t>(dtype_size(dtype));
+  w.block_bytes_ = block_bytes;
   void* p = std::aligned_alloc(64, w.bytes());
   if (!p) throw std::bad_alloc();
   w.data_.reset(static_cast<std::byte*>(p));
   std::memset(p, 0, w.bytes());  // padding outputs and the pad input stay zero
+  return w;
+}
+
+PackedWeight PackedWeight::pack(const void* data, int64_t out, int64_t in, Dtype dtype) {
+  if (is_quantized(dtype)) return pack_blocks(static_cast<const std::byte*>(data), out, in, dtype);
+  const int64_t steps = dtype == Dtype::f32 ? in : (in + 1) / 2 * 2;
+  PackedWeight w = allocate(out, in, dtype, steps * kBlock * static_cast<int64_t>(dtype_size(dtype)));
   const size_t esize = dtype_size(dtype);
   const auto* src = static_cast<const std::byte*>(data);
   for (int64_t o = 0; o < out; ++o) {
@@ -118,6 +137,8 @@ PackedWeight PackedWeight::pack(const void* data, int64_t out, int64_t in, Dtype
 }
 
 float PackedWeight::at(int64_t o, int64_t i) const {
+  if (dtype_ == Dtype::q8_0) return static_cast<float>(quant_at(o, i)) * scale_at(o, i);
+  if (dtype_ == Dtype::q4_0) return static_cast<float>(quant_at(o, i) - 8) * scale_at(o, i);
   return load_source(block(o / kBlock), dtype_, lane_offset(dtype_, o % kBlock, i));
 }
 

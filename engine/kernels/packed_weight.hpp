@@ -8,10 +8,23 @@
 
 namespace specd::kernels {
 
-enum class Dtype : uint8_t { f32, f16, bf16 };
+// q8_0 and q4_0 are llama.cpp's block formats: 32 consecutive inputs of one output share
+// an F16 scale d; Q8_0 stores int8 q (w = q * d, 8.5 bits a weight), Q4_0 4-bit q
+// (w = (q - 8) * d, 4.5 bits a weight). Their `in` must be a multiple of 32.
+enum class Dtype : uint8_t { f32, f16, bf16, q8_0, q4_0 };
 
 const char* dtype_name(Dtype d);
-size_t dtype_size(Dtype d);
+size_t dtype_size(Dtype d);  // bytes a weight; throws for the block formats
+bool is_quantized(Dtype d);  // q8_0, q4_0
+
+// llama.cpp's blocks as GGUF stores them: block_q8_0 {f16 d; int8 qs[32]} (34 bytes) and
+// block_q4_0 {f16 d; uint8 qs[16]} (18 bytes), qs[j]'s low nibble input j and its high
+// nibble input j + 16.
+constexpr int64_t kQuantGroup = 32;
+size_t quant_block_bytes(Dtype d);
+// One row of n (a multiple of 32) floats into n / 32 blocks, with llama.cpp's rounding
+// (quantize_row_q8_0_ref / quantize_row_q4_0_ref).
+void quantize_row(const float* x, int64_t n, Dtype d, std::byte* blocks);
 
 // Exact conversions of the stored 16-bit formats to float (a portable reference).
 float f16_to_float(uint16_t h);
@@ -25,14 +38,29 @@ uint16_t float_to_f16(float f);   // round to nearest even; for tests and benchm
 //   F16:  [in][16] halves, in rounded up to 2  (32 bytes a step, blocks stay 64-aligned)
 //   BF16: [in/2][16][2] bf16 pairs, in rounded up to 2, the pad input's weight zero: one
 //         64-byte vector holds 16 outputs x 2 consecutive inputs, the operand of vdpbf16ps.
+//   Q8_0, Q4_0: per block, the quants of all G = in / 32 groups, then their scales:
+//     quants, G x 512 bytes (Q8_0): 8 vectors of 64 bytes a group, vector s holding for
+//       output lane o (bytes 4o..4o+3) inputs 4s..4s+3 of the group as q + 128 (unsigned):
+//       the operand layout of vpdpbusd (and of vpmaddubsw for AVX2's half vectors);
+//     quants, G x 256 bytes (Q4_0): 4 vectors of 64 bytes a group, byte 4o + j of vector
+//       s holding inputs 4s + j (low nibble) and 16 + 4s + j (high nibble) of output o;
+//     scales, G x 16 F16 (32 bytes a group, d of output lanes 0..15); the block rounded
+//       up to 64 bytes. Quants apart from scales keep every quant vector 64-aligned.
 // The same layout serves every ISA, so one packed matrix can be checked on all of them.
 class PackedWeight {
  public:
   static constexpr int64_t kBlock = 16;
 
   PackedWeight() = default;
-  // `data` is row-major [out, in] of `dtype` (a checkpoint tensor's raw bytes).
+  // `data` is row-major [out, in] of `dtype` (a checkpoint tensor's raw bytes); for
+  // q8_0 and q4_0, out rows of in / 32 llama.cpp blocks (a GGUF tensor's bytes).
   static PackedWeight pack(const void* data, int64_t out, int64_t in, Dtype dtype);
+  // Row-major [out, in] weights of `source` (f32, f16 or bf16) quantized to `dtype`
+  // (q8_0 or q4_0) with llama.cpp's rounding (quantize_row), then packed.
+  static PackedWeight quantize(const void* data, Dtype source, int64_t out, int64_t in, Dtype dtype);
+  static PackedWeight quantize(const float* data, int64_t out, int64_t in, Dtype dtype) {
+    return quantize(data, Dtype::f32, out, in, dtype);
+  }
 
   int64_t out() const { return out_; }
   int64_t in() const { return in_; }
@@ -42,9 +70,15 @@ class PackedWeight {
   size_t bytes() const { return static_cast<size_t>(blocks() * block_bytes_); }  // packed, with padding
   const std::byte* data() const { return data_.get(); }
   const std::byte* block(int64_t b) const { return data_.get() + b * block_bytes_; }
-  float at(int64_t o, int64_t i) const;  // the stored weight W[o, i] as float
+  float at(int64_t o, int64_t i) const;  // the stored weight W[o, i] as float (dequantized)
+  // The quantized formats: output o's quant of input i (q8_0: -128..127; q4_0: 0..15,
+  // 8 for zero) and its group's scale d.
+  int32_t quant_at(int64_t o, int64_t i) const;
+  float scale_at(int64_t o, int64_t i) const;
 
  private:
+  static PackedWeight allocate(int64_t out, int64_t in, Dtype dtype, int64_t block_bytes);  // zeroed
+  static PackedWeight pack_blocks(const std::byte* blocks, int64_t out, int64_t in, Dtype dtype);
   struct Free {
     void operator()(std::byte* p) const;
   };

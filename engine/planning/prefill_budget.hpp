@@ -13,11 +13,11 @@ namespace specd {
 class RoundCostModel;
 
 struct PrefillBudgetInputs {
-  int64_t cap = 0;            // [engine] prefill_chunk: most prompt tokens a round (0: no bound)
-  int64_t floor = 16;         // fewest a round, so a prompt always advances
-  double slowdown = 0;        // [engine] prefill_slowdown; 0: always the cap
-  int32_t verify_rows = 0;    // the round's verify rows (sum of K + 1); 0: nobody decodes
-  double round_seconds = 0;   // recent rounds without prompts (0: not measured yet)
+  int64_t cap = 0;             // [engine] prefill_chunk: most prompt tokens a round (0: no bound)
+  int64_t floor = 16;          // fewest a round, so a prompt always advances
+  double slowdown = 0;         // [engine] prefill_slowdown; 0: always the cap
+  int32_t verify_rows = 0;     // the round's verify rows (sum of K + 1); 0: nobody decodes
+  double round_seconds = 0;    // recent rounds without prompts (0: not measured yet)
   int64_t waiting_tokens = 0;  // prompt tokens left to prefill across newcomers
 };
 

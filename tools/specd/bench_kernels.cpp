@@ -48,7 +48,7 @@ std::vector<Shape> bench_shapes() {
           {"target", "down", 1024, 384, 6},   {"target", "lm_head", 384, 2048, 1}, {"draft", "qkv", 128, 256, 2},
           {"draft", "o_proj", 128, 128, 2},   {"draft", "gate_up", 128, 768, 2},   {"draft", "down", 384, 128, 2},
           {"draft", "lm_head", 128, 2048, 1}, {"", "2048x8192", 2048, 8192, 0},    {"", "8192x2048", 8192, 2048, 0},
-          {"", "3072x8192", 3072, 8192, 0}};
+          {"", "3072x8192", 3072, 8192, 0},   {"", "8192x3072", 8192, 3072, 0}};
 }
 
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
@@ -130,10 +130,19 @@ std::vector<float> random_floats(int64_t n, uint32_t seed) {
 
 Row bench_packed(const Shape& s, Dtype d, const KernelBenchArgs& a, KernelThreads& pool) {
   const std::vector<float> f = random_floats(s.out * s.in, 1);
-  std::vector<uint16_t> h(d == Dtype::f32 ? 0 : f.size());
+  const bool quantized = is_quantized(d);
+  std::vector<uint16_t> h(d == Dtype::f32 || quantized ? 0 : f.size());
   for (size_t i = 0; i < h.size(); ++i) h[i] = d == Dtype::f16 ? float_to_f16(f[i]) : float_to_bf16(f[i]);
-  const void* src = d == Dtype::f32 ? static_cast<const void*>(f.data()) : h.data();
-  Row r{&s, dtype_name(d), static_cast<double>(s.out * s.in * dtype_size(d))};
+  // The block formats: llama.cpp's blocks, quantized once and packed per copy; their
+  // bytes are those blocks' (scales included).
+  std::vector<std::byte> blocks(quantized ? s.out * s.in / kQuantGroup * quant_block_bytes(d) : 0);
+  for (int64_t o = 0; quantized && o < s.out; ++o) {
+    quantize_row(f.data() + o * s.in, s.in, d, blocks.data() + o * s.in / kQuantGroup * quant_block_bytes(d));
+  }
+  const void* src = f.data();
+  if (quantized) src = blocks.data();
+  if (!h.empty()) src = h.data();
+  Row r{&s, dtype_name(d), quantized ? static_cast<double>(blocks.size()) : s.out * s.in * double(dtype_size(d))};
   r.copies = copies_for(s, r.bytes);
   std::vector<PackedWeight> w;
   for (int c = 0; c < r.copies; ++c) w.push_back(PackedWeight::pack(src, s.out, s.in, d));
@@ -167,6 +176,12 @@ Row bench_openblas(const Shape& s, const KernelBenchArgs& a) {
   return r;
 }
 
+bool wanted(const KernelBenchArgs& a, const std::string& kind) {
+  if (a.kinds.empty()) return true;
+  const std::string list = "," + a.kinds + ",";
+  return list.find("," + kind + ",") != std::string::npos;
+}
+
 double ratio_at(const Row& r, int64_t m) {
   for (size_t i = 0; i < r.m.size(); ++i) {
     if (r.m[i] == m) return r.us[i] / r.us[0];
@@ -193,6 +208,7 @@ boost::json::object row_json(const Row& r, double read_gbps) {
                         {"gbps_m1", gbps},
                         {"fraction_of_read_m1", gbps / read_gbps}};
   if (r.shape->large()) {
+    o["t5_over_t1"] = ratio_at(r, 5);
     o["t8_over_t1"] = ratio_at(r, 8);
     o["t16_over_t1"] = ratio_at(r, 16);
   }
@@ -245,6 +261,19 @@ void add_kernel_bench_options(CLI::App& cmd, KernelBenchArgs& a) {
   cmd.add_option("--samples", a.samples, "with --kernels: timed samples per figure (median)")
       ->capture_default_str()
       ->check(CLI::Range(1, 1000));
+  cmd.add_option("--kinds", a.kinds,
+                 "with --kernels: only these, comma-separated (bf16,f16,f32,q8_0,q4_0,openblas_f32; default all)")
+      ->check([](const std::string& list) {
+        const std::string known = ",bf16,f16,f32,q8_0,q4_0,openblas_f32,";
+        for (size_t b = 0; b <= list.size();) {
+          const size_t e = std::min(list.find(',', b), list.size());
+          if (known.find("," + list.substr(b, e - b) + ",") == std::string::npos) {
+            return "unknown kind '" + list.substr(b, e - b) + "'";
+          }
+          b = e + 1;
+        }
+        return std::string();
+      });
   cmd.add_flag("--attention", a.attention, "with --kernels: the attention kernels at Llama-3.2-3B shapes instead");
   add_attention_bench_options(cmd, a);
 }
@@ -261,9 +290,11 @@ void run_kernel_bench(const KernelBenchArgs& a, int32_t threads, bool json) {
   for (const Shape& s : shapes) {
     std::cerr << "bench: " << (s.large() ? "" : s.model + " ") << s.name << "\n";
     std::vector<Dtype> dtypes{Dtype::bf16, Dtype::f16};
-    if (s.large()) dtypes.push_back(Dtype::f32);
-    for (Dtype d : dtypes) rows.push_back(bench_packed(s, d, a, pool));
-    rows.push_back(bench_openblas(s, a));
+    if (s.large()) dtypes.insert(dtypes.end(), {Dtype::f32, Dtype::q8_0, Dtype::q4_0});
+    for (Dtype d : dtypes) {
+      if (wanted(a, dtype_name(d))) rows.push_back(bench_packed(s, d, a, pool));
+    }
+    if (wanted(a, "openblas_f32")) rows.push_back(bench_openblas(s, a));
   }
   const double read_end = measure_read_gbps(pool);
   const double read = std::max(read_start, read_end);  // the fastest traffic seen is the limit

@@ -1,0 +1,146 @@
+// PackedWeight's block formats (Q8_0, Q4_0): llama.cpp's quantizers and the repacking of
+// its blocks into the kernels' layout (packed_weight.hpp).
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "engine/kernels/packed_weight.hpp"
+
+namespace specd::kernels {
+
+namespace {
+
+constexpr int64_t kB = PackedWeight::kBlock;
+
+int64_t group_quant_bytes(Dtype d) { return d == Dtype::q8_0 ? 512 : 256; }
+
+void check_quant_shape(int64_t in, Dtype d) {
+  if (!is_quantized(d)) throw std::invalid_argument(std::string("not a block format: ") + dtype_name(d));
+  if (in % kQuantGroup != 0) {
+    throw std::invalid_argument(std::string("PackedWeight: ") + dtype_name(d) + " needs in a multiple of 32, got " +
+                                std::to_string(in));
+  }
+}
+
+// Byte of output lane o, input i of a block, and for Q4_0 whether the high nibble.
+int64_t quant_offset(Dtype d, int64_t o, int64_t i, bool* high) {
+  const int64_t g = i / kQuantGroup, j = i % kQuantGroup;
+  if (d == Dtype::q8_0) return g * 512 + (j / 4) * 64 + o * 4 + j % 4;
+  *high = j >= 16;
+  return g * 256 + ((j % 16) / 4) * 64 + o * 4 + j % 4;
+}
+
+int64_t scale_offset(int64_t in, Dtype d, int64_t o, int64_t i) {
+  return (in / kQuantGroup) * group_quant_bytes(d) + (i / kQuantGroup) * 32 + o * 2;
+}
+
+void quantize_q8_0(const float* x, std::byte* block) {
+  float amax = 0;
+  for (int j = 0; j < kQuantGroup; ++j) amax = std::max(amax, std::fabs(x[j]));
+  const float d = amax / 127, id = d != 0 ? 1.0f / d : 0.0f;
+  const uint16_t h = float_to_f16(d);
+  std::memcpy(block, &h, 2);
+  for (int j = 0; j < kQuantGroup; ++j)
+    block[2 + j] = static_cast<std::byte>(static_cast<int8_t>(std::round(x[j] * id)));
+}
+
+void quantize_q4_0(const float* x, std::byte* block) {
+  float amax = 0, max = 0;  // the value of largest magnitude, with its sign
+  for (int j = 0; j < kQuantGroup; ++j) {
+    if (amax < std::fabs(x[j])) amax = std::fabs(x[j]), max = x[j];
+  }
+  const float d = max / -8, id = d != 0 ? 1.0f / d : 0.0f;
+  const uint16_t h = float_to_f16(d);
+  std::memcpy(block, &h, 2);
+  for (int j = 0; j < 16; ++j) {
+    const int lo = std::min(15, static_cast<int>(static_cast<int8_t>(x[j] * id + 8.5f)));
+    const int hi = std::min(15, static_cast<int>(static_cast<int8_t>(x[16 + j] * id + 8.5f)));
+    block[2 + j] = static_cast<std::byte>(lo | hi << 4);
+  }
+}
+
+}  // namespace
+
+size_t quant_block_bytes(Dtype d) {
+  check_quant_shape(0, d);
+  return d == Dtype::q8_0 ? 34 : 18;
+}
+
+void quantize_row(const float* x, int64_t n, Dtype d, std::byte* blocks) {
+  check_quant_shape(n, d);
+  const size_t bytes = quant_block_bytes(d);
+  for (int64_t g = 0; g < n / kQuantGroup; ++g) {
+    if (d == Dtype::q8_0) {
+      quantize_q8_0(x + g * kQuantGroup, blocks + g * bytes);
+    } else {
+      quantize_q4_0(x + g * kQuantGroup, blocks + g * bytes);
+    }
+  }
+}
+
+PackedWeight PackedWeight::pack_blocks(const std::byte* blocks, int64_t out, int64_t in, Dtype dtype) {
+  check_quant_shape(in, dtype);
+  const int64_t groups = in / kQuantGroup;
+  const int64_t bytes = (groups * (group_quant_bytes(dtype) + 32) + 63) / 64 * 64;
+  PackedWeight w = allocate(out, in, dtype, bytes);
+  std::byte* base = w.data_.get();
+  if (dtype == Dtype::q8_0) {  // padding outputs hold q = 0, stored as 128
+    for (int64_t b = 0; b < w.blocks(); ++b) std::memset(base + b * bytes, 0x80, groups * 512);
+  }
+  const size_t block_size = quant_block_bytes(dtype);
+  for (int64_t o = 0; o < out; ++o) {
+    std::byte* dst = base + (o / kB) * bytes;
+    const int64_t lane = o % kB;
+    for (int64_t g = 0; g < groups; ++g) {
+      const std::byte* src = blocks + (o * groups + g) * block_size;
+      std::memcpy(dst + scale_offset(in, dtype, lane, g * kQuantGroup), src, 2);
+      bool high = false;
+      for (int64_t j = 0; j < kQuantGroup; ++j) {
+        const int64_t at = quant_offset(dtype, lane, g * kQuantGroup + j, &high);
+        if (dtype == Dtype::q8_0) {
+          dst[at] = src[2 + j] ^ std::byte{0x80};  // q + 128 as an unsigned byte
+        } else {
+          const auto nibble = j < 16 ? src[2 + j] & std::byte{0x0f} : src[2 + j - 16] >> 4;
+          dst[at] |= high ? nibble << 4 : nibble;
+        }
+      }
+    }
+  }
+  return w;
+}
+
+PackedWeight PackedWeight::quantize(const void* data, Dtype source, int64_t out, int64_t in, Dtype dtype) {
+  if (is_quantized(source)) throw std::invalid_argument("PackedWeight::quantize: the source must be f32, f16 or bf16");
+  check_quant_shape(in, dtype);
+  const size_t row_bytes = in / kQuantGroup * quant_block_bytes(dtype);
+  std::vector<std::byte> blocks(out * row_bytes);
+  std::vector<float> row(in);
+  for (int64_t o = 0; o < out; ++o) {
+    for (int64_t i = 0; i < in; ++i) {
+      const int64_t k = o * in + i;
+      row[i] = source == Dtype::f32   ? static_cast<const float*>(data)[k]
+               : source == Dtype::f16 ? f16_to_float(static_cast<const uint16_t*>(data)[k])
+                                      : bf16_to_float(static_cast<const uint16_t*>(data)[k]);
+    }
+    quantize_row(row.data(), in, dtype, blocks.data() + o * row_bytes);
+  }
+  return pack_blocks(blocks.data(), out, in, dtype);
+}
+
+int32_t PackedWeight::quant_at(int64_t o, int64_t i) const {
+  bool high = false;
+  const auto byte = std::to_integer<uint8_t>(block(o / kB)[quant_offset(dtype_, o % kB, i, &high)]);
+  if (dtype_ == Dtype::q8_0) return static_cast<int32_t>(byte) - 128;
+  return high ? byte >> 4 : byte & 0x0f;
+}
+
+float PackedWeight::scale_at(int64_t o, int64_t i) const {
+  uint16_t h;
+  std::memcpy(&h, block(o / kB) + scale_offset(in_, dtype_, o % kB, i), 2);
+  return f16_to_float(h);
+}
+
+}  // namespace specd::kernels
