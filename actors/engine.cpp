@@ -154,10 +154,11 @@ struct Engine::Impl {
         kv(p.kv),
         kv_summary(std::move(p.kv_summary)),
         trace(std::make_shared<TraceRecorder>(config.trace, static_cast<size_t>(config.trace_capacity))),
+        draft_kv(make_cache(p.draft, config, kv)),
+        target_kv(make_cache(p.target, config, kv)),
         draft_worker({"draft lane", std::max(1, threads.draft_threads), &permits}, trace.get(),
-                     Drafter(p.draft, make_cache(p.draft, config, kv))),
-        verify_worker({"target lane", threads.target_threads, &permits}, trace.get(),
-                      Verifier(p.target, make_cache(p.target, config, kv))),
+                     Drafter(p.draft, draft_kv)),
+        verify_worker({"target lane", threads.target_threads, &permits}, trace.get(), Verifier(p.target, target_kv)),
         lanes(draft_worker, verify_worker),
         live_requests(std::make_shared<std::atomic<int64_t>>(0)),
         executor(executor),
@@ -189,6 +190,8 @@ struct Engine::Impl {
   KvBudget kv;  // the blocks of each model's pool
   std::string kv_summary;
   std::shared_ptr<TraceRecorder> trace;  // shared with the burst marks a socket still holds
+  // The lanes own and drive the caches; the engine only reads their published block counts.
+  std::shared_ptr<KvCache> draft_kv, target_kv;
   DraftWorker draft_worker;              // owns the draft model and its cache, on the draft lane
   VerifyWorker verify_worker;            // owns the target model and its cache, on the target lane
   ModelLanes lanes;
@@ -311,7 +314,10 @@ boost::asio::awaitable<void> Engine::stop(std::chrono::milliseconds deadline) {
 
 boost::asio::awaitable<EngineSnapshot> Engine::snapshot() {
   auto ask = [this]() -> boost::asio::awaitable<EngineSnapshot> { co_return co_await impl_->scheduler->snapshot(); };
-  co_return co_await boost::asio::co_spawn(impl_->api_strand, ask, boost::asio::use_awaitable);
+  EngineSnapshot s = co_await boost::asio::co_spawn(impl_->api_strand, ask, boost::asio::use_awaitable);
+  s.kv_blocks_referenced_target = impl_->target_kv->referenced_blocks_published();
+  s.kv_blocks_referenced_draft = impl_->draft_kv ? impl_->draft_kv->referenced_blocks_published() : 0;
+  co_return s;
 }
 
 int64_t Engine::live_requests() const { return impl_->live_requests->load(); }

@@ -22,6 +22,9 @@ struct EngineSnapshot {
   // accounts them: shared prefix blocks once per request).
   int32_t kv_blocks_total = 0;
   int64_t kv_blocks_used = 0;
+  // Blocks each pool has out to some sequence, read from the pools themselves (a shared
+  // block once; cached blocks nobody holds are not counted): all back to 0 when idle.
+  int32_t kv_blocks_referenced_target = 0, kv_blocks_referenced_draft = 0;
   int64_t prefix_queried_tokens = 0, prefix_hit_tokens = 0;  // prompts' tokens, and those found cached
   int64_t preemptions = 0;
   int64_t requests_finished = 0, requests_cancelled = 0, requests_failed = 0;

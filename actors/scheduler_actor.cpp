@@ -93,6 +93,7 @@ bool SchedulerActor::idle() const { return running_.empty() && fresh_.empty() &&
 
 awaitable<void> SchedulerActor::run() {
   for (;;) {
+    if (idle()) co_await return_released_blocks();  // no round will come to return them
     co_await collect_messages();
     co_await enforce_stop_deadline();
     if (stopping_ && idle() && waiting_.empty()) break;
@@ -276,6 +277,12 @@ awaitable<void> SchedulerActor::preempt_to_fit() {
   }
 }
 
+awaitable<void> SchedulerActor::return_released_blocks() {
+  if (released_.empty()) co_return;
+  co_await lanes_.release(released_);
+  released_.clear();
+}
+
 // Drops the entry's KV (its committed blocks stay in the prefix cache); it keeps its
 // sequence, output, planner state and random stream, so it resumes unchanged.
 awaitable<void> SchedulerActor::preempt(Entry& e) {
@@ -412,10 +419,7 @@ int64_t SchedulerActor::prefill_budget(const RoundPlan& plan) const {
 // draft cache. Without overlap the lanes take turns.
 awaitable<SchedulerActor::RoundOutcome> SchedulerActor::execute(RoundPlan& plan) {
   RoundOutcome out;
-  if (!released_.empty()) {  // before any job that may take blocks
-    co_await lanes_.release(released_);
-    released_.clear();
-  }
+  co_await return_released_blocks();  // before any job that may take blocks
   std::vector<TargetPrefill> prefills;
   // First come, first prefilled, within the round's budget.
   int64_t budget = prefill_budget(plan);

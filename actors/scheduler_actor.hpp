@@ -146,6 +146,9 @@ class SchedulerActor {
   void tally_round(size_t rows, bool drafted, double seconds, int64_t delivered);
   void trace_round(const RoundOutcome& outcome, int64_t delivered, const std::optional<BatchPlan>& plan);
   bool idle() const;
+  // The lanes free the KV blocks of slots released since the last call (ended or
+  // preempted requests), in one job per lane.
+  awaitable<void> return_released_blocks();
   void post(Message message);
 
   asio::any_io_executor strand_;

@@ -147,9 +147,10 @@ std::string Metrics::render(const EngineSnapshot& s) const {
   help(out, "specd:num_requests_running", "gauge", "Requests prefilling or generating (holding KV slots).");
   sample(out, "specd:num_requests_running", "", s.running);
   help(out, "specd:kv_cache_usage_perc", "gauge",
-       "Fraction of each model's KV blocks the running requests hold (1 = full: newcomers wait).");
+       "Fraction of the target's KV blocks that sequences hold (1 = full: newcomers wait).");
   sample(out, "specd:kv_cache_usage_perc", "",
-         s.kv_blocks_total > 0 ? std::min(1.0, static_cast<double>(s.kv_blocks_used) / s.kv_blocks_total) : 0.0);
+         s.kv_blocks_total > 0 ? std::min(1.0, static_cast<double>(s.kv_blocks_referenced_target) / s.kv_blocks_total)
+                               : 0.0);
   help(out, "specd:prefix_cache_queries_total", "counter", "Prompt tokens looked up in the prefix cache.");
   sample(out, "specd:prefix_cache_queries_total", "", static_cast<double>(s.prefix_queried_tokens));
   help(out, "specd:prefix_cache_hits_total", "counter", "Prompt tokens found in the prefix cache.");
@@ -159,6 +160,10 @@ std::string Metrics::render(const EngineSnapshot& s) const {
   help(out, "specd_kv_slots_in_use", "gauge", "KV cache slots in use, by model.");
   sample(out, "specd_kv_slots_in_use", "model=\"target\"", s.target_slots_in_use);
   sample(out, "specd_kv_slots_in_use", "model=\"draft\"", s.draft_slots_in_use);
+  help(out, "specd_kv_blocks_referenced", "gauge",
+       "KV blocks sequences hold, by model's pool (cached prefix blocks nobody holds not counted).");
+  sample(out, "specd_kv_blocks_referenced", "model=\"target\"", s.kv_blocks_referenced_target);
+  sample(out, "specd_kv_blocks_referenced", "model=\"draft\"", s.kv_blocks_referenced_draft);
   help(out, "specd_kv_slots_total", "gauge", "KV cache slots per model.");
   sample(out, "specd_kv_slots_total", "", s.slots_total);
   help(out, "specd_engine_rounds_total", "counter", "Scheduler rounds run.");

@@ -150,14 +150,16 @@ TEST_CASE("32 concurrent greedy requests with mixed speculation settings each re
     drafted += result.spec.drafted;
   }
   CHECK(drafted > 0);
-  const EngineSnapshot s = snapshot(io, engine);
+  const EngineSnapshot s = settled_snapshot(io, engine);
   CHECK(s.target_slots_in_use == 0);
   CHECK(s.draft_slots_in_use == 0);
+  CHECK(s.kv_blocks_referenced_target == 0);
+  CHECK(s.kv_blocks_referenced_draft == 0);
   CHECK(s.draft_tokens == drafted);
   io.run(engine.stop(std::chrono::seconds(5)));
 }
 
-TEST_CASE("cancelling in the middle of a stream stops its bursts and frees both slots") {
+TEST_CASE("cancelling in the middle of a stream stops its bursts and frees both slots and their KV blocks") {
   IoThreads io(1);
   Engine engine(io.io().get_executor(), default_config());
   std::promise<GenerateResult> done;
@@ -188,9 +190,11 @@ TEST_CASE("cancelling in the middle of a stream stops its bursts and frees both 
   CHECK(result.finish_reason == FinishReason::cancelled);
   CHECK(after_cancel == 0);
   CHECK(result.token_ids.size() < 200);
-  const EngineSnapshot s = snapshot(io, engine);
+  const EngineSnapshot s = settled_snapshot(io, engine);
   CHECK(s.target_slots_in_use == 0);
   CHECK(s.draft_slots_in_use == 0);
+  CHECK(s.kv_blocks_referenced_target == 0);
+  CHECK(s.kv_blocks_referenced_draft == 0);
   CHECK(s.requests_cancelled == 1);
   io.run(engine.stop(std::chrono::seconds(5)));
 }

@@ -33,7 +33,8 @@ TEST_CASE("the exposition has request counters, errors, connection gauges and th
   s.draft_slots_in_use = 1;
   s.slots_total = 32;
   s.kv_blocks_total = 400;
-  s.kv_blocks_used = 100;
+  s.kv_blocks_referenced_target = 100;
+  s.kv_blocks_referenced_draft = 7;
   s.prefix_queried_tokens = 900;
   s.prefix_hit_tokens = 640;
   s.preemptions = 2;
@@ -53,6 +54,8 @@ TEST_CASE("the exposition has request counters, errors, connection gauges and th
                            "specd_kv_slots_in_use{model=\"target\"} 2\n",
                            "specd_kv_slots_in_use{model=\"draft\"} 1\n",
                            "specd_kv_slots_total 32\n",
+                           "specd_kv_blocks_referenced{model=\"target\"} 100\n",
+                           "specd_kv_blocks_referenced{model=\"draft\"} 7\n",
                            "specd:kv_cache_usage_perc 0.25\n",
                            "specd:prefix_cache_queries_total 900\n",
                            "specd:prefix_cache_hits_total 640\n",

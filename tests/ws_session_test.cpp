@@ -3,12 +3,15 @@
 // many requests share a connection, every bad input gets its error code and the
 // connection survives where the protocol allows, cancel and disconnect end requests
 // (a cancel that crosses its request's done frame is silent), a slow reader is cancelled without slowing anyone else,
-// and idle peers time out.
+// idle peers time out, and sampled speculation served from the prefix cache keeps the
+// target's distribution.
 #include "tests/support/doctest_torch.hpp"
 
 #include <boost/beast/websocket/error.hpp>
 
+#include "engine/model/model_files.hpp"
 #include "tests/support/gateway_fixture.hpp"
+#include "tests/support/joint_distribution.hpp"
 
 using namespace specd;
 using namespace specd::testing;
@@ -44,7 +47,83 @@ asio::awaitable<std::vector<ServerFrame>> exchange(net::WsClient& client, std::v
   co_return out;
 }
 
+// `n` sampled requests of 3 tokens (K = 2, top-k 3) for one prompt over one connection,
+// 16 in flight at a time, seeds seed0, seed0 + 1, ...; the continuations and the
+// requests whose prompt was partly served from the prefix cache.
+struct ServedSample {
+  std::map<Continuation, int64_t> counts;
+  int64_t cached_requests = 0, errors = 0;
+};
+
+asio::awaitable<ServedSample> sample_served(uint16_t port, std::string prompt, int64_t n, int64_t seed0) {
+  net::WsClient client(co_await asio::this_coro::executor);
+  REQUIRE_FALSE(co_await client.connect("127.0.0.1", port));
+  ServedSample out;
+  for (int64_t first = 0; first < n; first += 16) {
+    std::vector<std::string> ids;
+    for (int64_t i = first; i < std::min(n, first + 16); ++i) {
+      ids.push_back("r" + std::to_string(i));
+      boost::json::object m{{"type", "generate"},  {"id", ids.back()}, {"prompt", prompt},
+                            {"max_tokens", 3},     {"temperature", 1}, {"top_k", 3},
+                            {"seed", seed0 + i},   {"speculative", {{"k", 2}}}};
+      REQUIRE_FALSE(co_await client.send_text(serialize_json(m)));
+    }
+    for (auto& [id, stream] : co_await collect(client, ids)) {
+      if (!stream.error_code.empty() || stream.tokens.size() != 3) {
+        out.errors += 1;
+        continue;
+      }
+      out.counts[stream.tokens] += 1;
+      if (stream.cached_tokens > 0) out.cached_requests += 1;
+    }
+  }
+  co_await client.close();
+  co_return out;
+}
+
 }  // namespace
+
+TEST_CASE("sampled speculation served with prefix-cache hits has the target's joint distribution (chi-square, p < 0.001)") {
+  // The exact target-only probabilities of the first three tokens against N requests
+  // through the server, nearly all of which map the prompt's cached blocks in both the
+  // target's and the draft's cache (a wrong target block would shift the distribution; a
+  // wrong draft block only the acceptance).
+  GatewayFixture fixture(test_gateway_config());
+  const std::string prompt =
+      "GLOUCESTER:\nNow is the winter of our discontent\nMade glorious summer by this sun of York;\n"
+      "And all the clouds that lour'd upon our house\nIn the deep bosom of the ocean buried.\n";
+  const std::vector<int32_t> ids = fixture.engine().tokenizer()->encode(prompt, true);
+  REQUIRE(ids.size() > 2 * KvCache::kDefaultBlockSize);  // at least two full blocks to map
+  SamplingParams sp;
+  sp.temperature = 1.0;
+  sp.top_k = 3;
+  const auto exact = exact_joint3(*load_model(kGatewayModels / "target"), ids, sp);
+  REQUIRE(exact.size() == 27);
+  const int64_t per_client = 2000, clients = 4, n = per_client * clients;
+  std::vector<std::future<ServedSample>> futures;
+  for (int64_t c = 0; c < clients; ++c) {
+    futures.push_back(asio::co_spawn(asio::make_strand(fixture.io()),
+                                     sample_served(fixture.port(), prompt, per_client, 7000 + c * per_client),
+                                     asio::use_future));
+  }
+  JointSample sample;
+  int64_t cached = 0, errors = 0;
+  for (auto& f : futures) {
+    const ServedSample s = f.get();
+    for (const auto& [seq, count] : s.counts) sample.counts[seq] += count;
+    cached += s.cached_requests;
+    errors += s.errors;
+  }
+  REQUIRE(errors == 0);
+  CHECK(cached >= n - clients * 16);  // all but the first requests of each client hit the cache
+  int64_t outside = 0;
+  const ChiSquare test = fit_joint3(exact, sample, n, outside);
+  MESSAGE("chi2 = " << test.statistic << " (dof " << test.dof << ", critical " << test.critical << "), "
+                    << cached << " of " << n << " requests hit the prefix cache");
+  CHECK(outside == 0);
+  CHECK(test.dof >= 3);
+  CHECK(test.passes());
+}
 
 TEST_CASE("64 simultaneous WebSocket streams each receive exactly their own greedy tokens") {
   GatewayFixture fixture(test_gateway_config());

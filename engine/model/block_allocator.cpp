@@ -74,6 +74,7 @@ PrefixHit BlockAllocator::match(std::span<const int32_t> tokens) {
   }
   hit.tokens = static_cast<int64_t>(hit.blocks.size()) * block_size_;
   hit_tokens_ += hit.tokens;
+  publish();
   return hit;
 }
 
@@ -95,6 +96,7 @@ std::optional<std::vector<int32_t>> BlockAllocator::allocate(int32_t n) {
     refs_[block] = 1;
     out.push_back(block);
   }
+  publish();
   return out;
 }
 
@@ -118,6 +120,7 @@ void BlockAllocator::release(int32_t block) {
   } else {
     free_.push_back(block);
   }
+  publish();
 }
 
 void BlockAllocator::release_all(std::span<const int32_t> blocks) {

@@ -5,7 +5,8 @@
 // committed tokens a key over (the parent block's key, its token ids), so that equal prefixes find equal blocks (vLLM's
 // block pool, SGLang's radix cache). A block that nobody references but that holds a keyed prefix stays cached, in
 // least-recently-released order, until a new block is needed. Prefix queries and hits are counted in tokens. Not
-// thread-safe.
+// thread-safe, except referenced_published().
+#include <atomic>
 #include <cstdint>
 #include <list>
 #include <optional>
@@ -45,6 +46,9 @@ class BlockAllocator {
   int32_t available() const { return static_cast<int32_t>(free_.size() + lru_.size()); }
   int32_t referenced() const { return total() - available(); }
   int32_t ref_count(int32_t block) const { return refs_.at(block); }
+  // referenced() as of the last change, readable from any thread (metrics, the soak's
+  // check that every block came back).
+  int32_t referenced_published() const { return referenced_published_.load(std::memory_order_relaxed); }
 
   // The longest chain of cached full blocks that starts `tokens`, always leaving at
   // least one token to compute (a sequence needs the logits of its last prompt token),
@@ -80,6 +84,7 @@ class BlockAllocator {
   };
   void take_cached(int32_t block);
   void forget(int32_t block);
+  void publish() { referenced_published_.store(referenced(), std::memory_order_relaxed); }
 
   int32_t block_size_;
   std::vector<int32_t> refs_;
@@ -90,6 +95,7 @@ class BlockAllocator {
   std::vector<std::list<int32_t>::iterator> in_lru_;
   int64_t queried_tokens_ = 0;
   int64_t hit_tokens_ = 0;
+  std::atomic<int32_t> referenced_published_{0};
 };
 
 }  // namespace specd

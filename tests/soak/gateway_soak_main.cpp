@@ -1,7 +1,8 @@
 // gateway_soak: a long mixed load against a live `specd serve`, then the checks that
 // it left nothing behind. Clients (tests/soak/soak_clients.hpp) run until --seconds are
 // up; the server's RSS is sampled meanwhile; then GET /metrics must show every KV slot
-// free and no request running or waiting. Run through tests/support/with_server.sh,
+// free, no KV block held in either model's pool (prefix blocks stay cached, unreferenced)
+// and no request running or waiting. Run through tests/support/with_server.sh,
 // which gives SPECD_PORT, SPECD_TOKEN and SPECD_SERVER_PID:
 //
 //   bash tests/support/with_server.sh build/specd --io-threads 4 -- \
@@ -134,8 +135,12 @@ asio::awaitable<std::map<std::string, double>> fetch_metrics(const SoakOptions& 
   co_return values;
 }
 
-const char* const kLeftovers[] = {"specd_kv_slots_in_use{model=\"target\"}", "specd_kv_slots_in_use{model=\"draft\"}",
-                                  "specd:num_requests_running", "specd:num_requests_waiting"};
+const char* const kLeftovers[] = {"specd_kv_slots_in_use{model=\"target\"}",
+                                  "specd_kv_slots_in_use{model=\"draft\"}",
+                                  "specd_kv_blocks_referenced{model=\"target\"}",
+                                  "specd_kv_blocks_referenced{model=\"draft\"}",
+                                  "specd:num_requests_running",
+                                  "specd:num_requests_waiting"};
 
 // Polls /metrics for up to 10 s until nothing is left in use; the last values read.
 asio::awaitable<std::map<std::string, double>> leftovers(const SoakOptions& o) {

@@ -107,7 +107,7 @@ class GatewayFixture {
 struct ServerFrame {
   std::string type, id, text, code, finish_reason;
   std::vector<int32_t> token_ids;
-  int64_t completion_tokens = -1;
+  int64_t completion_tokens = -1, cached_tokens = -1;
 };
 
 // A parser per call, not a thread_local one: this is inlined into client coroutines that
@@ -126,6 +126,7 @@ inline ServerFrame parse_frame(const std::string& json) {
   } else if (f.type == "done") {
     f.finish_reason = std::string(std::string_view(root["finish_reason"]));
     f.completion_tokens = int64_t(root["usage"]["completion_tokens"]);
+    f.cached_tokens = int64_t(root["usage"]["prompt_tokens_details"]["cached_tokens"]);
   } else if (f.type == "error") {
     f.code = std::string(std::string_view(root["code"]));
   }
@@ -138,7 +139,7 @@ struct Stream {
   std::string text;
   int frames = 0;
   std::string finish_reason, error_code;
-  int64_t completion_tokens = -1;
+  int64_t completion_tokens = -1, cached_tokens = -1;
   bool ended() const { return !finish_reason.empty() || !error_code.empty(); }
 };
 
@@ -159,6 +160,7 @@ inline asio::awaitable<std::map<std::string, Stream>> collect(net::WsClient& cli
     } else if (f.type == "done") {
       s.finish_reason = f.finish_reason;
       s.completion_tokens = f.completion_tokens;
+      s.cached_tokens = f.cached_tokens;
       ++ended;
     } else if (f.type == "error") {
       s.error_code = f.code;
