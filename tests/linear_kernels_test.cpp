@@ -16,32 +16,20 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
-#include <cstring>
-#include <random>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "engine/kernels/linear.hpp"
+#include "tests/support/kernel_inputs.hpp"
 
 using namespace specd::kernels;
+using namespace specd::testing;
 
 namespace {
 
-struct Shape {
-  int64_t in, out;
-};
-
 const Shape kShapes[] = {{37, 19}, {128, 384}, {384, 1024}, {1024, 384}, {2048, 8192}};
 constexpr int64_t kTiledRows = 37;  // 16 + 16 + 5: two full tiles and a ragged one
-
-std::vector<float> random_floats(int64_t n, uint32_t seed) {
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  std::vector<float> v(n);
-  for (auto& f : v) f = dist(gen);
-  return v;
-}
 
 PackedWeight random_weight(Shape s, Dtype d, uint32_t seed) {
   const std::vector<float> f = random_floats(s.out * s.in, seed);
@@ -50,22 +38,6 @@ PackedWeight random_weight(Shape s, Dtype d, uint32_t seed) {
   for (size_t i = 0; i < f.size(); ++i) h[i] = d == Dtype::f16 ? float_to_f16(f[i]) : float_to_bf16(f[i]);
   return PackedWeight::pack(h.data(), s.out, s.in, d);
 }
-
-std::vector<Isa> isas_here() {
-  std::vector<Isa> v;
-  for (Isa isa : {Isa::reference, Isa::avx2, Isa::avx512f, Isa::avx512bf16}) {
-    if (isa_supported(isa)) v.push_back(isa);
-  }
-  return v;
-}
-
-std::vector<float> run(const PackedWeight& w, const float* x, int64_t m, Isa isa, KernelThreads* threads = nullptr) {
-  std::vector<float> y(m * w.out(), std::nanf(""));
-  linear(w, x, m, y.data(), isa, threads);
-  return y;
-}
-
-bool same_bits(const float* a, const float* b, int64_t n) { return std::memcmp(a, b, n * sizeof(float)) == 0; }
 
 // Every output of y (rows of x) within the stated bound of the float64 product.
 void check_against_f64(const PackedWeight& w, const std::vector<float>& x, const std::vector<float>& y, int64_t m,

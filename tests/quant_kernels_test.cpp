@@ -11,14 +11,15 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
-#include <random>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "engine/kernels/linear.hpp"
+#include "tests/support/kernel_inputs.hpp"
 
 using namespace specd::kernels;
+using namespace specd::testing;
 
 namespace {
 
@@ -41,30 +42,6 @@ uint16_t scale_bits(const std::byte* block) {
   std::memcpy(&h, block, 2);
   return h;
 }
-
-std::vector<float> random_floats(int64_t n, uint32_t seed) {
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  std::vector<float> v(n);
-  for (auto& f : v) f = dist(gen);
-  return v;
-}
-
-std::vector<Isa> isas_here() {
-  std::vector<Isa> v;
-  for (Isa isa : {Isa::reference, Isa::avx2, Isa::avx512f, Isa::avx512bf16}) {
-    if (isa_supported(isa)) v.push_back(isa);
-  }
-  return v;
-}
-
-std::vector<float> run(const PackedWeight& w, const float* x, int64_t m, Isa isa, KernelThreads* threads = nullptr) {
-  std::vector<float> y(m * w.out(), std::nanf(""));
-  linear(w, x, m, y.data(), isa, threads);
-  return y;
-}
-
-bool same_bits(const float* a, const float* b, int64_t n) { return std::memcmp(a, b, n * sizeof(float)) == 0; }
 
 // Every output of y within (groups + 2) * 2^-24 * S of the float64 product of the
 // dequantized weights and activations.
@@ -207,10 +184,6 @@ TEST_CASE("quantize_activations: d = amax / 127, q rounded to nearest even, a ze
 }
 
 namespace {
-
-struct Shape {
-  int64_t in, out;
-};
 
 // in = 32, 64 and 4128 (129 groups: a Q8_0 block whose size is rounded up to 64 bytes);
 // out not a multiple of 16 but for 16 itself.

@@ -5,11 +5,10 @@
 #include <immintrin.h>
 
 #include <algorithm>
-#include <array>
 #include <cstring>
-#include <utility>
 
 #include "engine/kernels/linear_isa.hpp"
+#include "engine/kernels/tile_dispatch.hpp"
 
 namespace specd::kernels::detail {
 
@@ -75,19 +74,9 @@ void tile(const KernelCall& c, int64_t b, int64_t r0) {
   }
 }
 
-using TileFn = void (*)(const KernelCall&, int64_t, int64_t);
-
-template <class P, size_t... I>
-constexpr std::array<TileFn, kRows> tile_table(std::index_sequence<I...>) {
-  return {tile<P, static_cast<int>(I) + 1>...};
-}
-
 template <class P>
 void blocks(const KernelCall& c, int64_t b_begin, int64_t b_end) {
-  static constexpr auto table = tile_table<P>(std::make_index_sequence<kRows>());
-  for (int64_t b = b_begin; b < b_end; ++b) {
-    for (int64_t r0 = 0; r0 < c.m; r0 += kRows) table[std::min<int64_t>(kRows, c.m - r0) - 1](c, b, r0);
-  }
+  row_tiles_per_block<kRows>(c, b_begin, b_end, []<int R>() { return tile<P, R>; });
 }
 
 }  // namespace

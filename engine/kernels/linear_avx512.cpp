@@ -5,10 +5,9 @@
 #include <immintrin.h>
 
 #include <algorithm>
-#include <array>
-#include <utility>
 
 #include "engine/kernels/linear_isa.hpp"
+#include "engine/kernels/tile_dispatch.hpp"
 
 namespace specd::kernels::detail {
 
@@ -83,32 +82,9 @@ void tile(const KernelCall& c, int64_t b0, int64_t r0) {
   store_tile<R, NV>(c, b0, r0, acc);
 }
 
-template <class P, int R>
-void row_chunk(const KernelCall& c, int64_t b_begin, int64_t b_end, int64_t r0) {
-  constexpr int NV = avx512_tile_blocks(R);
-  int64_t b = b_begin;
-  for (; b + NV <= b_end; b += NV) tile<P, R, NV>(c, b, r0);
-  for (; b < b_end; ++b) tile<P, R, 1>(c, b, r0);
-}
-
-using ChunkFn = void (*)(const KernelCall&, int64_t, int64_t, int64_t);
-
-template <class P, size_t... I>
-constexpr std::array<ChunkFn, kTileRows> chunk_table(std::index_sequence<I...>) {
-  return {row_chunk<P, static_cast<int>(I) + 1>...};
-}
-
-// Up to 16 rows in one tile pass; more rows in 16-row chunks over a group of blocks
-// small enough to stay in L2 (1 MB) while every chunk reuses it.
 template <class P>
 void blocks(const KernelCall& c, int64_t b_begin, int64_t b_end) {
-  static constexpr auto table = chunk_table<P>(std::make_index_sequence<kTileRows>());
-  if (c.m <= kTileRows) return table[c.m - 1](c, b_begin, b_end, 0);
-  const int64_t group = std::clamp<int64_t>((512 << 10) / c.w->block_bytes(), 1, 4);
-  for (int64_t b = b_begin; b < b_end; b += group) {
-    const int64_t be = std::min(b + group, b_end);
-    for (int64_t r0 = 0; r0 < c.m; r0 += kTileRows) table[std::min<int64_t>(kTileRows, c.m - r0) - 1](c, b, be, r0);
-  }
+  row_chunks_per_l2_group<avx512_tile_blocks>(c, b_begin, b_end, []<int R, int NV>() { return tile<P, R, NV>; });
 }
 
 }  // namespace

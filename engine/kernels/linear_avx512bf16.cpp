@@ -6,10 +6,9 @@
 #include <immintrin.h>
 
 #include <algorithm>
-#include <array>
-#include <utility>
 
 #include "engine/kernels/linear_isa.hpp"
+#include "engine/kernels/tile_dispatch.hpp"
 
 namespace specd::kernels::detail {
 
@@ -69,31 +68,8 @@ void tile(const KernelCall& c, int64_t b0, int64_t r0) {
 // arithmetic better (2048 -> 8192, M = 8: 1.57-1.62 ms at 3 blocks, 1.86-1.99 ms at 2).
 constexpr int tile_blocks(int rows) { return rows <= 7 ? 4 : rows <= 9 ? 3 : rows <= 14 ? 2 : 1; }
 
-template <int R>
-void row_chunk(const KernelCall& c, int64_t b_begin, int64_t b_end, int64_t r0) {
-  constexpr int NV = tile_blocks(R);
-  int64_t b = b_begin;
-  for (; b + NV <= b_end; b += NV) tile<R, NV>(c, b, r0);
-  for (; b < b_end; ++b) tile<R, 1>(c, b, r0);
-}
-
-using ChunkFn = void (*)(const KernelCall&, int64_t, int64_t, int64_t);
-
-template <size_t... I>
-constexpr std::array<ChunkFn, kTileRows> chunk_table(std::index_sequence<I...>) {
-  return {row_chunk<static_cast<int>(I) + 1>...};
-}
-
-// As the AVX-512F kernels: one pass for up to 16 rows, else 16-row chunks over groups
-// of blocks that stay in L2 while every chunk reuses them.
 void blocks(const KernelCall& c, int64_t b_begin, int64_t b_end) {
-  static constexpr auto table = chunk_table(std::make_index_sequence<kTileRows>());
-  if (c.m <= kTileRows) return table[c.m - 1](c, b_begin, b_end, 0);
-  const int64_t group = std::clamp<int64_t>((512 << 10) / c.w->block_bytes(), 1, 4);
-  for (int64_t b = b_begin; b < b_end; b += group) {
-    const int64_t be = std::min(b + group, b_end);
-    for (int64_t r0 = 0; r0 < c.m; r0 += kTileRows) table[std::min<int64_t>(kTileRows, c.m - r0) - 1](c, b, be, r0);
-  }
+  row_chunks_per_l2_group<tile_blocks>(c, b_begin, b_end, []<int R, int NV>() { return tile<R, NV>; });
 }
 
 }  // namespace

@@ -15,10 +15,9 @@
 #include <immintrin.h>
 
 #include <algorithm>
-#include <array>
-#include <utility>
 
 #include "engine/kernels/linear_isa.hpp"
+#include "engine/kernels/tile_dispatch.hpp"
 
 namespace specd::kernels::detail {
 
@@ -133,32 +132,9 @@ void tile(const KernelCall& c, int64_t b0, int64_t r0) {
 // up to 16 rows spilled too much (M = 16 2.2-2.6 ms against 1.55-1.7 ms).
 constexpr int tile_blocks(int rows) { return rows <= 2 ? 4 : rows <= 4 ? 3 : rows <= 8 ? 2 : 1; }
 
-template <Dtype D, int R>
-void row_chunk(const KernelCall& c, int64_t b_begin, int64_t b_end, int64_t r0) {
-  constexpr int NV = tile_blocks(R);
-  int64_t b = b_begin;
-  for (; b + NV <= b_end; b += NV) tile<D, R, NV>(c, b, r0);
-  for (; b < b_end; ++b) tile<D, R, 1>(c, b, r0);
-}
-
-using ChunkFn = void (*)(const KernelCall&, int64_t, int64_t, int64_t);
-
-template <Dtype D, size_t... I>
-constexpr std::array<ChunkFn, kTileRows> chunk_table(std::index_sequence<I...>) {
-  return {row_chunk<D, static_cast<int>(I) + 1>...};
-}
-
-// As the other AVX-512 kernels: one pass for up to 16 rows, else 16-row chunks over
-// groups of blocks that stay in L2 while every chunk reuses them.
 template <Dtype D>
 void blocks(const KernelCall& c, int64_t b_begin, int64_t b_end) {
-  static constexpr auto table = chunk_table<D>(std::make_index_sequence<kTileRows>());
-  if (c.m <= kTileRows) return table[c.m - 1](c, b_begin, b_end, 0);
-  const int64_t group = std::clamp<int64_t>((512 << 10) / c.w->block_bytes(), 1, 4);
-  for (int64_t b = b_begin; b < b_end; b += group) {
-    const int64_t be = std::min(b + group, b_end);
-    for (int64_t r0 = 0; r0 < c.m; r0 += kTileRows) table[std::min<int64_t>(kTileRows, c.m - r0) - 1](c, b, be, r0);
-  }
+  row_chunks_per_l2_group<tile_blocks>(c, b_begin, b_end, []<int R, int NV>() { return tile<D, R, NV>; });
 }
 
 }  // namespace

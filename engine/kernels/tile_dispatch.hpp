@@ -1,0 +1,64 @@
+#pragma once
+// Internal to engine/kernels: the order in which the per-ISA linear kernels
+// (linear_*.cpp) run their register tiles over a call's rows and output blocks. A file
+// passes its tiles as a captureless lambda, `[]<int R>() { return tile<..., R>; }` (or
+// `<int R, int NV>` for tiles of NV blocks); the tiles stay in the files. No intrinsics
+// here: every ISA's translation unit includes it.
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <utility>
+
+#include "engine/kernels/linear_isa.hpp"
+
+namespace specd::kernels::detail {
+
+// Only templates over the caller's TU-local lambda (internal linkage): a shared inline could link another ISA's build.
+
+using TileFn = void (*)(const KernelCall& c, int64_t b, int64_t r0);
+using ChunkFn = void (*)(const KernelCall& c, int64_t b_begin, int64_t b_end, int64_t r0);
+
+template <int kRows, class Tiles, size_t... I>
+constexpr std::array<TileFn, kRows> tile_table(std::index_sequence<I...>) {
+  return {Tiles{}.template operator()<static_cast<int>(I) + 1>()...};
+}
+
+// One block at a time, its rows in tiles of kRows and a ragged last one: the block stays
+// in L1/L2 while the rows pass over it.
+template <int kRows, class Tiles>
+void row_tiles_per_block(const KernelCall& c, int64_t b_begin, int64_t b_end, Tiles) {
+  static constexpr auto table = tile_table<kRows, Tiles>(std::make_index_sequence<kRows>());
+  for (int64_t b = b_begin; b < b_end; ++b) {
+    for (int64_t r0 = 0; r0 < c.m; r0 += kRows) table[std::min<int64_t>(kRows, c.m - r0) - 1](c, b, r0);
+  }
+}
+
+// R rows over blocks [b_begin, b_end): tiles of Width(R) blocks, then one block at a time.
+template <class Tiles, int (*Width)(int), int R>
+void row_chunk(const KernelCall& c, int64_t b_begin, int64_t b_end, int64_t r0) {
+  constexpr int NV = Width(R);
+  constexpr TileFn wide = Tiles{}.template operator()<R, NV>(), narrow = Tiles{}.template operator()<R, 1>();
+  int64_t b = b_begin;
+  for (; b + NV <= b_end; b += NV) wide(c, b, r0);
+  for (; b < b_end; ++b) narrow(c, b, r0);
+}
+
+template <class Tiles, int (*Width)(int), size_t... I>
+constexpr std::array<ChunkFn, kTileRows> chunk_table(std::index_sequence<I...>) {
+  return {row_chunk<Tiles, Width, static_cast<int>(I) + 1>...};
+}
+
+// Up to kTileRows rows in one pass over the blocks; more rows in kTileRows-row chunks
+// over groups of blocks small enough to stay in L2 (1 MB) while every chunk reuses them.
+template <int (*Width)(int), class Tiles>
+void row_chunks_per_l2_group(const KernelCall& c, int64_t b_begin, int64_t b_end, Tiles) {
+  static constexpr auto table = chunk_table<Tiles, Width>(std::make_index_sequence<kTileRows>());
+  if (c.m <= kTileRows) return table[c.m - 1](c, b_begin, b_end, 0);
+  const int64_t group = std::clamp<int64_t>((512 << 10) / c.w->block_bytes(), 1, 4);
+  for (int64_t b = b_begin; b < b_end; b += group) {
+    const int64_t be = std::min(b + group, b_end);
+    for (int64_t r0 = 0; r0 < c.m; r0 += kTileRows) table[std::min<int64_t>(kTileRows, c.m - r0) - 1](c, b, be, r0);
+  }
+}
+
+}  // namespace specd::kernels::detail
