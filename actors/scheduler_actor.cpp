@@ -405,7 +405,6 @@ awaitable<void> SchedulerActor::start_prefilled(RoundOutcome& outcome) {
 int64_t SchedulerActor::prefill_budget(const RoundPlan& plan) const {
   PrefillBudgetInputs in;
   in.cap = options_.prefill_chunk;
-  in.floor = options_.kv.block_size > 0 ? options_.kv.block_size : 16;
   in.slowdown = options_.prefill_slowdown;
   for (const RowPlan& row : plan.rows) in.verify_rows += row.k + 1;
   in.round_seconds = recent_round_seconds_;

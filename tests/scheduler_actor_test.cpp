@@ -22,6 +22,7 @@
 #include "actors/round_lanes.hpp"
 #include "actors/scheduler_actor.hpp"
 #include "actors/spawn.hpp"
+#include "engine/planning/prefill_budget.hpp"
 #include "engine/tokenizer/tokenizer.hpp"
 #include "tests/support/engine_runner.hpp"
 
@@ -381,7 +382,6 @@ TEST_CASE("while others decode, the chunk is priced from the pass curve; alone, 
   SchedulerOptions o = options();
   o.prefill_chunk = 8;
   o.prefill_slowdown = 2;
-  o.kv.block_size = 2;  // the floor: one block a round
   RoundCostModel costs(4, 8, 64);
   for (int32_t rows = 1; rows <= 64; rows *= 2) costs.observe_verify(rows, rows * 1.0);  // a second a row: dear
   o.planning.round_costs = costs;
@@ -399,22 +399,23 @@ TEST_CASE("while others decode, the chunk is priced from the pass curve; alone, 
   h.start();
   while (rounds < 2) std::this_thread::yield();
   GenerateRequest long_prompt = request(2, 2, 1);
-  for (int32_t t = 50; t < 79; ++t) long_prompt.prompt_ids.push_back(t);  // 30 tokens
+  for (int32_t t = 50; t < 149; ++t) long_prompt.prompt_ids.push_back(t);  // 100 tokens
   h.submit("long", long_prompt);
   submitted = true;
   const auto outcomes = h.wait_all();
   CHECK(outcomes[0].result.token_ids == counting(1, 24));
-  CHECK(outcomes[1].result.usage.prompt_tokens == 30);
+  CHECK(outcomes[1].result.usage.prompt_tokens == 100);
   REQUIRE(h.lanes.chunks.size() == h.lanes.chunk_beside.size());
   int32_t beside = 0, alone = 0;
   for (size_t i = 1; i < h.lanes.chunks.size(); ++i) {  // chunk 0: the running request's prompt
     CAPTURE(i);
     const int64_t width = h.lanes.chunks[i].second - h.lanes.chunks[i].first;
     if (h.lanes.chunk_beside[i] > 0) {
-      CHECK(width == 2);  // the floor: a second a row is far more than the rounds take
+      // The floor: a second a row is far more than the rounds take.
+      CHECK(width == std::min<int64_t>(PrefillBudgetInputs{}.floor, 100 - h.lanes.chunks[i].first));
       beside += 1;
     } else {
-      CHECK(width == std::min<int64_t>(8, 30 - h.lanes.chunks[i].first));
+      CHECK(width == std::min<int64_t>(8, 100 - h.lanes.chunks[i].first));
       alone += 1;
     }
   }

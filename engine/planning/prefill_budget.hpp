@@ -14,7 +14,10 @@ class RoundCostModel;
 
 struct PrefillBudgetInputs {
   int64_t cap = 0;             // [engine] prefill_chunk: most prompt tokens a round (0: no bound)
-  int64_t floor = 16;          // fewest a round, so a prompt always advances
+  // Fewest a round, so a prompt always advances. Not a whole KV block: at 3B shapes on 2
+  // cores one block of prompt rows costs as much as four streams' verify rows, so a
+  // block-sized floor alone would double their rounds (BENCHMARKS.md, prefill beside decoding).
+  int64_t floor = 4;
   double slowdown = 0;         // [engine] prefill_slowdown; 0: always the cap
   int32_t verify_rows = 0;     // the round's verify rows (sum of K + 1); 0: nobody decodes
   double round_seconds = 0;    // recent rounds without prompts (0: not measured yet)

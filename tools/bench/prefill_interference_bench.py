@@ -14,7 +14,10 @@ prompt's tokens and its time to first token.
 
     /usr/bin/python3 tools/bench/prefill_interference_bench.py --target DIR --draft DIR|none \
         [--specd build/specd] [--slowdowns 2,0] [--streams 4] [--long-words 360] \
-        [--warmup-s 5] [--baseline-s 20] [--prefill-chunk 128]
+        [--warmup-s 5] [--baseline-s 20] [--prefill-chunk 128] [--trace-dir DIR]
+
+--trace-dir keeps each server's trace (GET /v1/trace) as DIR/trace-<slowdown>.json for
+the viewer (/trace): where a round's time went while the chunks rode along.
 """
 import argparse
 import json
@@ -103,7 +106,7 @@ max_seq_len = {args.max_seq_len}
 prefill_chunk = {args.prefill_chunk}
 prefill_slowdown = {slowdown}
 [trace]
-enabled = false
+enabled = {"true" if args.trace_dir else "false"}
 """)
     return path
 
@@ -157,6 +160,7 @@ def main():
     parser.add_argument("--baseline-s", type=float, default=20)
     parser.add_argument("--prefill-chunk", type=int, default=128)
     parser.add_argument("--max-seq-len", type=int, default=1024)
+    parser.add_argument("--trace-dir", help="keep each server's trace here")
     args = parser.parse_args()
     long_prompt = " ".join(held_out_words()[:args.long_words]) + "\n"
     runs = []
@@ -170,6 +174,10 @@ def main():
                     sys.exit(f"prefill_interference_bench: specd serve did not start: {line!r}")
                 url = line.split("listening on ")[1].split()[0]
                 row = {"prefill_slowdown": slowdown, **measure(args, url, long_prompt)}
+                if args.trace_dir:
+                    with urllib.request.urlopen(url + "/v1/trace?seconds=3600", timeout=120) as response, \
+                            open(os.path.join(args.trace_dir, f"trace-{slowdown:g}.json"), "wb") as out:
+                        out.write(response.read())
                 runs.append(row)
                 print(json.dumps(row), file=sys.stderr, flush=True)
             finally:
