@@ -351,8 +351,8 @@ awaitable<void> SchedulerActor::apply_round(RoundOutcome& outcome, double second
   const bool drafted = std::any_of(outcome.round.rows.begin(), outcome.round.rows.end(),
                                    [](const RoundOutput& r) { return r.drafted > 0; });
   if (seconds > 0 && !running.empty()) {
-    constexpr double w = 0.2;  // recent rounds matter most; one stall does not swing the budget
-    recent_round_seconds_ = recent_round_seconds_ > 0 ? (1 - w) * recent_round_seconds_ + w * seconds : seconds;
+    recent_rounds_.push_back(seconds);
+    if (recent_rounds_.size() > kRecentRounds) recent_rounds_.pop_front();
   }
   if (!running.empty()) {
     planner_.observe(running, outcome.round, seconds);
@@ -402,12 +402,20 @@ awaitable<void> SchedulerActor::start_prefilled(RoundOutcome& outcome) {
       started, [](const Entry& e) { return e.finished(); }, FinishReason::length);
 }
 
+// The median, not the mean: a round the host stalled must not widen the next chunks.
+double SchedulerActor::recent_round_seconds() const {
+  if (recent_rounds_.empty()) return 0;
+  std::vector<double> sorted(recent_rounds_.begin(), recent_rounds_.end());
+  std::nth_element(sorted.begin(), sorted.begin() + static_cast<std::ptrdiff_t>(sorted.size() / 2), sorted.end());
+  return sorted[sorted.size() / 2];
+}
+
 int64_t SchedulerActor::prefill_budget(const RoundPlan& plan) const {
   PrefillBudgetInputs in;
   in.cap = options_.prefill_chunk;
   in.slowdown = options_.prefill_slowdown;
   for (const RowPlan& row : plan.rows) in.verify_rows += row.k + 1;
-  in.round_seconds = recent_round_seconds_;
+  in.round_seconds = recent_round_seconds();
   for (const auto& e : fresh_) in.waiting_tokens += prefill_length(*e) - e->prefilled;
   return specd::prefill_budget(in, planner_.round_costs());
 }

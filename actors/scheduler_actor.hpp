@@ -15,6 +15,7 @@
 // it already sent (its committed blocks usually still cached), then goes on where it
 // was; its client only sees latency. Lives on its strand; its state is touched only by run().
 #include <chrono>
+#include <deque>
 #include <memory>
 #include <optional>
 #include <span>
@@ -146,6 +147,8 @@ class SchedulerActor {
   void tally_round(size_t rows, bool drafted, double seconds, int64_t delivered);
   void trace_round(const RoundOutcome& outcome, int64_t delivered, const std::optional<BatchPlan>& plan);
   bool idle() const;
+  // The median seconds of the last rounds without newcomers (0: none yet).
+  double recent_round_seconds() const;
   // The lanes free the KV blocks of slots released since the last call (ended or
   // preempted requests), in one job per lane.
   awaitable<void> return_released_blocks();
@@ -167,7 +170,8 @@ class SchedulerActor {
   RoundTiming round_timing_;         // of the round now being applied (trace)
   std::vector<int32_t> planned_k_;   // of the round now being applied, per running row
   bool batch_drafting_ = true;       // the last round drafted for some row (or K is not planned)
-  double recent_round_seconds_ = 0;  // rounds without newcomers, averaged (prefill_budget)
+  static constexpr size_t kRecentRounds = 15;
+  std::deque<double> recent_rounds_;  // seconds of the last rounds without newcomers (prefill_budget)
   std::vector<SlotGrant> released_;  // slots whose lane blocks go back before the next round
   EngineSnapshot counters_;          // the monotonic counters part
   int64_t delivered_tokens_ = 0;     // to requests so far, first tokens included (trace)

@@ -39,6 +39,12 @@ TEST_CASE("while others decode, the chunk is the largest that keeps the round wi
   CHECK(prefill_budget(decoding(100.0), &costs) == 128);
 }
 
+TEST_CASE("what a chunk adds is read off the curve") {
+  const RoundCostModel costs = linear_pass(300);
+  CHECK(prefill_added_seconds(10, 32, &costs) == 0.25);
+  CHECK(prefill_added_seconds(10, 32, nullptr) == 0);
+}
+
 TEST_CASE("a prompt always advances: the floor goes even when it costs more than the allowance") {
   const RoundCostModel costs = linear_pass(300);
   PrefillBudgetInputs in = decoding(1.125);  // 1/32 s allowed: 4 rows

@@ -24,8 +24,13 @@ struct PrefillBudgetInputs {
   int64_t waiting_tokens = 0;  // prompt tokens left to prefill across newcomers
 };
 
+// What `chunk` prompt rows add to a pass of `verify_rows` rows, read off the curve (0
+// without one).
+double prefill_added_seconds(int32_t verify_rows, int64_t chunk, const RoundCostModel* costs);
+
 // The prompt tokens for this round, in [min(floor, cap), cap] (cap when unbounded:
-// waiting_tokens). Without a measured curve or round time, the cap.
+// waiting_tokens): the largest whose added cost fits the allowance.
+// Without a measured curve or round time, the cap.
 int64_t prefill_budget(const PrefillBudgetInputs& in, const RoundCostModel* costs);
 
 }  // namespace specd
