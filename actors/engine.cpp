@@ -192,8 +192,8 @@ struct Engine::Impl {
   std::shared_ptr<TraceRecorder> trace;  // shared with the burst marks a socket still holds
   // The lanes own and drive the caches; the engine only reads their published block counts.
   std::shared_ptr<KvCache> draft_kv, target_kv;
-  DraftWorker draft_worker;              // owns the draft model and its cache, on the draft lane
-  VerifyWorker verify_worker;            // owns the target model and its cache, on the target lane
+  DraftWorker draft_worker;    // owns the draft model and its cache, on the draft lane
+  VerifyWorker verify_worker;  // owns the target model and its cache, on the target lane
   ModelLanes lanes;
   std::shared_ptr<std::atomic<int64_t>> live_requests;
   asio::any_io_executor executor;    // every actor gets its own strand of it

@@ -25,9 +25,10 @@ struct EngineConfig {
   int64_t prefill_chunk = 128;
   // While requests decode, a round that also carries prompt chunks takes at most this
   // times a round without (priced from the measured pass costs: the chunk shrinks, down
-  // to one KV block, as the model grows), so a long prompt arriving stretches running
-  // streams' inter-token gaps by at most this; 0: chunks are always prefill_chunk.
-  double prefill_slowdown = 2.0;
+  // to a few tokens, as the model grows), so a long prompt arriving stretches running
+  // streams' typical inter-token gap by this; 0: chunks are always prefill_chunk. 1.5
+  // keeps their p99 within 2.5x their median on a noisy 2-core host (BENCHMARKS.md).
+  double prefill_slowdown = 1.5;
   int32_t burst_queue = 256;  // bursts a request's sink may lag before `slow_consumer`
   // Compute threads across both lanes; 0: what the process may use (its CPU affinity
   // and cgroup quota, compute/thread_policy.hpp). The lane counts, when > 0, override the split.

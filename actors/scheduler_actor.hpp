@@ -167,14 +167,14 @@ class SchedulerActor {
   std::vector<std::unique_ptr<Entry>> running_;  // prefilled, in the batch
   // Chooses every row's K; fed each round's outcome.
   KPlanner planner_;
-  RoundTiming round_timing_;         // of the round now being applied (trace)
-  std::vector<int32_t> planned_k_;   // of the round now being applied, per running row
-  bool batch_drafting_ = true;       // the last round drafted for some row (or K is not planned)
+  RoundTiming round_timing_;        // of the round now being applied (trace)
+  std::vector<int32_t> planned_k_;  // of the round now being applied, per running row
+  bool batch_drafting_ = true;      // the last round drafted for some row (or K is not planned)
   static constexpr size_t kRecentRounds = 15;
   std::deque<double> recent_rounds_;  // seconds of the last rounds without newcomers (prefill_budget)
-  std::vector<SlotGrant> released_;  // slots whose lane blocks go back before the next round
-  EngineSnapshot counters_;          // the monotonic counters part
-  int64_t delivered_tokens_ = 0;     // to requests so far, first tokens included (trace)
+  std::vector<SlotGrant> released_;   // slots whose lane blocks go back before the next round
+  EngineSnapshot counters_;           // the monotonic counters part
+  int64_t delivered_tokens_ = 0;      // to requests so far, first tokens included (trace)
   bool stopping_ = false;
   Clock::time_point stop_deadline_;
   std::vector<Reply<std::monostate>> stop_replies_;

@@ -63,9 +63,8 @@ asio::awaitable<ServedSample> sample_served(uint16_t port, std::string prompt, i
     std::vector<std::string> ids;
     for (int64_t i = first; i < std::min(n, first + 16); ++i) {
       ids.push_back("r" + std::to_string(i));
-      boost::json::object m{{"type", "generate"},  {"id", ids.back()}, {"prompt", prompt},
-                            {"max_tokens", 3},     {"temperature", 1}, {"top_k", 3},
-                            {"seed", seed0 + i},   {"speculative", {{"k", 2}}}};
+      boost::json::object m{{"type", "generate"}, {"id", ids.back()}, {"prompt", prompt},  {"max_tokens", 3},
+                            {"temperature", 1},   {"top_k", 3},       {"seed", seed0 + i}, {"speculative", {{"k", 2}}}};
       REQUIRE_FALSE(co_await client.send_text(serialize_json(m)));
     }
     for (auto& [id, stream] : co_await collect(client, ids)) {
@@ -83,7 +82,8 @@ asio::awaitable<ServedSample> sample_served(uint16_t port, std::string prompt, i
 
 }  // namespace
 
-TEST_CASE("sampled speculation served with prefix-cache hits has the target's joint distribution (chi-square, p < 0.001)") {
+TEST_CASE(
+    "sampled speculation served with prefix-cache hits has the target's joint distribution (chi-square, p < 0.001)") {
   // The exact target-only probabilities of the first three tokens against N requests
   // through the server, nearly all of which map the prompt's cached blocks in both the
   // target's and the draft's cache (a wrong target block would shift the distribution; a
@@ -118,8 +118,8 @@ TEST_CASE("sampled speculation served with prefix-cache hits has the target's jo
   CHECK(cached >= n - clients * 16);  // all but the first requests of each client hit the cache
   int64_t outside = 0;
   const ChiSquare test = fit_joint3(exact, sample, n, outside);
-  MESSAGE("chi2 = " << test.statistic << " (dof " << test.dof << ", critical " << test.critical << "), "
-                    << cached << " of " << n << " requests hit the prefix cache");
+  MESSAGE("chi2 = " << test.statistic << " (dof " << test.dof << ", critical " << test.critical << "), " << cached
+                    << " of " << n << " requests hit the prefix cache");
   CHECK(outside == 0);
   CHECK(test.dof >= 3);
   CHECK(test.passes());

@@ -39,7 +39,7 @@ class KvCache {
   int32_t available_blocks() const { return allocator_.available(); }  // free + cached-unreferenced
   // Blocks some slot holds, readable from any thread (BlockAllocator::referenced_published).
   int32_t referenced_blocks_published() const { return allocator_.referenced_published(); }
-  int64_t bytes() const { return pool_.bytes(); }                      // the pool's reservation
+  int64_t bytes() const { return pool_.bytes(); }  // the pool's reservation
 
   int64_t length(int32_t slot) const { return at(slot).length; }
   // Grows (taking blocks as needed) or shrinks (same as truncate_to). Growing beyond the

@@ -13,7 +13,7 @@ namespace specd {
 class RoundCostModel;
 
 struct PrefillBudgetInputs {
-  int64_t cap = 0;             // [engine] prefill_chunk: most prompt tokens a round (0: no bound)
+  int64_t cap = 0;  // [engine] prefill_chunk: most prompt tokens a round (0: no bound)
   // Fewest a round, so a prompt always advances. Not a whole KV block: at 3B shapes on 2
   // cores one block of prompt rows costs as much as four streams' verify rows, so a
   // block-sized floor alone would double their rounds (BENCHMARKS.md, prefill beside decoding).

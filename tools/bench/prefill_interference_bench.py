@@ -13,7 +13,7 @@ prefilled, p99 over the baseline median (issue 26's bar: at most 2.5), the long
 prompt's tokens and its time to first token.
 
     /usr/bin/python3 tools/bench/prefill_interference_bench.py --target DIR --draft DIR|none \
-        [--specd build/specd] [--slowdowns 2,0] [--streams 4] [--long-words 360] \
+        [--specd build/specd] [--slowdowns 1.5,0] [--streams 4] [--long-words 480] \
         [--warmup-s 5] [--baseline-s 20] [--prefill-chunk 128] [--trace-dir DIR]
 
 --trace-dir keeps each server's trace (GET /v1/trace) as DIR/trace-<slowdown>.json for
@@ -153,9 +153,9 @@ def main():
     parser.add_argument("--specd", default=os.path.join(HERE, "..", "..", "build", "specd"))
     parser.add_argument("--target", required=True)
     parser.add_argument("--draft", required=True, help="draft model directory, or none")
-    parser.add_argument("--slowdowns", default="2,0", help="prefill_slowdown values, one server each")
+    parser.add_argument("--slowdowns", default="1.5,0", help="prefill_slowdown values, one server each")
     parser.add_argument("--streams", type=int, default=4)
-    parser.add_argument("--long-words", type=int, default=360)
+    parser.add_argument("--long-words", type=int, default=480)
     parser.add_argument("--warmup-s", type=float, default=5)
     parser.add_argument("--baseline-s", type=float, default=20)
     parser.add_argument("--prefill-chunk", type=int, default=128)
