@@ -5,7 +5,7 @@
 #include "actors/asio_aliases.hpp"
 #include "actors/spawn.hpp"
 #include "net/listener.hpp"
-#include "net/request_bridge.hpp"
+#include "net/request_timing.hpp"
 
 namespace specd::net {
 

@@ -22,7 +22,7 @@
 #include "actors/engine.hpp"
 #include "net/gateway_config.hpp"
 #include "net/metrics.hpp"
-#include "net/request_bridge.hpp"
+#include "net/request_timing.hpp"
 
 namespace specd::net {
 

@@ -11,7 +11,7 @@
 #include "net/client_stream.hpp"
 #include "net/frames.hpp"
 #include "net/listener.hpp"
-#include "net/request_bridge.hpp"
+#include "net/request_timing.hpp"
 #include "net/wire_error.hpp"
 
 namespace specd::net {

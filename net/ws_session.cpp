@@ -13,7 +13,7 @@
 #include "actors/spawn.hpp"
 #include "net/frames.hpp"
 #include "net/listener.hpp"
-#include "net/request_bridge.hpp"
+#include "net/request_timing.hpp"
 #include "net/wire_error.hpp"
 
 namespace specd::net {

@@ -1,4 +1,4 @@
-#include "net/request_bridge.hpp"
+#include "net/request_timing.hpp"
 
 namespace specd::net {
 
