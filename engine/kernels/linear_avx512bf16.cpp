@@ -17,8 +17,8 @@ namespace {
 constexpr int64_t kB = PackedWeight::kBlock;
 
 // acc += the dot products of w's pairs with the pair at x, broadcast from memory inside
-// the instruction: a separate broadcast uop competed with vdpbf16ps (2048 -> 8192, M =
-// 16: 4.02 ms with it, 3.18 ms without). Inline asm, because clang 16.0.6 crashes (an
+// the instruction: a separate broadcast uop competed with vdpbf16ps (BENCHMARKS.md,
+// "Kernel tuning choices"). Inline asm, because clang 16.0.6 crashes (an
 // internal compiler error at -O1 and above) when it folds _mm512_set1_epi32 into
 // _mm512_dpbf16_ps itself.
 inline void dot_pairs(__m512& acc, __m512i w, const uint32_t& x) {
@@ -42,8 +42,7 @@ void tile(const KernelCall& c, int64_t b0, int64_t r0) {
 #pragma GCC unroll 16
     for (int v = 0; v < NV; ++v) {
       w[v] = _mm512_load_si512(blk[v] + k * 64);
-      // Tiles of many rows are compute-bound: the prefetcher alone fell behind there
-      // (2048 -> 8192, M = 16: 3.14-3.20 ms without, 2.61-2.67 ms with; M <= 8 unchanged).
+      // Tiles of many rows are compute-bound: the prefetcher alone fell behind there.
       if constexpr (R > 8) _mm_prefetch(reinterpret_cast<const char*>(blk[v] + k * 64 + 2048), _MM_HINT_T0);
     }
 #pragma GCC unroll 16
@@ -65,7 +64,7 @@ void tile(const KernelCall& c, int64_t b0, int64_t r0) {
 
 // Blocks per tile for R rows: up to 28 accumulators, plus NV weight registers (the
 // broadcasts are memory operands). Wider tiles at 8 rows overlapped loads and
-// arithmetic better (2048 -> 8192, M = 8: 1.57-1.62 ms at 3 blocks, 1.86-1.99 ms at 2).
+// arithmetic better.
 constexpr int tile_blocks(int rows) { return rows <= 7 ? 4 : rows <= 9 ? 3 : rows <= 14 ? 2 : 1; }
 
 void blocks(const KernelCall& c, int64_t b_begin, int64_t b_end) {

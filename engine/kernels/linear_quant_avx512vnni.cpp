@@ -7,11 +7,9 @@
 // reference kernel's: bit-identical to it whatever R, NV or the thread split.
 //
 // Why int8 activations and vpdpbusd rather than weights widened to BF16 for vdpbf16ps: a
-// 16 x 32 weight group costs a row 8 vpdpbusd against 16 vdpbf16ps, before any widening.
-// Measured as a bound, with the weights in L2 (3072 -> 128, one thread, CPU time, shared
-// host): the BF16-weight kernel, which widens nothing, took 10.4-12.1 / 33 / 53-54 / 102-107
-// us at M = 1 / 5 / 8 / 16, this Q8_0 kernel 4.8-5.9 / 17.5-21 / 29-37 / 60-74 us: 1.4-2x
-// less, so a widening Q8_0 kernel, slower than the BF16 one, was not written.
+// 16 x 32 weight group costs a row 8 vpdpbusd against 16 vdpbf16ps, before any widening;
+// this kernel took 1.4-2x less time than the BF16-weight kernel with the weights in L2
+// (BENCHMARKS.md, "Kernel tuning choices").
 #include <immintrin.h>
 
 #include <algorithm>
@@ -25,11 +23,8 @@ namespace {
 
 constexpr int64_t kB = PackedWeight::kBlock;
 // Tiles of more than kPrefetchRows rows prefetch their weights kPrefetchAhead bytes ahead:
-// the hardware prefetcher alone left them waiting on memory (one thread, CPU time on a
-// shared host, 3072 -> 8192 Q8_0: M = 8 1.9-2.2 ms without, 1.34-1.43 ms with; M = 16 2.8
-// -> 1.7-1.8 ms; 2048 bytes ahead was between). Q4_0 prefetches at every M: its M = 1,
-// the median of three runs, went from 569 to 506 us (3072 -> 8192) and 552 to 500 us
-// (8192 -> 3072); Q8_0's M = 1 lost with it (727 -> 818 us, 672 -> 827 us).
+// the hardware prefetcher alone left them waiting on memory. Q4_0 gains from it at every
+// M, Q8_0 loses at M = 1 (BENCHMARKS.md, "Kernel tuning choices").
 template <Dtype D>
 constexpr int kPrefetchRows = D == Dtype::q4_0 ? 0 : 4;
 constexpr int64_t kPrefetchAhead = 4096;
@@ -127,9 +122,8 @@ void tile(const KernelCall& c, int64_t b0, int64_t r0) {
 
 // Blocks per tile for R rows: 2 * R * NV accumulators (the group's int32 sums and the
 // float outputs) and the NV weight vectors, about the 32 zmm registers. At 8 rows two
-// blocks (32 accumulators, a few spilled) beat one: Q8_0 M = 8 1.02-1.07 ms against
-// 1.27-1.47 ms (3072 -> 8192 and 8192 -> 3072, one thread, three runs each); two blocks
-// up to 16 rows spilled too much (M = 16 2.2-2.6 ms against 1.55-1.7 ms).
+// blocks beat one despite a few spills; at 16 they spill too much (BENCHMARKS.md,
+// "Kernel tuning choices").
 constexpr int tile_blocks(int rows) { return rows <= 2 ? 4 : rows <= 4 ? 3 : rows <= 8 ? 2 : 1; }
 
 template <Dtype D>
