@@ -164,7 +164,6 @@ GatewayConfig default_gateway_config() {
   c.engine.target_dir = data / "models" / "target";
   c.engine.draft_dir = data / "models" / "draft";
   c.engine.trace = true;  // a server keeps its recent spans for GET /v1/trace ([trace])
-  c.protocol.k_max = c.engine.k_max;
   c.model_name = model_dir_name(c.engine.target_dir);
   return c;
 }
@@ -183,7 +182,6 @@ GatewayConfig parse_gateway_config(std::string_view text, const std::filesystem:
   }
   apply(root, c, base_dir, source_name);
   if (c.model_name.empty()) c.model_name = model_dir_name(c.engine.target_dir);
-  c.protocol.k_max = c.engine.k_max;
   validate(c);
   return c;
 }

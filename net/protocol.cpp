@@ -99,14 +99,13 @@ int32_t as_int32(element e, std::string_view name) {
   return static_cast<int32_t>(as_integer(e, name, INT32_MIN, INT32_MAX));
 }
 
-void read_speculative(element e, SpecSettings& spec, const ProtocolLimits& limits) {
+void read_speculative(element e, SpecSettings& spec) {
   object o;
   if (e.get_object().get(o) != simdjson::SUCCESS) refuse(ErrorCode::bad_value, "speculative must be an object");
   if (auto v = member(o, "enabled")) spec.enabled = as_bool(*v, "speculative.enabled");
   if (auto v = member(o, "k")) {
     if (v->type() == element_type::STRING && as_string(*v, "speculative.k") == "auto") {
       spec.adaptive = true;
-      spec.k_max = limits.k_max;
     } else if (v->type() == element_type::STRING) {
       refuse(ErrorCode::bad_value, "speculative.k must be an integer or \"auto\"");
     } else {
@@ -137,7 +136,7 @@ void read_sampling(const object& o, GenerateRequest& r, const ProtocolLimits& li
   if (auto v = member(o, "max_tokens"))
     r.max_tokens = static_cast<int32_t>(as_integer(*v, "max_tokens", 1, limits.max_tokens_limit));
   if (auto v = member(o, "stop")) read_stop(*v, r.stop, limits);
-  if (auto v = member(o, "speculative")) read_speculative(*v, r.spec, limits);
+  if (auto v = member(o, "speculative")) read_speculative(*v, r.spec);
   if (auto v = member(o, "ignore_eos")) r.ignore_eos = as_bool(*v, "ignore_eos");
   if (auto v = member(o, "cache_prompt")) r.cache_prompt = as_bool(*v, "cache_prompt");
 }

@@ -23,7 +23,6 @@ struct ProtocolLimits {
   int32_t max_tokens_limit = 4096;  // largest max_tokens a request may ask for
   int32_t default_max_tokens = 128;
   double default_temperature = 1.0;
-  int32_t k_max = 8;  // largest speculative K
   size_t max_stop_strings = 8;
   size_t max_messages = 256;
   size_t max_id_bytes = 128;

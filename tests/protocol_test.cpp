@@ -17,7 +17,6 @@ ProtocolLimits limits() {
   l.max_tokens_limit = 512;
   l.default_max_tokens = 32;
   l.default_temperature = 0.0;
-  l.k_max = 8;
   l.max_stop_strings = 2;
   l.max_messages = 3;
   l.max_id_bytes = 8;
@@ -69,7 +68,7 @@ TEST_CASE("defaults come from the limits; k auto is adaptive up to k_max") {
   CHECK(p.request.messages[0].role == "user");
   CHECK(p.request.messages[0].content == "hi");
   CHECK(p.request.spec.adaptive);
-  CHECK(p.request.spec.k_max == 8);
+  CHECK(p.request.spec.k_max == 0);  // the engine's bound, not a copy of it
 }
 
 TEST_CASE("cancel parses its id") {

@@ -14,7 +14,7 @@ KPlanner::KPlanner(KPlanSetup setup, RoundLimits limits) : k_max_(setup.k_max), 
 RequestK KPlanner::start(const SpecSettings& spec, bool has_draft_slot) const {
   const bool model_drafter = spec.drafter == DrafterKind::model;
   const bool drafts = spec.enabled && (!model_drafter || (limits_.has_draft_model && has_draft_slot));
-  const int32_t bound = std::min(spec.k_max, k_max_);
+  const int32_t bound = spec.k_max > 0 ? std::min(spec.k_max, k_max_) : k_max_;
   AdaptiveK adaptive_k(meter_.cost_ratio(), bound, kDefaultProbeEvery, meter_.acceptance.estimate(spec.drafter));
   return RequestK(drafts, spec.drafter, spec.adaptive, spec.adaptive ? bound : std::min(spec.k, k_max_), adaptive_k);
 }

@@ -14,7 +14,7 @@ struct SpecSettings {
   bool enabled = true;
   int32_t k = 4;          // drafted tokens per round when not adaptive
   bool adaptive = false;  // `k = auto`: K from the running acceptance and the cost ratio
-  int32_t k_max = 8;      // bound for adaptive K
+  int32_t k_max = 0;      // bound for adaptive K; 0: the engine's k_max
   DrafterKind drafter = DrafterKind::model;
   int32_t lookup_max_ngram = 3;
 };

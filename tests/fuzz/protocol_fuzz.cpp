@@ -17,6 +17,8 @@ using namespace specd::net;
 
 namespace {
 
+constexpr int32_t kKMax = 8;  // the engine's bound on K the requests are checked against
+
 void require(bool condition) {
   if (!condition) std::abort();
 }
@@ -38,14 +40,14 @@ void check_params(const GenerateParams& p, const ProtocolLimits& limits) {
   require(r.prompt.empty() || r.messages.empty());  // at most one input
   const std::vector<int32_t> ids{1};
   try {
-    validate_request(r, ids, {100, 1 << 20, limits.k_max});
+    validate_request(r, ids, {100, 1 << 20, kKMax});
   } catch (const SpecdError& e) {
     require(e.code() == ErrorCode::bad_value);
     return;
   }
   require(std::isfinite(r.sampling.temperature) && r.sampling.temperature >= 0);
   require(r.sampling.top_p > 0 && r.sampling.top_p <= 1);
-  require(!r.spec.enabled || (r.spec.k >= 0 && r.spec.k <= limits.k_max));
+  require(!r.spec.enabled || (r.spec.k >= 0 && r.spec.k <= kKMax));
 }
 
 }  // namespace

@@ -137,7 +137,10 @@ RoundResult run_planned_round(KPlanner& planner, Drafter& drafter, Verifier& ver
 // The engine's bound as a configuration that admits every request would set it.
 int32_t largest_k(const std::vector<DriverRequest>& requests) {
   int32_t k_max = 0;
-  for (const auto& r : requests) k_max = std::max(k_max, r.spec.adaptive ? r.spec.k_max : r.spec.k);
+  for (const auto& r : requests) {
+    // An adaptive request without its own bound takes the engine's (EngineConfig's 8).
+    k_max = std::max(k_max, r.spec.adaptive ? (r.spec.k_max > 0 ? r.spec.k_max : 8) : r.spec.k);
+  }
   return k_max;
 }
 

@@ -74,7 +74,6 @@ boost::json::object threads_json(const ThreadPolicy& p) {
 PairChoice choose_pair(const PairArgs& a) {
   PairChoice p;
   parse_k(a.k, p.spec);
-  p.spec.k_max = std::max(p.spec.k_max, p.spec.k);
   p.spec.drafter = a.drafter == "lookup" ? DrafterKind::lookup : DrafterKind::model;
   const bool default_target =
       a.model.empty() || fs::weakly_canonical(a.model) == fs::weakly_canonical(default_target_dir());
@@ -90,7 +89,7 @@ PairChoice choose_pair(const PairArgs& a) {
   p.engine.max_seq_len = a.max_seq_len;
   if (!a.kv_cache_memory.empty()) p.engine.kv_cache_memory = parse_byte_size(a.kv_cache_memory, "--kv-cache-memory");
   p.engine.threads = a.threads;
-  p.engine.k_max = std::max(p.engine.k_max, p.spec.k_max);
+  p.engine.k_max = std::max(p.engine.k_max, p.spec.k);  // a fixed --k above the default
   // One request at a time: a few slots, and the planner's costs measured only when K is
   // planned (calibration takes a second per lane).
   p.engine.max_batch = 4;
