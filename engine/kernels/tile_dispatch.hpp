@@ -49,7 +49,7 @@ constexpr std::array<ChunkFn, kTileRows> chunk_table(std::index_sequence<I...>) 
 }
 
 // Up to kTileRows rows in one pass over the blocks; more rows in kTileRows-row chunks
-// over groups of blocks small enough to stay in L2 (1 MB) while every chunk reuses them.
+// over groups of at most 512 KB of blocks (half a 1 MB L2) while every chunk reuses them.
 template <int (*Width)(int), class Tiles>
 void row_chunks_per_l2_group(const KernelCall& c, int64_t b_begin, int64_t b_end, Tiles) {
   static constexpr auto table = chunk_table<Tiles, Width>(std::make_index_sequence<kTileRows>());
