@@ -19,75 +19,41 @@ totals (the hit rate in tokens, last turn's TTFT over the first's).
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-CORPUS = os.path.join(HERE, "..", "..", "..", "shared", "data", "tinyshakespeare.txt")
+from served import DEFAULT_SPECD, held_out_words, serving, stream_completion, write_config
 
 
-def held_out_words():
-    """The last 10% of the corpus, as words: text the models saw least of."""
-    with open(CORPUS, encoding="utf-8") as f:
-        text = f.read()
-    return text[int(len(text) * 0.9):].split()
-
-
-def stream_completion(url, prompt, max_tokens, cache_prompt):
-    """POST /v1/completions with stream; returns (ttft seconds, text, usage)."""
-    body = json.dumps({"prompt": prompt, "max_tokens": max_tokens, "temperature": 0, "stream": True,
-                       "stream_options": {"include_usage": True}, "cache_prompt": cache_prompt,
-                       "ignore_eos": True}).encode()
-    request = urllib.request.Request(url + "/v1/completions", data=body,
-                                     headers={"Content-Type": "application/json"})
+def timed_completion(url, prompt, max_tokens, cache_prompt):
+    """A streamed greedy completion; returns (ttft seconds, text, usage)."""
+    body = {"prompt": prompt, "max_tokens": max_tokens, "temperature": 0, "stream": True,
+            "stream_options": {"include_usage": True}, "cache_prompt": cache_prompt, "ignore_eos": True}
     sent = time.monotonic()
     ttft, text, usage = None, [], None
-    with urllib.request.urlopen(request, timeout=3600) as response:
-        for raw in response:
-            line = raw.decode().strip()
-            if not line.startswith("data: "):
-                continue
-            data = line[len("data: "):]
-            if data == "[DONE]":
-                break
-            chunk = json.loads(data)
-            if "error" in chunk:
-                raise RuntimeError(f"server answered {chunk}")
-            if chunk.get("usage"):
-                usage = chunk["usage"]
-            for choice in chunk.get("choices", []):
-                if choice.get("text"):
-                    if ttft is None:
-                        ttft = time.monotonic() - sent
-                    text.append(choice["text"])
+    for chunk in stream_completion(url, body):
+        if chunk.get("usage"):
+            usage = chunk["usage"]
+        for choice in chunk.get("choices", []):
+            if choice.get("text"):
+                if ttft is None:
+                    ttft = time.monotonic() - sent
+                text.append(choice["text"])
     return ttft, "".join(text), usage
 
 
-def write_config(args, directory):
-    draft = "" if args.draft == "none" else os.path.abspath(args.draft)
-    path = os.path.join(directory, "bench.toml")
-    with open(path, "w", encoding="utf-8") as f:
-        f.write(f"""[server]
-port = 0
-[engine]
-target = "{os.path.abspath(args.target)}"
-draft = "{draft}"
-max_batch = 4
-max_seq_len = {args.max_seq_len}
-prefill_chunk = {args.prefill_chunk}
-kv_cache_memory = {args.kv_cache_memory}
-[trace]
-enabled = false
-""")
-    return path
+def config_for(args, directory):
+    engine = {"target": os.path.abspath(args.target),
+              "draft": "" if args.draft == "none" else os.path.abspath(args.draft),
+              "max_batch": 4, "max_seq_len": args.max_seq_len, "prefill_chunk": args.prefill_chunk,
+              "kv_cache_memory": args.kv_cache_memory}
+    return write_config(os.path.join(directory, "bench.toml"), engine)
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--specd", default=os.path.join(HERE, "..", "..", "build", "specd"))
+    parser.add_argument("--specd", default=DEFAULT_SPECD)
     parser.add_argument("--target", required=True)
     parser.add_argument("--draft", required=True, help="draft model directory, or none")
     parser.add_argument("--turns", type=int, default=8)
@@ -104,33 +70,25 @@ def main():
         parser.error("--turns must be at least 2")
     words = held_out_words()
     with tempfile.TemporaryDirectory() as directory:
-        config = write_config(args, directory)
-        server = subprocess.Popen([args.specd, "serve", "--config", config], stdout=subprocess.PIPE, text=True)
-        try:
-            line = server.stdout.readline()
-            if "listening on http://" not in line:
-                sys.exit(f"conversation_bench: specd serve did not start: {line!r}")
-            url = line.split("listening on ")[1].split()[0]
+        config = config_for(args, directory)
+        with serving(args.specd, ["serve", "--config", config], "conversation_bench") as (server, url):
             kv_line = server.stdout.readline().strip()
             turns, conversation, used = [], "", 0
             for turn in range(1, args.turns + 1):
                 n = args.first_words if turn == 1 else args.last_words if turn == args.turns else args.turn_words
                 conversation += " ".join(words[used:used + n]) + "\n"
                 used += n
-                ttft, answer, usage = stream_completion(url, conversation, args.max_tokens, True)
+                ttft, answer, usage = timed_completion(url, conversation, args.max_tokens, True)
                 row = {"turn": turn, "prompt_tokens": usage["prompt_tokens"],
                        "cached_tokens": usage["prompt_tokens_details"]["cached_tokens"], "ttft_s": round(ttft, 3)}
                 if not args.no_baseline:
-                    base_ttft, base_answer, _ = stream_completion(url, conversation, args.max_tokens, False)
+                    base_ttft, base_answer, _ = timed_completion(url, conversation, args.max_tokens, False)
                     row["uncached_ttft_s"] = round(base_ttft, 3)
                     row["uncached_over_cached"] = round(base_ttft / ttft, 2)
                     row["same_answer"] = base_answer == answer
                 turns.append(row)
                 print(json.dumps(row), file=sys.stderr, flush=True)
                 conversation += answer + "\n"
-        finally:
-            server.terminate()
-            server.wait(timeout=60)
     prompt_tokens = sum(t["prompt_tokens"] for t in turns)
     cached = sum(t["cached_tokens"] for t in turns)
     print(json.dumps({"target": args.target, "draft": args.draft, "kv_cache": kv_line,

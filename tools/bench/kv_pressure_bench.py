@@ -20,15 +20,13 @@ import glob
 import json
 import os
 import re
-import subprocess
-import sys
 import tempfile
 import threading
 import time
 import urllib.request
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-CORPUS = os.path.join(HERE, "..", "..", "..", "shared", "data", "tinyshakespeare.txt")
+from served import DEFAULT_SPECD, corpus_words, serving, write_config
+
 UNITS = {"": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}
 
 
@@ -74,7 +72,7 @@ def complete(url, prompt, max_tokens, out):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--specd", default=os.path.join(HERE, "..", "..", "build", "specd"))
+    parser.add_argument("--specd", default=DEFAULT_SPECD)
     parser.add_argument("--target", required=True)
     parser.add_argument("--max-seq-len", type=int, default=8192)
     parser.add_argument("--kv-cache-memory", type=byte_count, default=byte_count("4GiB"))
@@ -82,31 +80,15 @@ def main():
     parser.add_argument("--prompt-words", type=int, default=900)
     parser.add_argument("--max-tokens", type=int, default=64)
     args = parser.parse_args()
-    with open(CORPUS, encoding="utf-8") as f:
-        words = f.read().split()
+    words = corpus_words()
     stride = len(words) // args.clients
     prompts = [" ".join(words[i * stride:i * stride + args.prompt_words]) for i in range(args.clients)]
     weights = sum(os.path.getsize(p) for p in glob.glob(os.path.join(args.target, "*.safetensors")))
     with tempfile.TemporaryDirectory() as directory:
-        config = os.path.join(directory, "bench.toml")
-        with open(config, "w", encoding="utf-8") as f:
-            f.write(f"""[server]
-port = 0
-[engine]
-target = "{os.path.abspath(args.target)}"
-draft = ""
-max_batch = {args.clients}
-max_seq_len = {args.max_seq_len}
-kv_cache_memory = {args.kv_cache_memory}
-[trace]
-enabled = false
-""")
-        server = subprocess.Popen([args.specd, "serve", "--config", config], stdout=subprocess.PIPE, text=True)
-        try:
-            line = server.stdout.readline()
-            if "listening on http://" not in line:
-                sys.exit(f"kv_pressure_bench: specd serve did not start: {line!r}")
-            url = line.split("listening on ")[1].split()[0]
+        engine = {"target": os.path.abspath(args.target), "draft": "", "max_batch": args.clients,
+                  "max_seq_len": args.max_seq_len, "kv_cache_memory": args.kv_cache_memory}
+        config = write_config(os.path.join(directory, "bench.toml"), engine)
+        with serving(args.specd, ["serve", "--config", config], "kv_pressure_bench") as (server, url):
             kv_line = server.stdout.readline().strip()
             rss_start = rss_bytes(server.pid)
             results = [{} for _ in prompts]
@@ -121,9 +103,6 @@ enabled = false
                 time.sleep(0.5)
             seconds = time.monotonic() - started
             counters = metrics(url)
-        finally:
-            server.terminate()
-            server.wait(timeout=60)
     bound = int((weights + args.kv_cache_memory) * 1.1)
     reasons = {}
     for r in results:

@@ -23,6 +23,8 @@ import subprocess
 import sys
 import time
 
+from served import serving
+
 try:
     import websockets
 except ImportError:
@@ -128,16 +130,8 @@ def main():
     args = parser.parse_args()
     if args.repeats < 1 or args.max_tokens < 1:
         parser.error("--repeats and --max-tokens must be at least 1")
-    server = subprocess.Popen([args.specd, "serve", "--port", "0", *args.serve_arg], stdout=subprocess.PIPE, text=True)
-    try:
-        line = server.stdout.readline()
-        if "listening on http://" not in line:
-            sys.exit(f"one_path_bench: specd serve did not start: {line!r}")
-        http = line.split("listening on ")[1].split()[0]
+    with serving(args.specd, ["serve", "--port", "0", *args.serve_arg], "one_path_bench") as (server, http):
         modes = asyncio.run(bench(args, "ws" + http[4:] + "/v1/ws", server.pid))
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
     print(json.dumps({"prompt": args.prompt, "max_tokens": args.max_tokens, "repeats": args.repeats,
                       "serve_args": args.serve_arg, "modes": modes}))
 

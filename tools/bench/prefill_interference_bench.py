@@ -23,39 +23,16 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
 import time
 import urllib.request
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-CORPUS = os.path.join(HERE, "..", "..", "..", "shared", "data", "tinyshakespeare.txt")
+from served import DEFAULT_SPECD, held_out_words, serving, stream_completion, write_config
+
 STREAM_PROMPTS = ["ROMEO:\nBut soft, what light", "KING HENRY VI:\nO God", "JULIET:\n",
                   "HAMLET:\nTo be, or not to be", "BRUTUS:\nThe people", "LUCIO:\n"]
-
-
-def held_out_words():
-    with open(CORPUS, encoding="utf-8") as f:
-        text = f.read()
-    return text[int(len(text) * 0.9):].split()
-
-
-def sse_lines(url, body):
-    request = urllib.request.Request(url + "/v1/completions", data=json.dumps(body).encode(),
-                                     headers={"Content-Type": "application/json"})
-    with urllib.request.urlopen(request, timeout=3600) as response:
-        for raw in response:
-            line = raw.decode().strip()
-            if not line.startswith("data: "):
-                continue
-            if line == "data: [DONE]":
-                return
-            chunk = json.loads(line[len("data: "):])
-            if "error" in chunk:
-                raise RuntimeError(f"server answered {chunk}")
-            yield chunk
 
 
 class Stream(threading.Thread):
@@ -70,7 +47,7 @@ class Stream(threading.Thread):
         body = {"prompt": self.prompt, "max_tokens": self.max_tokens, "temperature": 0, "stream": True,
                 "ignore_eos": True}
         try:
-            for chunk in sse_lines(self.url, body):
+            for chunk in stream_completion(self.url, body):
                 if any(c.get("text") for c in chunk.get("choices", [])):
                     self.arrivals.append(time.monotonic())
                 if self.stop.is_set():
@@ -92,23 +69,12 @@ def percentile(values, q):
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-def write_config(args, directory, slowdown):
-    draft = "" if args.draft == "none" else os.path.abspath(args.draft)
-    path = os.path.join(directory, f"bench-{slowdown}.toml")
-    with open(path, "w", encoding="utf-8") as f:
-        f.write(f"""[server]
-port = 0
-[engine]
-target = "{os.path.abspath(args.target)}"
-draft = "{draft}"
-max_batch = {args.streams + 1}
-max_seq_len = {args.max_seq_len}
-prefill_chunk = {args.prefill_chunk}
-prefill_slowdown = {slowdown}
-[trace]
-enabled = {"true" if args.trace_dir else "false"}
-""")
-    return path
+def config_for(args, directory, slowdown):
+    engine = {"target": os.path.abspath(args.target),
+              "draft": "" if args.draft == "none" else os.path.abspath(args.draft),
+              "max_batch": args.streams + 1, "max_seq_len": args.max_seq_len,
+              "prefill_chunk": args.prefill_chunk, "prefill_slowdown": slowdown}
+    return write_config(os.path.join(directory, f"bench-{slowdown}.toml"), engine, trace=bool(args.trace_dir))
 
 
 def measure(args, url, long_prompt):
@@ -125,7 +91,7 @@ def measure(args, url, long_prompt):
     first, usage = None, None
     body = {"prompt": long_prompt, "max_tokens": 1, "temperature": 0, "stream": True, "cache_prompt": False,
             "stream_options": {"include_usage": True}}
-    for chunk in sse_lines(url, body):
+    for chunk in stream_completion(url, body):
         if first is None and any(c.get("text") for c in chunk.get("choices", [])):
             first = time.monotonic()
         if chunk.get("usage"):
@@ -150,7 +116,7 @@ def measure(args, url, long_prompt):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--specd", default=os.path.join(HERE, "..", "..", "build", "specd"))
+    parser.add_argument("--specd", default=DEFAULT_SPECD)
     parser.add_argument("--target", required=True)
     parser.add_argument("--draft", required=True, help="draft model directory, or none")
     parser.add_argument("--slowdowns", default="1.5,0", help="prefill_slowdown values, one server each")
@@ -166,23 +132,15 @@ def main():
     runs = []
     with tempfile.TemporaryDirectory() as directory:
         for slowdown in [float(s) for s in args.slowdowns.split(",")]:
-            config = write_config(args, directory, slowdown)
-            server = subprocess.Popen([args.specd, "serve", "--config", config], stdout=subprocess.PIPE, text=True)
-            try:
-                line = server.stdout.readline()
-                if "listening on http://" not in line:
-                    sys.exit(f"prefill_interference_bench: specd serve did not start: {line!r}")
-                url = line.split("listening on ")[1].split()[0]
+            config = config_for(args, directory, slowdown)
+            with serving(args.specd, ["serve", "--config", config], "prefill_interference_bench") as (_, url):
                 row = {"prefill_slowdown": slowdown, **measure(args, url, long_prompt)}
                 if args.trace_dir:
                     with urllib.request.urlopen(url + "/v1/trace?seconds=3600", timeout=120) as response, \
                             open(os.path.join(args.trace_dir, f"trace-{slowdown:g}.json"), "wb") as out:
                         out.write(response.read())
-                runs.append(row)
-                print(json.dumps(row), file=sys.stderr, flush=True)
-            finally:
-                server.terminate()
-                server.wait(timeout=60)
+            runs.append(row)
+            print(json.dumps(row), file=sys.stderr, flush=True)
     print(json.dumps({"target": args.target, "draft": args.draft, "streams": args.streams,
                       "prefill_chunk": args.prefill_chunk, "runs": runs}))
 
