@@ -82,14 +82,14 @@ LoadedPair load_pair(EngineConfig c) {
   LoadedPair p{std::move(c), nullptr, nullptr, nullptr};
   const EngineConfig& config = p.config;
   p.tokenizer = load_tokenizer(config.target_dir);
-  p.target = load_model(config.target_dir);
+  p.target = load_model(config.target_dir, config.target_weights);
   if (p.tokenizer->vocab_size() > p.target->config().vocab_size) {
     throw SpecdError(ErrorCode::bad_value, config.target_dir.string() + ": tokenizer vocabulary (" +
                                                std::to_string(p.tokenizer->vocab_size()) + ") exceeds the model's (" +
                                                std::to_string(p.target->config().vocab_size) + ")");
   }
   if (!config.draft_dir.empty()) {
-    p.draft = load_model(config.draft_dir);
+    p.draft = load_model(config.draft_dir, config.draft_weights);
     check_draft_compatible(config.target_dir, p.target->config(), *p.tokenizer, config.draft_dir, p.draft->config(),
                            *load_tokenizer(config.draft_dir));
   }

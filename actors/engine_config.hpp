@@ -4,13 +4,18 @@
 #include <cstdint>
 #include <filesystem>
 
+#include "engine/model/weight_format.hpp"
+
 namespace specd {
 
 struct EngineConfig {
   std::filesystem::path target_dir;
   std::filesystem::path draft_dir;  // empty: no draft model (prompt-lookup drafting or none)
-  int32_t max_batch = 32;           // most requests generating at once (rows of a round)
-  int64_t max_seq_len = 1024;       // per request: prompt plus generated tokens (capped at the models' positions)
+  // Float checkpoints quantized at load to int8 or int4 blocks (engine/model/weight_format.hpp).
+  WeightFormat target_weights = WeightFormat::stored;
+  WeightFormat draft_weights = WeightFormat::stored;
+  int32_t max_batch = 32;      // most requests generating at once (rows of a round)
+  int64_t max_seq_len = 1024;  // per request: prompt plus generated tokens (capped at the models' positions)
   // Bytes of KV blocks for both models together; 0: derived from the memory the process
   // may use after the weights (engine/model/kv_budget.hpp). Printed at start.
   int64_t kv_cache_memory = 0;

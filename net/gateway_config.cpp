@@ -27,7 +27,8 @@ struct PathRef {
 struct BytesRef {  // an integer, or a string with a unit ("4GiB")
   int64_t* value;
 };
-using Target = std::variant<int32_t*, int64_t*, double*, bool*, std::string*, SizeRef, PathRef, BytesRef>;
+using Target =
+    std::variant<int32_t*, int64_t*, double*, bool*, std::string*, SizeRef, PathRef, BytesRef, WeightFormat*>;
 
 struct Key {
   const char* section;
@@ -63,6 +64,8 @@ std::vector<Key> keys_of(GatewayConfig& c) {
       {"defaults", "temperature", &c.protocol.default_temperature},
       {"engine", "target", PathRef{&c.engine.target_dir}},
       {"engine", "draft", PathRef{&c.engine.draft_dir}},
+      {"engine", "target_weights", &c.engine.target_weights},
+      {"engine", "draft_weights", &c.engine.draft_weights},
       {"engine", "max_batch", &c.engine.max_batch},
       {"engine", "max_seq_len", &c.engine.max_seq_len},
       {"engine", "max_waiting", &c.engine.max_waiting},
@@ -121,6 +124,10 @@ void assign(const toml::node& node, Target target, const std::string& where, con
         } else if constexpr (std::is_same_v<T, bool*>) {
           if (!node.is_boolean()) bad(where, "must be true or false");
           *ref = *node.value<bool>();
+        } else if constexpr (std::is_same_v<T, WeightFormat*>) {
+          const auto format = node.is_string() ? parse_weight_format(*node.value<std::string>()) : std::nullopt;
+          if (!format) bad(where, "must be \"stored\", \"int8\" or \"int4\"");
+          *ref = *format;
         } else if constexpr (std::is_same_v<T, std::string*>) {
           if (!node.is_string()) bad(where, "must be a string");
           *ref = *node.value<std::string>();
@@ -206,6 +213,8 @@ void apply_model_flags(GatewayConfig& c, const ModelFlags& flags) {
     c.engine.draft_dir = flags.draft;
   }
   if (!flags.model_name.empty()) c.model_name = flags.model_name;
+  if (flags.target_weights) c.engine.target_weights = *flags.target_weights;
+  if (flags.draft_weights) c.engine.draft_weights = *flags.draft_weights;
 }
 
 std::string model_dir_name(const std::filesystem::path& dir) {

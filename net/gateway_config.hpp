@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 
 #include "actors/engine.hpp"
@@ -69,6 +70,7 @@ struct ModelFlags {
   std::filesystem::path model;  // empty: the configured target
   std::string draft;            // a directory, "none", or empty (as configured; none with --model)
   std::string model_name;       // empty: as above
+  std::optional<WeightFormat> target_weights, draft_weights;  // nullopt: as configured
 };
 void apply_model_flags(GatewayConfig& config, const ModelFlags& flags);
 

@@ -177,7 +177,7 @@ TEST_CASE("a sharded, tied checkpoint gives the logits of the single-file, untie
   REQUIRE(written.files.size() > 3);
   save_model(*untied, single_dir.path, DType::F32);
   LoadInfo info;
-  (void)load_model(sharded_dir.path, &info);
+  (void)load_model(sharded_dir.path, WeightFormat::stored, &info);
   CHECK(info.shard_count == written.files.size());
   CHECK(info.seconds > 0);
   auto from_shards = load_reference_model(sharded_dir.path);

@@ -34,11 +34,13 @@ const char* dtype_name(DType dtype) {
       return "F16";
     case DType::BF16:
       return "BF16";
+    case DType::U8:
+      return "U8";
   }
   return "unknown";
 }
 
-size_t dtype_size(DType dtype) { return dtype == DType::F32 ? 4 : 2; }
+size_t dtype_size(DType dtype) { return dtype == DType::F32 ? 4 : dtype == DType::U8 ? 1 : 2; }
 
 namespace {
 
@@ -128,8 +130,9 @@ class HeaderParser {
     if (s == "F32") return DType::F32;
     if (s == "F16") return DType::F16;
     if (s == "BF16") return DType::BF16;
-    fail(ErrorCode::unsupported_dtype,
-         "tensor '" + std::string(tensor) + "' has dtype '" + std::string(s) + "'; specd reads only F32, F16 and BF16");
+    if (s == "U8") return DType::U8;
+    fail(ErrorCode::unsupported_dtype, "tensor '" + std::string(tensor) + "' has dtype '" + std::string(s) +
+                                           "'; specd reads only F32, F16, BF16 and U8 (quantized blocks)");
   }
 
   TensorView parse_tensor(std::string_view name, element value) const {
@@ -333,7 +336,18 @@ void write_safetensors(const std::filesystem::path& path, std::span<const Tensor
   }
 }
 
+namespace {
+
+void check_float(DType dtype, const std::string& what) {
+  if (dtype == DType::U8) {
+    throw SpecdError(ErrorCode::unsupported_dtype, what + " is U8 (quantized blocks), not a float tensor");
+  }
+}
+
+}  // namespace
+
 void convert_to_float32(const TensorView& t, float* out) {
+  check_float(t.dtype, "tensor " + t.name);
   const size_t count = t.nbytes / dtype_size(t.dtype);
   if (t.dtype == DType::F32) {
     std::memcpy(out, t.data, t.nbytes);
@@ -348,6 +362,7 @@ void convert_to_float32(const TensorView& t, float* out) {
 }
 
 std::vector<std::byte> convert_from_float32(std::span<const float> in, DType to) {
+  check_float(to, "convert_from_float32's target");
   std::vector<std::byte> out(in.size() * dtype_size(to));
   if (to == DType::F32) {
     if (!in.empty()) std::memcpy(out.data(), in.data(), out.size());

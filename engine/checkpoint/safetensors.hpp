@@ -13,9 +13,11 @@
 
 namespace specd {
 
-enum class DType { F32, F16, BF16 };
+// U8 holds the int8/int4 blocks of a quantized checkpoint (docs/quantized_checkpoint.md),
+// never float weights.
+enum class DType { F32, F16, BF16, U8 };
 
-const char* dtype_name(DType dtype);  // "F32", "F16", "BF16" as in the header
+const char* dtype_name(DType dtype);  // "F32", "F16", "BF16", "U8" as in the header
 size_t dtype_size(DType dtype);
 
 // One tensor inside a mapped file. data points into the mapping and is not aligned:
@@ -89,9 +91,10 @@ std::string safetensors_header(std::span<const HeaderEntry> entries,
 void write_safetensors(const std::filesystem::path& path, std::span<const TensorToWrite> tensors,
                        const std::map<std::string, std::string>& metadata = {});
 
-// F32 copy, F16 and BF16 widened exactly. out must hold nbytes / dtype_size floats.
+// F32 copy, F16 and BF16 widened exactly; U8 throws SpecdError(unsupported_dtype).
+// out must hold nbytes / dtype_size floats.
 void convert_to_float32(const TensorView& t, float* out);
-// F16 and BF16 round to nearest even; overflow gives inf, NaN stays NaN,
+// F16 and BF16 round to nearest even (U8 throws); overflow gives inf, NaN stays NaN,
 // F16 subnormals are produced, values below half the smallest subnormal become zero.
 std::vector<std::byte> convert_from_float32(std::span<const float> in, DType to);
 

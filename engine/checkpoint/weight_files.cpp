@@ -95,6 +95,11 @@ const TensorView& WeightFiles::tensor(std::string_view name) const {
   return shards_[it->second].tensor(name);
 }
 
+const std::map<std::string, std::string>& WeightFiles::metadata_of(std::string_view name) const {
+  (void)tensor(name);  // throws missing_tensor for an unknown name
+  return shards_[where_.find(name)->second].metadata();
+}
+
 std::string WeightFiles::describe(std::string_view name) const {
   auto it = where_.find(name);
   if (it == where_.end() || shards_.size() == 1) return source_.string();

@@ -33,6 +33,8 @@ class WeightFiles {
   bool contains(std::string_view name) const { return where_.count(name) != 0; }
   // Throws SpecdError(missing_tensor) naming the index (or the single file) and the tensor.
   const TensorView& tensor(std::string_view name) const;
+  // The __metadata__ of the file that holds name.
+  const std::map<std::string, std::string>& metadata_of(std::string_view name) const;
   // The file that holds name (for messages); the index path for sharded sets.
   std::string describe(std::string_view name) const;
   const std::filesystem::path& source() const { return source_; }

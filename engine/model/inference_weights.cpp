@@ -30,10 +30,35 @@ std::vector<float> to_floats(const RawTensor& t, int64_t n) {
   return out;
 }
 
+// The block format a matrix is quantized to at load; nullopt keeps it as stored.
+using QuantizeTo = std::optional<Dtype>;
+
+size_t matrix_bytes(Dtype dtype, int64_t rows, int64_t in) {
+  if (kernels::is_quantized(dtype))
+    return static_cast<size_t>(rows * (in / kernels::kQuantGroup)) * kernels::quant_block_bytes(dtype);
+  return static_cast<size_t>(rows * in) * kernels::dtype_size(dtype);
+}
+
+PackedWeight pack_as(const std::string& name, const std::byte* data, int64_t rows, int64_t in, Dtype dtype,
+                     QuantizeTo to) {
+  if (kernels::is_quantized(dtype) && to && *to != dtype) {
+    throw SpecdError(ErrorCode::unsupported_dtype, "tensor " + name + " is stored as " + kernels::dtype_name(dtype) +
+                                                       "; quantizing it again to " + kernels::dtype_name(*to) +
+                                                       " would compound the rounding: load it as stored");
+  }
+  if (!to || kernels::is_quantized(dtype)) return PackedWeight::pack(data, rows, in, dtype);
+  if (in % kernels::kQuantGroup != 0) {
+    throw SpecdError(ErrorCode::unsupported_architecture, "cannot quantize a matrix of " + std::to_string(in) +
+                                                              " inputs to " + kernels::dtype_name(*to) +
+                                                              ": its blocks group 32 inputs");
+  }
+  return PackedWeight::quantize(data, dtype, rows, in, *to);
+}
+
 // Packs the row-wise concatenation of several [rows_i, in] tensors of one dtype. The
 // parts are copied out first: a source may release each when the next is asked for.
 PackedWeight pack_stacked(const TensorSource& source, const std::vector<std::pair<std::string, int64_t>>& parts,
-                          int64_t in) {
+                          int64_t in, QuantizeTo to) {
   std::vector<std::byte> stacked;
   std::optional<Dtype> dtype;
   int64_t rows = 0;
@@ -45,20 +70,20 @@ PackedWeight pack_stacked(const TensorSource& source, const std::vector<std::pai
                                                          kernels::dtype_name(*dtype));
     }
     dtype = t.dtype;
-    const size_t bytes = static_cast<size_t>(part_rows * in) * kernels::dtype_size(t.dtype);
+    const size_t bytes = matrix_bytes(t.dtype, part_rows, in);
     const auto* p = static_cast<const std::byte*>(t.data);
-    if (parts.size() == 1) return PackedWeight::pack(p, part_rows, in, t.dtype);
+    if (parts.size() == 1) return pack_as(name, p, part_rows, in, t.dtype, to);
     stacked.insert(stacked.end(), p, p + bytes);
     rows += part_rows;
   }
-  return PackedWeight::pack(stacked.data(), rows, in, *dtype);
+  return pack_as(parts.front().first, stacked.data(), rows, in, *dtype, to);
 }
 
 std::vector<float> norm_weights(const TensorSource& source, const std::string& name, int64_t n) {
   return to_floats(source(name, {n}), n);
 }
 
-LayerWeights pack_layer(const ModelConfig& c, const TensorSource& source, int64_t i) {
+LayerWeights pack_layer(const ModelConfig& c, const TensorSource& source, int64_t i, QuantizeTo to) {
   const std::string p = "model.layers." + std::to_string(i) + ".";
   const int64_t q_rows = c.num_attention_heads * c.head_dim, kv_rows = c.num_key_value_heads * c.head_dim;
   LayerWeights l;
@@ -67,26 +92,28 @@ LayerWeights pack_layer(const ModelConfig& c, const TensorSource& source, int64_
                        {{p + "self_attn.q_proj.weight", q_rows},
                         {p + "self_attn.k_proj.weight", kv_rows},
                         {p + "self_attn.v_proj.weight", kv_rows}},
-                       c.hidden_size);
-  l.o = pack_stacked(source, {{p + "self_attn.o_proj.weight", c.hidden_size}}, q_rows);
+                       c.hidden_size, to);
+  l.o = pack_stacked(source, {{p + "self_attn.o_proj.weight", c.hidden_size}}, q_rows, to);
   l.post_attention_norm = norm_weights(source, p + "post_attention_layernorm.weight", c.hidden_size);
   l.gate_up = pack_stacked(
       source, {{p + "mlp.gate_proj.weight", c.intermediate_size}, {p + "mlp.up_proj.weight", c.intermediate_size}},
-      c.hidden_size);
-  l.down = pack_stacked(source, {{p + "mlp.down_proj.weight", c.hidden_size}}, c.intermediate_size);
+      c.hidden_size, to);
+  l.down = pack_stacked(source, {{p + "mlp.down_proj.weight", c.hidden_size}}, c.intermediate_size, to);
   return l;
 }
 
 }  // namespace
 
-InferenceWeights pack_inference_weights(const ModelConfig& config, const TensorSource& source) {
+InferenceWeights pack_inference_weights(const ModelConfig& config, const TensorSource& source, WeightFormat format) {
+  const QuantizeTo body = quantized_dtype(format, false), head = quantized_dtype(format, true);
   InferenceWeights w;
   w.config = config;
-  w.embed = pack_stacked(source, {{"model.embed_tokens.weight", config.vocab_size}}, config.hidden_size);
-  for (int64_t i = 0; i < config.num_hidden_layers; ++i) w.layers.push_back(pack_layer(config, source, i));
+  w.embed = pack_stacked(source, {{"model.embed_tokens.weight", config.vocab_size}}, config.hidden_size,
+                         config.tie_word_embeddings ? head : body);
+  for (int64_t i = 0; i < config.num_hidden_layers; ++i) w.layers.push_back(pack_layer(config, source, i, body));
   w.final_norm = norm_weights(source, "model.norm.weight", config.hidden_size);
   if (!config.tie_word_embeddings) {
-    w.lm_head = pack_stacked(source, {{"lm_head.weight", config.vocab_size}}, config.hidden_size);
+    w.lm_head = pack_stacked(source, {{"lm_head.weight", config.vocab_size}}, config.hidden_size, head);
   }
   return w;
 }

@@ -10,6 +10,7 @@
 
 #include "engine/checkpoint/model_config.hpp"
 #include "engine/kernels/packed_weight.hpp"
+#include "engine/model/weight_format.hpp"
 
 namespace specd {
 
@@ -44,6 +45,9 @@ struct RawTensor {
 // tensor's memory when asked for the next one.
 using TensorSource = std::function<RawTensor(const std::string& name, const std::vector<int64_t>& shape)>;
 
-InferenceWeights pack_inference_weights(const ModelConfig& config, const TensorSource& source);
+// A quantized source matrix (a quantized checkpoint's or a GGUF file's blocks) is packed
+// as it is; SpecdError(unsupported_dtype) when `format` would hold it in another format.
+InferenceWeights pack_inference_weights(const ModelConfig& config, const TensorSource& source,
+                                        WeightFormat format = WeightFormat::stored);
 
 }  // namespace specd

@@ -58,18 +58,48 @@ kernels::Dtype kernel_dtype(DType d) {
   return d == DType::F32 ? kernels::Dtype::f32 : d == DType::F16 ? kernels::Dtype::f16 : kernels::Dtype::bf16;
 }
 
+// A U8 tensor of a quantized checkpoint: its block format from the file's metadata, its
+// shape checked against the [out, in] matrix it holds.
+RawTensor quantized_tensor(const WeightFiles& files, const TensorView& view, const std::vector<int64_t>& shape) {
+  const std::string& name = view.name;
+  const auto& metadata = files.metadata_of(name);
+  const auto it = metadata.find(kBlockFormatKey + name);
+  const std::string format = it == metadata.end() ? "" : it->second;
+  if (format != "q8_0" && format != "q4_0") {
+    throw SpecdError(ErrorCode::unsupported_dtype, files.describe(name) + ": tensor " + name + " is U8, and its " +
+                                                       kBlockFormatKey + name + " metadata is '" + format +
+                                                       "', not q8_0 or q4_0");
+  }
+  const kernels::Dtype dtype = format == "q8_0" ? kernels::Dtype::q8_0 : kernels::Dtype::q4_0;
+  if (shape.size() != 2 || shape[1] % kernels::kQuantGroup != 0) {
+    throw SpecdError(ErrorCode::shape_mismatch, files.describe(name) + ": tensor " + name + " of shape " +
+                                                    shape_text(shape) + " cannot hold " + format + " blocks");
+  }
+  const std::vector<int64_t> blocks{
+      shape[0], shape[1] / kernels::kQuantGroup * static_cast<int64_t>(kernels::quant_block_bytes(dtype))};
+  if (view.shape != blocks) {
+    throw SpecdError(ErrorCode::shape_mismatch, files.describe(name) + ": tensor " + name + " has shape " +
+                                                    shape_text(view.shape) + ", " + format + " blocks of " +
+                                                    shape_text(shape) + " need " + shape_text(blocks));
+  }
+  return {view.data, dtype};
+}
+
 // Packs straight from the mapped files, one tensor at a time; a tensor's file pages
 // are dropped when the next is asked for, so the load holds the files and the packed
 // model in full at no point.
-InferenceWeights pack_from_files(const ModelConfig& config, const WeightFiles& files, LoadProgress& progress) {
+InferenceWeights pack_from_files(const ModelConfig& config, const WeightFiles& files, WeightFormat format,
+                                 LoadProgress& progress) {
   const TensorView* previous = nullptr;
   auto source = [&](const std::string& name, const std::vector<int64_t>& shape) {
     if (previous) files.release(*previous);
-    previous = &checked_tensor(files, name, shape);
-    progress.advance(previous->nbytes);
-    return RawTensor{previous->data, kernel_dtype(previous->dtype)};
+    const TensorView& view = files.tensor(name);
+    previous = &view;
+    progress.advance(view.nbytes);
+    if (view.dtype == DType::U8) return quantized_tensor(files, view, shape);
+    return RawTensor{checked_tensor(files, name, shape).data, kernel_dtype(view.dtype)};
   };
-  InferenceWeights weights = pack_inference_weights(config, source);
+  InferenceWeights weights = pack_inference_weights(config, source, format);
   if (previous) files.release(*previous);
   return weights;
 }
@@ -125,12 +155,13 @@ std::shared_ptr<LlamaModel> load_reference_model(const std::filesystem::path& di
   return model;
 }
 
-std::shared_ptr<LlamaModel> load_model(const std::filesystem::path& dir, LoadInfo* info) {
+std::shared_ptr<LlamaModel> load_model(const std::filesystem::path& dir, WeightFormat weights, LoadInfo* info) {
   const auto t0 = std::chrono::steady_clock::now();
   const OpenedCheckpoint c = open_checkpoint(dir);
   auto model = std::make_shared<LlamaModel>(c.config, false);
   LoadProgress progress("loading " + dir.filename().string(), c.files.total_bytes());
-  model->use_inference_weights(std::make_shared<InferenceWeights>(pack_from_files(c.config, c.files, progress)));
+  model->use_inference_weights(
+      std::make_shared<InferenceWeights>(pack_from_files(c.config, c.files, weights, progress)));
   progress.finish();
   const WeightFiles& files = c.files;
   if (info) {

@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "engine/checkpoint/safetensors.hpp"
+#include "engine/model/inference_weights.hpp"
 
 namespace specd {
 
@@ -20,11 +21,19 @@ struct LoadInfo {
   size_t shard_count = 0;
 };
 
-// Loads config.json and the weights from dir. Every problem (missing file, shard or
-// tensor, wrong shape, unknown dtype, truncated or malformed file, tie_word_embeddings
-// that disagrees with the files) is a SpecdError naming the file and the problem.
-// Weights of 256 MiB and more show a progress bar on stderr.
-std::shared_ptr<LlamaModel> load_model(const std::filesystem::path& dir, LoadInfo* info = nullptr);
+// A quantized checkpoint (`specd quantize`, docs/quantized_checkpoint.md) stores each
+// quantized matrix as a U8 tensor [out, in / 32 * block bytes] of llama.cpp's blocks,
+// row after row, and names the block format ("q8_0", "q4_0") in its file's metadata
+// under this prefix followed by the tensor's name.
+inline constexpr const char* kBlockFormatKey = "specd.blocks.";
+
+// Loads config.json and the weights from dir, quantizing float matrices at load when
+// `weights` asks for it. Every problem (missing file, shard or tensor, wrong shape,
+// unknown dtype, truncated or malformed file, tie_word_embeddings that disagrees with the
+// files, a quantized checkpoint asked for another format) is a SpecdError naming the file
+// and the problem. Weights of 256 MiB and more show a progress bar on stderr.
+std::shared_ptr<LlamaModel> load_model(const std::filesystem::path& dir, WeightFormat weights = WeightFormat::stored,
+                                       LoadInfo* info = nullptr);
 
 // The same checks, the weights as float32 torch parameters (training, forward_full,
 // reference checks); the model packs them for forward() on first use.

@@ -50,6 +50,8 @@ const char* torch_dtype_name(DType dtype) {
       return "float16";
     case DType::BF16:
       return "bfloat16";
+    case DType::U8:
+      break;
   }
   return "";
 }

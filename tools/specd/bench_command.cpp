@@ -121,11 +121,11 @@ StepCosts measure_step_costs(const EngineConfig& config, int threads) {
   apply_cli_thread_policy(threads);
   StepCosts out;
   {
-    auto target = load_model(config.target_dir);
+    auto target = load_model(config.target_dir, config.target_weights);
     out.target = measure_decode_step_seconds(*target, 128);
     out.target_parameters = target->parameter_count();
   }
-  auto draft = load_model(config.draft_dir);
+  auto draft = load_model(config.draft_dir, config.draft_weights);
   out.draft = measure_decode_step_seconds(*draft, 128);
   out.draft_parameters = draft->parameter_count();
   return out;

@@ -302,6 +302,8 @@ void run_concurrency_bench(const PairArgs& pair, const ConcurrencyBenchArgs& arg
   EngineConfig config;
   config.target_dir = pair.model.empty() ? default_target_dir() : std::filesystem::path(pair.model);
   config.draft_dir = pair.draft.empty() ? default_models_dir() / "draft" : std::filesystem::path(pair.draft);
+  config.target_weights = weight_format_of(pair.weights);
+  config.draft_weights = weight_format_of(pair.draft_weights.empty() ? pair.weights : pair.draft_weights);
   config.max_batch = std::max(most, 1);
   config.max_seq_len = pair.max_seq_len;
   config.trace = !args.trace_path.empty();

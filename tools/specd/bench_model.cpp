@@ -80,12 +80,15 @@ Bandwidth measure_bandwidth() {
 
 struct Figures {
   LoadInfo load;
+  WeightFormat weights = WeightFormat::stored;
+  double packed_bytes = 0;  // the inference weights in memory
   int64_t parameters = 0;
   double weight_bytes = 0;        // read once per decode step, whatever the batch
   double kv_bytes_per_token = 0;  // per sequence and context position
   double prefill_seconds = 0;
   double decode_ms = 0, batch_step_ms = 0;
-  double decode_context = 0;  // mean context length during the timed decode steps
+  std::vector<double> verify_ms;  // per ModelBenchArgs::verify_rows
+  double decode_context = 0;      // mean context length during the timed decode steps
 };
 
 // Weights a decode step reads, in their stored dtype: every matrix once; the embedding
@@ -117,16 +120,35 @@ double time_decode(LlamaModel& model, KvCache& cache, const std::vector<int32_t>
   return median(runs);
 }
 
-Figures measure_model(const std::string& dir, const ModelBenchArgs& a) {
+// One pass of `rows` tokens of one sequence after `start` cached ones (logits at every
+// row, as verification needs), the median of runs. Returns ms.
+double time_verify(LlamaModel& model, KvCache& cache, int32_t slot, int64_t start, int64_t rows,
+                   const ModelBenchArgs& a) {
+  const at::Tensor tokens = at::full({1, rows}, 1, at::kLong);
+  std::vector<double> runs;
+  for (int32_t r = 0; r <= a.runs; ++r) {  // run 0 warms up
+    cache.set_length(slot, start);
+    const auto t0 = Clock::now();
+    model.forward({tokens, {slot}, {rows}}, cache, LogitsFor::all_positions);
+    if (r > 0) runs.push_back(seconds_since(t0) * 1e3);
+  }
+  return median(runs);
+}
+
+Figures measure_model(const std::string& dir, WeightFormat weights, const ModelBenchArgs& a) {
   Figures f;
-  std::cerr << "bench: loading " << dir << "\n";
-  std::shared_ptr<LlamaModel> model = load_model(dir, &f.load);
+  std::cerr << "bench: loading " << dir << " (weights " << weight_format_name(weights) << ")\n";
+  std::shared_ptr<LlamaModel> model = load_model(dir, weights, &f.load);
   torch::InferenceMode guard;
   const ModelConfig& c = model->config();
   f.parameters = model->parameter_count();
   f.weight_bytes = weight_bytes_per_step(*model);
+  f.weights = weights;
+  f.packed_bytes = static_cast<double>(model->inference_weights()->bytes());
   f.kv_bytes_per_token = static_cast<double>(KvCache::bytes_per_token(c));
-  const int64_t max_seq = a.prompt_len + a.steps + 1;
+  int64_t most_rows = 1;
+  for (int64_t rows : a.verify_rows) most_rows = std::max(most_rows, rows);
+  const int64_t max_seq = a.prompt_len + std::max<int64_t>(a.steps + 1, most_rows);
   KvCache cache(c, a.batch, max_seq, KvCache::blocks_for(a.batch, max_seq));
   std::vector<int32_t> slots;
   for (int32_t b = 0; b < a.batch; ++b) slots.push_back(b);  // the cache holds exactly these
@@ -144,6 +166,10 @@ Figures measure_model(const std::string& dir, const ModelBenchArgs& a) {
   f.decode_context = a.prompt_len + (a.steps - 1) / 2.0;
   f.decode_ms = time_decode(*model, cache, {slots[0]}, a.prompt_len, a);
   std::cerr << "bench: decode " << f.decode_ms << " ms/token\n";
+  for (int64_t rows : a.verify_rows) {
+    f.verify_ms.push_back(time_verify(*model, cache, slots[0], a.prompt_len, rows, a));
+    std::cerr << "bench: verify " << rows << " rows " << f.verify_ms.back() << " ms\n";
+  }
   if (a.batch > 1) {
     // Every row starts from the same prefilled prompt: copy slot 0's keys and values
     // (the cost of a step depends on the lengths, the copy saves B - 1 prefills).
@@ -163,6 +189,8 @@ boost::json::object figures_json(const std::string& dir, const Figures& f, const
   const double kv_single = f.kv_bytes_per_token * f.decode_context;
   const double bound_single_ms = (f.weight_bytes + kv_single) / (gbps * 1e9) * 1e3;
   boost::json::object o{{"dir", dir},
+                        {"weights", weight_format_name(f.weights)},
+                        {"packed_gb", f.packed_bytes / 1e9},
                         {"parameters", f.parameters},
                         {"load_seconds", f.load.seconds},
                         {"file_gb", f.load.file_bytes / 1e9},
@@ -176,6 +204,11 @@ boost::json::object figures_json(const std::string& dir, const Figures& f, const
                         {"decode_ms_per_token", f.decode_ms},
                         {"bound_ms_per_token", bound_single_ms},
                         {"fraction_of_bound", bound_single_ms / f.decode_ms}};
+  boost::json::array verify;
+  for (size_t i = 0; i < f.verify_ms.size(); ++i) {
+    verify.push_back({{"rows", a.verify_rows[i]}, {"ms", f.verify_ms[i]}, {"steps", f.verify_ms[i] / f.decode_ms}});
+  }
+  o["verify"] = std::move(verify);
   if (a.batch > 1) {
     const double bound_batch_ms = (f.weight_bytes + a.batch * kv_single) / (gbps * 1e9) * 1e3;
     o["batch"] = a.batch;
@@ -200,14 +233,21 @@ void add_model_bench_options(CLI::App& cmd, ModelBenchArgs& a) {
   cmd.add_option("--runs", a.runs, "timed runs; the median is reported")
       ->capture_default_str()
       ->check(CLI::Range(1, 100));
+  cmd.add_option("--verify-rows", a.verify_rows, "rows of the timed one-sequence verify passes")
+      ->delimiter(',')
+      ->capture_default_str()
+      ->check(CLI::Range(1, 256));
 }
 
 void run_model_bench(const PairArgs& pair, const ModelBenchArgs& a, bool json) {
   const ThreadPolicy threads = apply_cli_thread_policy(pair.threads);
-  const Figures target = measure_model(pair.model, a);
+  const Figures target = measure_model(pair.model, weight_format_of(pair.weights), a);
   const double target_rss = peak_rss_gb();
   Figures draft;
-  if (!pair.draft.empty()) draft = measure_model(pair.draft, a);
+  if (!pair.draft.empty()) {
+    draft =
+        measure_model(pair.draft, weight_format_of(pair.draft_weights.empty() ? pair.weights : pair.draft_weights), a);
+  }
   const double rss = peak_rss_gb();  // before the bandwidth buffers, which are not the model's
   std::cerr << "bench: measuring memory bandwidth\n";
   const Bandwidth bw = measure_bandwidth();
@@ -232,10 +272,15 @@ void run_model_bench(const PairArgs& pair, const ModelBenchArgs& a, bool json) {
   for (const char* role : {"target", "draft"}) {
     if (!out.contains(role)) continue;
     const auto& o = out.at(role).as_object();
-    std::printf("%s %s: load %.1f s, prefill %.1f tok/s, decode %.1f ms/token (bound %.1f ms, %.0f%%)\n", role,
-                o.at("dir").as_string().c_str(), o.at("load_seconds").as_double(),
+    std::printf("%s %s (%s, %.2f GB): load %.1f s, prefill %.1f tok/s, decode %.1f ms/token (bound %.1f ms, %.0f%%)\n",
+                role, o.at("dir").as_string().c_str(), o.at("weights").as_string().c_str(),
+                o.at("packed_gb").as_double(), o.at("load_seconds").as_double(),
                 o.at("prefill_tokens_per_second").as_double(), o.at("decode_ms_per_token").as_double(),
                 o.at("bound_ms_per_token").as_double(), 100 * o.at("fraction_of_bound").as_double());
+    for (const auto& v : o.at("verify").as_array()) {
+      std::printf("  verify %lld rows: %.1f ms, %.2f steps\n", static_cast<long long>(v.at("rows").as_int64()),
+                  v.at("ms").as_double(), v.at("steps").as_double());
+    }
   }
   std::printf("peak RSS %.2f GB, bandwidth %.1f GB/s, %d threads\n", rss, gbps, at::get_num_threads());
   if (out.contains("c")) std::printf("c = %.3f\n", out.at("c").as_double());

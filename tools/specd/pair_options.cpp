@@ -44,10 +44,25 @@ void add_pair_options(CLI::App& cmd, PairArgs& a) {
       ->check(CLI::Range(2, 1 << 20));
   cmd.add_option("--kv-cache-memory", a.kv_cache_memory,
                  "bytes of KV blocks for both models, such as 4GiB (default: half the memory left after the weights)");
+  add_weight_options(cmd, a.weights, a.draft_weights);
   cmd.add_option("--threads", a.threads,
                  "compute threads (0: the CPUs this process may use, affinity and cgroup quota)")
       ->capture_default_str()
       ->check(CLI::Range(0, 256));
+}
+
+void add_weight_options(CLI::App& cmd, std::string& weights, std::string& draft_weights) {
+  const auto formats = CLI::IsMember({"stored", "int8", "int4"});
+  cmd.add_option("--weights", weights,
+                 "stored keeps the checkpoint's weights as they are; int8 or int4 quantizes float ones at load "
+                 "(Q8_0, Q4_0 blocks)")
+      ->capture_default_str()
+      ->check(formats);
+  cmd.add_option("--draft-weights", draft_weights, "the draft's weights (default: as --weights)")->check(formats);
+}
+
+WeightFormat weight_format_of(const std::string& text) {
+  return parse_weight_format(text).value_or(WeightFormat::stored);
 }
 
 ThreadPolicy apply_cli_thread_policy(int threads) {
@@ -86,6 +101,8 @@ PairChoice choose_pair(const PairArgs& a) {
     }
   }
   p.spec.enabled = !a.no_spec && (p.spec.drafter == DrafterKind::lookup || !p.engine.draft_dir.empty());
+  p.engine.target_weights = weight_format_of(a.weights);
+  p.engine.draft_weights = weight_format_of(a.draft_weights.empty() ? a.weights : a.draft_weights);
   p.engine.max_seq_len = a.max_seq_len;
   if (!a.kv_cache_memory.empty()) p.engine.kv_cache_memory = parse_byte_size(a.kv_cache_memory, "--kv-cache-memory");
   p.engine.threads = a.threads;

@@ -20,14 +20,20 @@ struct PairArgs {
   bool no_spec = false;
   int64_t max_seq_len = 1024;
   int threads = 0;
-  std::string kv_cache_memory;  // empty: derived
+  std::string kv_cache_memory;                    // empty: derived
+  std::string weights = "stored", draft_weights;  // draft_weights empty: as weights
 };
 
 void add_pair_options(CLI::App& cmd, PairArgs& args);
+// --weights and --draft-weights (stored, int8, int4), for the commands that load models
+// without the other pair options (serve).
+void add_weight_options(CLI::App& cmd, std::string& weights, std::string& draft_weights);
+// A checked option's value (add_weight_options validates it); draft_weights empty: as weights.
+WeightFormat weight_format_of(const std::string& text);
 
 // What the options select: the engine's models and the requests' speculation.
 struct PairChoice {
-  EngineConfig engine;  // target_dir, draft_dir (empty: none), max_seq_len, threads
+  EngineConfig engine;  // target_dir, draft_dir (empty: none), weights, max_seq_len, threads
   SpecSettings spec;    // enabled == false: target-only
 };
 // Throws CLI::ValidationError for a bad --k.

@@ -17,6 +17,7 @@
 #include "net/gateway_config.hpp"
 #include "net/listener.hpp"
 #include "tools/specd/cli_common.hpp"
+#include "tools/specd/pair_options.hpp"
 
 namespace specd::cli {
 
@@ -28,6 +29,7 @@ struct ServeArgs {
   std::string config_file;
   std::string host, token, web_root;
   net::ModelFlags models;
+  std::string weights, draft_weights;  // empty: as configured
   int port = -1;
   int threads = -1;
   int io_threads = -1;
@@ -42,7 +44,10 @@ net::GatewayConfig load_config(const ServeArgs& a) {
   if (a.port >= 0) c.port = a.port;
   if (!a.token.empty()) c.auth_token = a.token;
   if (!a.web_root.empty()) c.web_root = a.web_root;
-  net::apply_model_flags(c, a.models);
+  net::ModelFlags models = a.models;
+  if (!a.weights.empty()) models.target_weights = models.draft_weights = weight_format_of(a.weights);
+  if (!a.draft_weights.empty()) models.draft_weights = weight_format_of(a.draft_weights);
+  net::apply_model_flags(c, models);
   if (a.io_threads >= 0) c.io_threads = a.io_threads;
   if (a.shutdown_deadline >= 0) c.shutdown_deadline_seconds = a.shutdown_deadline;
   if (a.threads >= 0) {  // the flag replaces the config's whole thread choice
@@ -112,6 +117,7 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option("--model-name", args->models.model_name,
                   "the model name of responses and /v1/models (config server.model_name; "
                   "with --model, default: that directory's name)");
+  add_weight_options(*cmd, args->weights, args->draft_weights);
   cmd->add_option("--threads", args->threads, "compute threads across both lanes, 0: automatic (config engine.threads)")
       ->check(CLI::Range(0, 256));
   cmd->add_option("--io-threads", args->io_threads,
