@@ -31,5 +31,7 @@ void add_generate_command(CLI::App& app);
 void add_tokenize_commands(CLI::App& app);
 void add_bench_command(CLI::App& app);
 void add_serve_command(CLI::App& app);
+void add_quantize_command(CLI::App& app);
+void add_perplexity_command(CLI::App& app);
 
 }  // namespace specd::cli

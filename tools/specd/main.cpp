@@ -1,4 +1,4 @@
-// specd: the command-line entry point (generate, tokenize, detokenize, bench, serve).
+// specd: the command-line entry point (generate, tokenize, detokenize, bench, serve, quantize, perplexity).
 #include <cstdio>
 #include <exception>
 
@@ -14,6 +14,8 @@ int main(int argc, char** argv) {
   specd::cli::add_tokenize_commands(app);
   specd::cli::add_bench_command(app);
   specd::cli::add_serve_command(app);
+  specd::cli::add_quantize_command(app);
+  specd::cli::add_perplexity_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
