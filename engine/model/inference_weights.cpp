@@ -105,15 +105,14 @@ LayerWeights pack_layer(const ModelConfig& c, const TensorSource& source, int64_
 }  // namespace
 
 InferenceWeights pack_inference_weights(const ModelConfig& config, const TensorSource& source, WeightFormat format) {
-  const QuantizeTo body = quantized_dtype(format, false), head = quantized_dtype(format, true);
+  const QuantizeTo to = quantized_dtype(format);
   InferenceWeights w;
   w.config = config;
-  w.embed = pack_stacked(source, {{"model.embed_tokens.weight", config.vocab_size}}, config.hidden_size,
-                         config.tie_word_embeddings ? head : body);
-  for (int64_t i = 0; i < config.num_hidden_layers; ++i) w.layers.push_back(pack_layer(config, source, i, body));
+  w.embed = pack_stacked(source, {{"model.embed_tokens.weight", config.vocab_size}}, config.hidden_size, to);
+  for (int64_t i = 0; i < config.num_hidden_layers; ++i) w.layers.push_back(pack_layer(config, source, i, to));
   w.final_norm = norm_weights(source, "model.norm.weight", config.hidden_size);
   if (!config.tie_word_embeddings) {
-    w.lm_head = pack_stacked(source, {{"lm_head.weight", config.vocab_size}}, config.hidden_size, head);
+    w.lm_head = pack_stacked(source, {{"lm_head.weight", config.vocab_size}}, config.hidden_size, to);
   }
   return w;
 }

@@ -23,9 +23,9 @@ std::optional<WeightFormat> parse_weight_format(std::string_view text) {
   return std::nullopt;
 }
 
-std::optional<Dtype> quantized_dtype(WeightFormat format, bool output_head) {
+std::optional<Dtype> quantized_dtype(WeightFormat format) {
   if (format == WeightFormat::stored) return std::nullopt;
-  return output_head || format == WeightFormat::int8 ? Dtype::q8_0 : Dtype::q4_0;
+  return format == WeightFormat::int8 ? Dtype::q8_0 : Dtype::q4_0;
 }
 
 }  // namespace specd

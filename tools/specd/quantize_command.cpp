@@ -75,9 +75,7 @@ void run_quantize(const QuantizeArgs& a) {
       throw SpecdError(ErrorCode::shape_mismatch,
                        files.describe(spec.name) + ": tensor " + spec.name + " does not have the config's shape");
     }
-    const bool head =
-        spec.name == "lm_head.weight" || (config.tie_word_embeddings && spec.name == "model.embed_tokens.weight");
-    const auto q = spec.shape.size() == 2 ? quantized_dtype(format, head) : std::nullopt;
+    const auto q = spec.shape.size() == 2 ? quantized_dtype(format) : std::nullopt;
     if (q && spec.shape[1] % kernels::kQuantGroup != 0) {
       throw SpecdError(ErrorCode::unsupported_architecture, "tensor " + spec.name + " has " +
                                                                 std::to_string(spec.shape[1]) +
@@ -115,7 +113,7 @@ void add_quantize_command(CLI::App& app) {
                                  "Write a checkpoint with int8 or int4 weights that loads without quantizing again");
   cmd->add_option("--from", args->from, "model directory with F32, F16 or BF16 weights")->required();
   cmd->add_option("--to", args->to, "new (or empty) directory for the quantized checkpoint")->required();
-  cmd->add_option("--type", args->type, "int8 (Q8_0 blocks) or int4 (Q4_0 blocks; the output head int8)")
+  cmd->add_option("--type", args->type, "int8 (Q8_0 blocks) or int4 (Q4_0 blocks)")
       ->required()
       ->check(CLI::IsMember({"int8", "int4"}));
   cmd->callback([args] { run_quantize(*args); });
