@@ -64,6 +64,7 @@ struct LoadedPair {
   std::shared_ptr<LlamaModel> target, draft;
   KvBudget kv;
   std::string kv_summary;
+  std::string weights_summary;
 };
 
 // A cache longer than a model's max_position_embeddings would feed it positions it was
@@ -75,6 +76,16 @@ void cap_max_seq_len(EngineConfig& c, const LlamaModel& target, const LlamaModel
   std::fprintf(stderr, "specd: max_seq_len %lld exceeds the models' max_position_embeddings; using %lld\n",
                static_cast<long long>(c.max_seq_len), static_cast<long long>(limit));
   c.max_seq_len = limit;
+}
+
+std::string describe_weights(const LlamaModel& model, WeightFormat format) {
+  const InferenceWeights& w = *model.inference_weights();
+  char gb[32];
+  std::snprintf(gb, sizeof gb, "%.2f GB ", static_cast<double>(w.bytes()) / 1e9);
+  // As stored: what the checkpoint holds (f16, bf16, or a GGUF file's blocks).
+  if (format == WeightFormat::stored)
+    return gb + std::string("stored ") + kernels::dtype_name(w.layers.at(0).down.dtype());
+  return gb + std::string(weight_format_name(format));
 }
 
 LoadedPair load_pair(EngineConfig c) {
@@ -105,6 +116,8 @@ LoadedPair load_pair(EngineConfig c) {
                          config.k_max};
   p.kv = plan_kv_budget(kv);
   p.kv_summary = describe(p.kv, kv, config.prefix_cache);
+  p.weights_summary = "target " + describe_weights(*p.target, config.target_weights);
+  if (p.draft) p.weights_summary += ", draft " + describe_weights(*p.draft, config.draft_weights);
   return p;
 }
 
@@ -153,6 +166,7 @@ struct Engine::Impl {
         has_draft(p.draft != nullptr),
         kv(p.kv),
         kv_summary(std::move(p.kv_summary)),
+        weights_summary(std::move(p.weights_summary)),
         trace(std::make_shared<TraceRecorder>(config.trace, static_cast<size_t>(config.trace_capacity))),
         draft_kv(make_cache(p.draft, config, kv)),
         target_kv(make_cache(p.target, config, kv)),
@@ -189,6 +203,7 @@ struct Engine::Impl {
   bool has_draft;
   KvBudget kv;  // the blocks of each model's pool
   std::string kv_summary;
+  std::string weights_summary;
   std::shared_ptr<TraceRecorder> trace;  // shared with the burst marks a socket still holds
   // The lanes own and drive the caches; the engine only reads their published block counts.
   std::shared_ptr<KvCache> draft_kv, target_kv;
@@ -327,6 +342,7 @@ const EngineConfig& Engine::config() const { return impl_->config; }
 const ThreadPolicy& Engine::thread_policy() const { return impl_->threads; }
 
 const std::string& Engine::kv_cache_summary() const { return impl_->kv_summary; }
+const std::string& Engine::weights_summary() const { return impl_->weights_summary; }
 
 void Engine::write_trace(const std::filesystem::path& path) const { impl_->trace->write_chrome_json(path); }
 

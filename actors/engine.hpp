@@ -94,6 +94,9 @@ class Engine {
   // The KV cache chosen at construction, as the start-up line prints it: its bytes,
   // blocks, tokens and whether the prefix cache is on.
   const std::string& kv_cache_summary() const;
+  // The models' weights in memory, as the start-up line prints them: bytes and format
+  // ("target 1.59 GB int4, draft 0.02 GB stored f16").
+  const std::string& weights_summary() const;
   // Recorded trace (config.trace): lane busy intervals and request spans, as Chrome
   // trace-event JSON (docs/trace_format.md): the events that end within the last
   // `seconds` (all when unset), of one request when `request_id` is set.

@@ -69,6 +69,7 @@ void run_serve(const ServeArgs& a) {
   std::printf("specd serve: listening on %s (WebSocket %s/v1/ws, chat page %s/); threads: %s; io threads: %d\n",
               url.c_str(), ("ws" + url.substr(4)).c_str(), url.c_str(), engine.thread_policy().describe().c_str(),
               io_threads);
+  std::printf("specd serve: weights: %s\n", engine.weights_summary().c_str());
   std::printf("specd serve: %s\n", engine.kv_cache_summary().c_str());
   std::fflush(stdout);
 
