@@ -91,6 +91,8 @@ asio::awaitable<void> HttpSession::serve_requests() {
       co_await upgrade(std::move(request));
       co_return;
     }
+    // Draining: this is the connection's last answer, and it says so (Connection: close).
+    if (gateway_->stopping()) request.keep_alive(false);
     const bool keep_alive = co_await route(request);
     served_ = true;
     if (!keep_alive || stopping_) break;
@@ -206,6 +208,7 @@ asio::awaitable<bool> HttpSession::send_file(const HttpRequest& request) {
 
 asio::awaitable<void> HttpSession::upgrade(HttpRequest request) {
   if (auto refused = refusal_while_stopping(*gateway_)) {
+    request.keep_alive(false);  // the connection closes after this answer
     co_await send_error(request, refused->code, std::move(refused->message));
     co_return;
   }

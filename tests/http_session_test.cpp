@@ -7,6 +7,7 @@
 
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/beast/websocket.hpp>
 
 #include <fstream>
 #include <map>
@@ -387,7 +388,8 @@ TEST_CASE("with a bearer token every API route needs it, the static pages do not
   });
 }
 
-TEST_CASE("draining: /health 503 draining and new requests 503 shutting_down while a stream finishes; then closed") {
+TEST_CASE(
+    "draining: /health 503 draining, requests and upgrades 503 shutting_down while a stream finishes; then closed") {
   net::GatewayConfig config = test_gateway_config();
   config.shutdown_deadline_seconds = 60;  // nothing is cancelled: the drain ends when the sessions do
   config.engine.max_seq_len = 1024;
@@ -420,6 +422,14 @@ TEST_CASE("draining: /health 503 draining and new requests 503 shutting_down whi
   Reply refused = request(f.port(), http::verb::post, "/v1/completions", R"({"prompt":"x","max_tokens":2})");
   CHECK(refused.status == 503);
   CHECK(field(refused.body, "error", "code") == "shutting_down");
+  beast::websocket::stream<beast::tcp_stream> ws(io);
+  ws.next_layer().connect(server);
+  beast::websocket::response_type handshake;
+  beast::error_code handshake_ec;
+  ws.handshake(handshake, "127.0.0.1", "/v1/ws", handshake_ec);
+  CHECK(handshake_ec);
+  CHECK(handshake.result_int() == 503);
+  CHECK(field(handshake.body(), "error", "code") == "shutting_down");
 
   http::read(streaming, stream_buffer, stream_parser);
   const auto events = sse_events(stream_parser.get().body());
