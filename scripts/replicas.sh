@@ -11,7 +11,7 @@
 # RUN_DIR as its prefix: its config (the template filled in with the replicas' ports and
 # the config's timeouts), pid, logs (access.log names the replica of each request) and
 # temporary files all live there, so no root and nothing under /etc/nginx or
-# /var/log/nginx. Once every replica answers GET /health and nginx does,
+# /var/log/nginx (run as root, nginx's workers run as nobody). Once every replica answers GET /health and nginx does,
 # RUN_DIR/replicas.env holds NGINX_PORT, NGINX_PID, REPLICA_PORTS and REPLICA_PIDS
 # (space-separated, replica 0 first) and a `replicas: ready` line is printed.
 #
@@ -22,7 +22,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 
 usage() {
-  sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 
