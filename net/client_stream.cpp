@@ -23,6 +23,7 @@ ClientStream::ClientStream(Gateway& gateway, asio::any_io_executor strand, Route
       route_(route),
       limit_(static_cast<size_t>(gateway.config().outbound_queue_frames)),
       wake_(strand),
+      deadline_(strand),
       finished_(remember_finished) {
   wake_.expires_at(asio::steady_timer::time_point::max());
 }
@@ -86,11 +87,12 @@ void ClientStream::on_done(const std::string& id, GenerateResult result) {
 void ClientStream::shutdown(Clock::time_point deadline) {
   shutting_down_ = true;
   if (requests_.empty()) return close_when_idle();
+  deadline_.expires_at(deadline);
   actors::spawn_logged(
       strand_,
-      [self = shared_from_this(), deadline]() -> asio::awaitable<void> {
-        asio::steady_timer timer(self->strand_, deadline);
-        co_await timer.async_wait(use_tuple);
+      [self = shared_from_this()]() -> asio::awaitable<void> {
+        auto [ec] = co_await self->deadline_.async_wait(use_tuple);
+        if (ec) co_return;  // closed first: nothing left to cancel
         for (auto& [id, request] : self->requests_) request.handle.cancel();
       },
       "client stream shutdown deadline");
@@ -106,6 +108,7 @@ void ClientStream::close() {
   requests_.clear();  // dropping the handles cancels what still runs
   closed_ = true;
   wake_.cancel();
+  deadline_.cancel();
 }
 
 bool ClientStream::push(Item item, bool limited) {

@@ -96,7 +96,8 @@ class ClientStream : public std::enable_shared_from_this<ClientStream> {
   boost::asio::any_io_executor strand_;
   Route route_;
   size_t limit_;
-  boost::asio::steady_timer wake_;  // the writer waits on it; push and close cancel it
+  boost::asio::steady_timer wake_;      // the writer waits on it; push and close cancel it
+  boost::asio::steady_timer deadline_;  // shutdown(): cancels what still runs; close() ends its wait
   std::deque<Entry> items_;
   size_t limited_count_ = 0;
   bool closed_ = false;

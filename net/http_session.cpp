@@ -66,8 +66,10 @@ asio::awaitable<void> HttpSession::serve_requests() {
     parser.body_limit(config.max_body_bytes);
     parser.header_limit(static_cast<uint32_t>(config.max_header_bytes));
     idle_ = true;
+    // A connection opened while the server drains gets its one answer (503) promptly or none.
+    const bool brief = refused_ || gateway_->stopping();
     stream_.expires_after(std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-        std::chrono::duration<double>(refused_ ? 2.0 : config.http_idle_seconds)));
+        std::chrono::duration<double>(brief ? 2.0 : config.http_idle_seconds)));
     auto [ec, n] = co_await http::async_read(stream_, buffer_, parser, use_tuple);
     idle_ = false;
     if (ec == http::error::body_limit || ec == http::error::header_limit) {
@@ -89,7 +91,10 @@ asio::awaitable<void> HttpSession::serve_requests() {
       co_await upgrade(std::move(request));
       co_return;
     }
+    // Draining: this is the connection's last answer, and it says so (Connection: close).
+    if (gateway_->stopping()) request.keep_alive(false);
     const bool keep_alive = co_await route(request);
+    served_ = true;
     if (!keep_alive || stopping_) break;
   }
   beast::error_code ignored;
@@ -128,10 +133,7 @@ asio::awaitable<bool> HttpSession::route(HttpRequest& request) {
   if (method != http::verb::get && method != http::verb::head) {
     co_return co_await send_error(request, GatewayCode::not_found, "no route for this method and path");
   }
-  if (path == "/health")
-    co_return co_await send_text(
-        request, serialize_json(boost::json::object{{"status", gateway_->stopping() ? "stopping" : "ok"}}),
-        "application/json");
+  if (path == "/health") co_return co_await send_health(request);
   if (path == "/v1/models")
     co_return co_await send_text(request, models_body(gateway_->config().model_name), "application/json");
   if (path == "/metrics") co_return co_await send_metrics(request);
@@ -155,6 +157,15 @@ asio::awaitable<bool> HttpSession::send_text(const HttpRequest& request, std::st
   if (request.method() == http::verb::head) response.body().clear();
   auto [ec, n] = co_await http::async_write(stream_, response, use_tuple);
   co_return !ec && request.keep_alive();
+}
+
+// Readiness: 200 ok while serving; 503 draining from SIGTERM on, so that a load balancer
+// or a readiness probe sends new work elsewhere while the streams in flight finish.
+asio::awaitable<bool> HttpSession::send_health(const HttpRequest& request) {
+  if (!gateway_->stopping())
+    co_return co_await send_text(request, serialize_json(boost::json::object{{"status", "ok"}}), "application/json");
+  co_return co_await write_json_response(stream_, request, http::status::service_unavailable,
+                                         serialize_json(boost::json::object{{"status", "draining"}}));
 }
 
 asio::awaitable<bool> HttpSession::send_metrics(const HttpRequest& request) {
@@ -197,6 +208,7 @@ asio::awaitable<bool> HttpSession::send_file(const HttpRequest& request) {
 
 asio::awaitable<void> HttpSession::upgrade(HttpRequest request) {
   if (auto refused = refusal_while_stopping(*gateway_)) {
+    request.keep_alive(false);  // the connection closes after this answer
     co_await send_error(request, refused->code, std::move(refused->message));
     co_return;
   }
@@ -212,7 +224,9 @@ void HttpSession::on_shutdown(std::chrono::steady_clock::time_point deadline) {
   // stream now (stream_ is moved from) and answers its own notice.
   if (registration_ == 0) return;
   stopping_ = true;
-  if (idle_) {
+  // A keep-alive wait ends now; a connection that has not sent its request yet (opened
+  // while draining) gets its answer first.
+  if (idle_ && served_) {
     stream_.cancel();
     return;
   }

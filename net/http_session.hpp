@@ -34,6 +34,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   boost::asio::awaitable<bool> route(HttpRequest& request);
   boost::asio::awaitable<bool> send_error(const HttpRequest& request, WireCode code, std::string message);
   boost::asio::awaitable<bool> send_text(const HttpRequest& request, std::string body, const char* content_type);
+  boost::asio::awaitable<bool> send_health(const HttpRequest& request);
   boost::asio::awaitable<bool> send_file(const HttpRequest& request);
   boost::asio::awaitable<bool> send_metrics(const HttpRequest& request);
   boost::asio::awaitable<bool> send_trace(const HttpRequest& request);
@@ -45,7 +46,8 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   boost::beast::tcp_stream stream_;
   boost::beast::flat_buffer buffer_;
   bool refused_;
-  bool idle_ = true;                // waiting for a request (a shutdown closes it)
+  bool idle_ = true;                // waiting for a request (a shutdown closes it, once one was served)
+  bool served_ = false;             // answered a request: a keep-alive wait a shutdown may cut
   bool stopping_ = false;           // the server stops: no keep-alive after this request
   ClientStream* active_ = nullptr;  // the generation being served, told of a shutdown
   uint64_t registration_ = 0;       // with the gateway's shutdown registry

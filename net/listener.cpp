@@ -4,6 +4,7 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
+#include <boost/asio/use_awaitable.hpp>
 
 #include <cstdio>
 
@@ -41,10 +42,12 @@ tcp::endpoint Gateway::start() {
 
 asio::awaitable<void> Gateway::accept_loop() {
   asio::steady_timer backoff(acceptor_.get_executor());
-  while (!stopping_.load()) {
+  // Accepts while draining too (stop()): /health then answers 503 and requests are
+  // refused with shutting_down, which a proxy retries on another replica.
+  for (;;) {
     tcp::socket socket(asio::make_strand(executor_));
     auto [ec] = co_await acceptor_.async_accept(socket, use_tuple);
-    if (ec == asio::error::operation_aborted || stopping_.load()) co_return;
+    if (ec == asio::error::operation_aborted || !acceptor_.is_open()) co_return;
     if (ec) {
       // Out of file descriptors and the like: log, wait a little, keep serving.
       std::fprintf(stderr, "specd serve: accept failed: %s\n", ec.message().c_str());
@@ -92,10 +95,6 @@ void Gateway::unregister_session(uint64_t id) {
 
 asio::awaitable<void> Gateway::stop() {
   if (stopping_.exchange(true)) co_return;
-  asio::post(acceptor_.get_executor(), [self = shared_from_this()] {
-    boost::system::error_code ignored;
-    self->acceptor_.close(ignored);
-  });
   const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                            std::chrono::duration<double>(config_.shutdown_deadline_seconds));
   {
@@ -111,6 +110,15 @@ asio::awaitable<void> Gateway::stop() {
     poll.expires_after(std::chrono::milliseconds(10));
     co_await poll.async_wait(use_tuple);
   }
+  // Drained: stop accepting (on the acceptor's strand, before stop() returns).
+  co_await asio::co_spawn(
+      acceptor_.get_executor(),
+      [self = shared_from_this()]() -> asio::awaitable<void> {
+        boost::system::error_code ignored;
+        self->acceptor_.close(ignored);
+        co_return;
+      },
+      asio::use_awaitable);
 }
 
 }  // namespace specd::net

@@ -37,8 +37,11 @@ class Gateway : public std::enable_shared_from_this<Gateway> {
   // Binds config.host:config.port and starts accepting. Returns the bound endpoint
   // (port 0 picks a free one). Throws boost::system::system_error.
   boost::asio::ip::tcp::endpoint start();
-  // Stops accepting, lets sessions finish their streams until the configured deadline
-  // (then they cancel the rest and close with 1012), and waits for them to end.
+  // Drains, then stops accepting: sessions finish their streams until the configured
+  // deadline (then they cancel the rest and close with 1012) while new connections are
+  // still accepted and answered 503 (/health: draining; requests: shutting_down), so
+  // a load balancer moves new work elsewhere; once every session has ended (or 5 s past
+  // the deadline) the listening socket closes.
   boost::asio::awaitable<void> stop();
 
   Engine& engine() { return engine_; }

@@ -7,6 +7,7 @@
 
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/beast/websocket.hpp>
 
 #include <fstream>
 #include <map>
@@ -385,4 +386,70 @@ TEST_CASE("with a bearer token every API route needs it, the static pages do not
     options.target = "/v1/ws?access_token=s3cret";
     CHECK_FALSE(co_await query.connect("127.0.0.1", fixture.port(), options));
   });
+}
+
+TEST_CASE(
+    "draining: /health 503 draining, requests and upgrades 503 shutting_down while a stream finishes; then closed") {
+  net::GatewayConfig config = test_gateway_config();
+  config.shutdown_deadline_seconds = 60;  // nothing is cancelled: the drain ends when the sessions do
+  config.engine.max_seq_len = 1024;
+  GatewayFixture f(config);
+  const asio::ip::tcp::endpoint server(asio::ip::make_address("127.0.0.1"), f.port());
+  asio::io_context io;
+  // A connection that has not sent its request when the drain begins keeps it going
+  // (the gateway answers it before closing), so the checks below do not race the stream.
+  beast::tcp_stream held(io);
+  held.connect(server);
+  beast::tcp_stream streaming(io);
+  streaming.connect(server);
+  http::request<http::string_body> req{http::verb::post, "/v1/completions", 11};
+  req.set(http::field::host, "127.0.0.1");
+  req.set(http::field::content_type, "application/json");
+  req.body() = R"({"prompt":"ROMEO:\n","max_tokens":300,"ignore_eos":true,"temperature":0,"stream":true})";
+  req.prepare_payload();
+  http::write(streaming, req);
+  beast::flat_buffer stream_buffer;
+  http::response_parser<http::string_body> stream_parser;
+  http::read_header(streaming, stream_buffer, stream_parser);  // the first token is out: it runs
+  REQUIRE(stream_parser.get().result_int() == 200);
+
+  auto stopped = std::make_shared<std::atomic<bool>>(false);
+  asio::co_spawn(asio::make_strand(f.io()), f.gateway().stop(), [stopped](std::exception_ptr) { *stopped = true; });
+  for (int i = 0; i < 500 && !f.gateway().stopping(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  Reply health = request(f.port(), http::verb::get, "/health");
+  CHECK(health.status == 503);
+  CHECK(health.body == R"({"status":"draining"})");
+  Reply refused = request(f.port(), http::verb::post, "/v1/completions", R"({"prompt":"x","max_tokens":2})");
+  CHECK(refused.status == 503);
+  CHECK(field(refused.body, "error", "code") == "shutting_down");
+  beast::websocket::stream<beast::tcp_stream> ws(io);
+  ws.next_layer().connect(server);
+  beast::websocket::response_type handshake;
+  beast::error_code handshake_ec;
+  ws.handshake(handshake, "127.0.0.1", "/v1/ws", handshake_ec);
+  CHECK(handshake_ec);
+  CHECK(handshake.result_int() == 503);
+  CHECK(field(handshake.body(), "error", "code") == "shutting_down");
+
+  http::read(streaming, stream_buffer, stream_parser);
+  const auto events = sse_events(stream_parser.get().body());
+  REQUIRE(events.size() >= 3);
+  CHECK(events[events.size() - 2].find("\"finish_reason\":\"length\"") != std::string::npos);
+  CHECK(events.back() == "[DONE]");
+  CHECK_FALSE(*stopped);  // `held` is still open
+
+  http::request<http::string_body> last{http::verb::get, "/health", 11};
+  last.set(http::field::host, "127.0.0.1");
+  http::write(held, last);
+  beast::flat_buffer held_buffer;
+  http::response<http::string_body> answer;
+  http::read(held, held_buffer, answer);
+  CHECK(answer.result_int() == 503);
+  CHECK_FALSE(answer.keep_alive());
+  for (int i = 0; i < 1000 && !*stopped; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  CHECK(*stopped);
+  beast::tcp_stream late(io);
+  beast::error_code ec;
+  late.socket().connect(server, ec);
+  CHECK(ec);  // the listening socket is closed
 }

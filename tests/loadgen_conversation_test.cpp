@@ -116,3 +116,12 @@ TEST_CASE("without --turns a client repeats the one request and its records carr
   CHECK(r.turn == 0);
   CHECK(requests.next("lg1", 1) == request_json(o, "lg1", 1));
 }
+
+TEST_CASE("--session keys client i as PREFIX-i: the WebSocket target carries it percent-encoded") {
+  LoadgenOptions o;
+  CHECK(session_key(o, 3).empty());
+  CHECK(ws_target(o, 3) == "/v1/ws");
+  o.session = "user 7/a";
+  CHECK(session_key(o, 3) == "user 7/a-3");
+  CHECK(ws_target(o, 3) == "/v1/ws?session=user%207%2Fa-3");
+}

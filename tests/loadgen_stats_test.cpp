@@ -278,3 +278,19 @@ TEST_CASE("requests carry the sampling and speculation settings") {
   CHECK_FALSE(sse.at("speculative").as_object().at("enabled").as_bool());
   CHECK(sse_target(o) == "/v1/chat/completions");
 }
+
+TEST_CASE("--answers counts the successful streams per answer text; resent requests are counted as retried") {
+  std::vector<StreamRecord> records(4);
+  records[0].text = records[1].text = "Ay, sir.";
+  records[2].text = "No.";
+  records[2].retries = 2;
+  records[3].error = "disconnected";
+  records[3].text = "Ay";
+  const auto json = summarize(4, records, 2, 1.0, true).to_json().as_object();
+  const auto& answers = json.at("answers").as_object();
+  CHECK(answers.size() == 2);
+  CHECK(answers.at("Ay, sir.").as_int64() == 2);
+  CHECK(answers.at("No.").as_int64() == 1);
+  CHECK(json.at("retried").as_int64() == 1);
+  CHECK_FALSE(summarize(4, records, 2, 1.0).to_json().as_object().contains("answers"));
+}

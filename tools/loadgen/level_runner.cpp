@@ -62,7 +62,7 @@ LevelStats run_level(const LoadgenOptions& options, int32_t clients, const Clien
   }
   io.run();
   const double seconds = std::chrono::duration<double>(end - start).count();
-  return summarize(clients, ctx.records, ctx.peak_in_flight, seconds);
+  return summarize(clients, ctx.records, ctx.peak_in_flight, seconds, options.answers);
 }
 
 }  // namespace specd::loadgen

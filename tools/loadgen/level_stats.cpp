@@ -52,8 +52,8 @@ int64_t LevelStats::error_count() const {
   return n;
 }
 
-LevelStats summarize(int32_t clients, const std::vector<StreamRecord>& records, int64_t peak_in_flight,
-                     double seconds) {
+LevelStats summarize(int32_t clients, const std::vector<StreamRecord>& records, int64_t peak_in_flight, double seconds,
+                     bool count_answers) {
   LevelStats s;
   s.clients = clients;
   s.requests = static_cast<int64_t>(records.size());
@@ -64,12 +64,14 @@ LevelStats summarize(int32_t clients, const std::vector<StreamRecord>& records, 
     s.tokens += r.tokens;
     s.drafted += r.drafted;
     s.accepted += r.accepted;
+    s.retried += r.retries > 0 ? 1 : 0;
     if (r.error) {
       s.errors[*r.error] += 1;
       continue;
     }
     s.streams_ok += 1;
     s.finish_reasons[r.finish_reason] += 1;
+    if (count_answers) s.answers[r.text] += 1;
     if (r.ttft_ms >= 0) ttft.push_back(r.ttft_ms);
     itl.insert(itl.end(), r.inter_token_ms.begin(), r.inter_token_ms.end());
     ibl.insert(ibl.end(), r.inter_burst_ms.begin(), r.inter_burst_ms.end());
@@ -169,7 +171,9 @@ boost::json::value LevelStats::to_json() const {
       {"inter_token_ms", percentiles_json(inter_token_ms)},
       {"inter_burst_ms", percentiles_json(inter_burst_ms)},
       {"request_ms", percentiles_json(total_ms)},
+      {"retried", retried},
   };
+  if (!answers.empty()) o["answers"] = counts_json(answers);
   if (turns.empty()) return o;
   boost::json::array turn_json;
   for (const auto& t : turns) turn_json.push_back(t.to_json());

@@ -47,6 +47,9 @@ struct LevelStats {
   // The samples behind ttft_ms and inter_token_ms, sorted: the HTML report's CDFs.
   std::vector<double> ttft_sorted_ms, inter_token_sorted_ms;
   std::vector<TurnStats> turns;  // turn 1, 2, ...; empty without --turns
+  int64_t retried = 0;           // requests resent after a draining server refused them (WebSocket)
+  // --answers: how many successful streams gave each answer text (greedy runs: one entry).
+  std::map<std::string, int64_t> answers;
 
   int64_t error_count() const;
   double tokens_per_second() const { return seconds > 0 ? tokens / seconds : 0; }
@@ -54,7 +57,8 @@ struct LevelStats {
   boost::json::value to_json() const;
 };
 
-LevelStats summarize(int32_t clients, const std::vector<StreamRecord>& records, int64_t peak_in_flight, double seconds);
+LevelStats summarize(int32_t clients, const std::vector<StreamRecord>& records, int64_t peak_in_flight, double seconds,
+                     bool count_answers = false);
 
 // The records of each turn (StreamRecord::turn) summed up; empty when no record has a turn.
 std::vector<TurnStats> summarize_turns(const std::vector<StreamRecord>& records);

@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 #include <boost/json.hpp>
 
+#include <cctype>
 #include <cstdlib>
 #include <iostream>
 #include <sstream>
@@ -82,6 +83,10 @@ LoadgenOptions parse_options(int argc, char** argv) {
                  "seconds per ramp level before the remaining streams count as timeout errors")
       ->capture_default_str()
       ->check(CLI::Range(0.1, 86400.0));
+  app.add_option("--session", o.session,
+                 "key client i's requests PREFIX-i (X-Session-Id header over SSE, ?session= on the WebSocket), "
+                 "for a proxy that keeps a session on one replica");
+  app.add_flag("--answers", o.answers, "count the answer texts in the report (answers: text -> streams)");
   app.add_option("--report", o.report, "also write a self-contained HTML report (CDFs and charts) to this file")
       ->check(CLI::Validator(report_path_problem, "FILE.html"));
   try {
@@ -148,5 +153,26 @@ std::string request_json(const LoadgenOptions& o, const std::string& id, int64_t
 }
 
 std::string sse_target(const LoadgenOptions& o) { return o.chat ? "/v1/chat/completions" : "/v1/completions"; }
+
+std::string session_key(const LoadgenOptions& o, int32_t client_index) {
+  return o.session.empty() ? "" : o.session + "-" + std::to_string(client_index);
+}
+
+std::string ws_target(const LoadgenOptions& o, int32_t client_index) {
+  const std::string key = session_key(o, client_index);
+  if (key.empty()) return "/v1/ws";
+  std::string target = "/v1/ws?session=";
+  static constexpr char hex[] = "0123456789ABCDEF";
+  for (const unsigned char c : key) {
+    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
+      target += static_cast<char>(c);
+    } else {
+      target += '%';
+      target += hex[c >> 4];
+      target += hex[c & 15];
+    }
+  }
+  return target;
+}
 
 }  // namespace specd::loadgen

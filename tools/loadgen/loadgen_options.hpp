@@ -33,6 +33,8 @@ struct LoadgenOptions {
   std::string k = "4";     // 1..16 or "auto"
   double timeout_s = 300;  // per level
   std::string report;      // --report FILE.html, when given
+  std::string session;     // --session PREFIX: client i keys its requests PREFIX-i (session_key)
+  bool answers = false;    // count the answer texts in the report
 
   int32_t requests_per_client() const { return turns > 0 ? turns : requests; }
   // Turn 2..'s user message.
@@ -53,5 +55,12 @@ std::string request_json(const LoadgenOptions& options, const std::string& id, i
 
 // "/v1/completions" or "/v1/chat/completions" (SSE transport).
 std::string sse_target(const LoadgenOptions& options);
+
+// Client `client_index`'s conversation key, sent as the X-Session-Id header (SSE) or the
+// ?session= query of the WebSocket handshake, so a proxy hashing on it keeps the
+// client's requests on one replica; empty without --session.
+std::string session_key(const LoadgenOptions& options, int32_t client_index);
+// The WebSocket handshake target: /v1/ws, with ?session=KEY (percent-encoded) when keyed.
+std::string ws_target(const LoadgenOptions& options, int32_t client_index);
 
 }  // namespace specd::loadgen

@@ -61,13 +61,14 @@ bool feed_events(StreamTimer& timer, std::string& pending) {
 
 // Sends one request and reads its stream to the end; false when the connection is unusable.
 asio::awaitable<bool> one_request(LevelContext& ctx, beast::tcp_stream& stream, beast::flat_buffer& buffer,
-                                  StreamTimer& timer, std::string body) {
+                                  StreamTimer& timer, std::string body, const std::string& session) {
   const LoadgenOptions& o = ctx.options;
   http::request<http::string_body> req{http::verb::post, sse_target(o), 11};
   req.set(http::field::host, o.host + ":" + std::to_string(o.port));
   req.set(http::field::content_type, "application/json");
   req.set(http::field::accept, "text/event-stream");
   if (!o.token.empty()) req.set(http::field::authorization, "Bearer " + o.token);
+  if (!session.empty()) req.set("X-Session-Id", session);
   req.body() = std::move(body);
   req.prepare_payload();
   auto [wec, wn] = co_await http::async_write(stream, req, tuple_awaitable);
@@ -128,6 +129,7 @@ asio::awaitable<void> run_sse_client(LevelContext& ctx, int32_t client_index) {
   beast::flat_buffer buffer;
   bool connected = false;
   ClientRequests requests(ctx.options);
+  const std::string session = session_key(ctx.options, client_index);
   for (int32_t i = 0; i < requests.count(); ++i) {
     if (ctx.timed_out) {
       ctx.unsent(requests.count() - i, "timeout", requests.next_turn());
@@ -145,7 +147,7 @@ asio::awaitable<void> run_sse_client(LevelContext& ctx, int32_t client_index) {
     std::string body = requests.next("", ctx.take_request_number());
     StreamTimer timer(Clock::now());
     ctx.stream_started();
-    connected = co_await one_request(ctx, *stream, buffer, timer, std::move(body));
+    connected = co_await one_request(ctx, *stream, buffer, timer, std::move(body), session);
     const bool goes_on = requests.ended(timer.record());
     ctx.stream_ended(std::move(timer.record()));
     if (!goes_on) {

@@ -28,6 +28,7 @@ struct StreamRecord {
   double total_ms = 0;             // request sent to its end
   std::string text;                // the answer as streamed: a conversation's next turn carries it
   int32_t turn = 0;                // 1.. in a conversation (--turns), else 0
+  int32_t retries = 0;             // resent on a new connection: a draining server refused it unstarted
 };
 
 // Times the bursts of one request.

@@ -1,7 +1,8 @@
 // `specd serve`: the engine behind the Beast gateway (net/). The config file holds
 // every limit and default (conf/specd.toml); flags override it. Prints the URL once
-// listening; SIGINT/SIGTERM stop it gracefully (streams finish until the deadline,
-// then are cancelled; WebSockets close with 1012).
+// listening; SIGINT/SIGTERM drain it and stop (streams finish until the deadline, then
+// are cancelled; WebSockets close with 1012; meanwhile /health answers 503 draining and
+// new requests are refused with shutting_down; net/listener.hpp).
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
 
@@ -76,7 +77,7 @@ void run_serve(const ServeArgs& a) {
   asio::signal_set signals(io, SIGINT, SIGTERM);
   signals.async_wait([&](const boost::system::error_code& ec, int signal) {
     if (ec) return;
-    std::fprintf(stderr, "specd serve: signal %d, stopping (deadline %.1f s)\n", signal,
+    std::fprintf(stderr, "specd serve: signal %d, draining (deadline %.1f s)\n", signal,
                  config.shutdown_deadline_seconds);
     actors::spawn_logged(
         io.get_executor(),
