@@ -30,6 +30,12 @@ std::vector<float> to_floats(const RawTensor& t, int64_t n) {
   return out;
 }
 
+// Bytes of one stored row of `in` weights: elements, or in / 32 llama.cpp blocks.
+size_t row_bytes(Dtype dtype, int64_t in) {
+  if (kernels::is_quantized(dtype)) return static_cast<size_t>(in / kernels::kQuantGroup) * kernels::quant_block_bytes(dtype);
+  return static_cast<size_t>(in) * kernels::dtype_size(dtype);
+}
+
 // Packs the row-wise concatenation of several [rows_i, in] tensors of one dtype. The
 // parts are copied out first: a source may release each when the next is asked for.
 PackedWeight pack_stacked(const TensorSource& source, const std::vector<std::pair<std::string, int64_t>>& parts,
@@ -45,7 +51,7 @@ PackedWeight pack_stacked(const TensorSource& source, const std::vector<std::pai
                                                          kernels::dtype_name(*dtype));
     }
     dtype = t.dtype;
-    const size_t bytes = static_cast<size_t>(part_rows * in) * kernels::dtype_size(t.dtype);
+    const size_t bytes = static_cast<size_t>(part_rows) * row_bytes(t.dtype, in);
     const auto* p = static_cast<const std::byte*>(t.data);
     if (parts.size() == 1) return PackedWeight::pack(p, part_rows, in, t.dtype);
     stacked.insert(stacked.end(), p, p + bytes);

@@ -12,7 +12,9 @@
 #include "engine/base/errors.hpp"
 #include "engine/checkpoint/load_progress.hpp"
 #include "engine/checkpoint/model_config.hpp"
+#include "engine/checkpoint/gguf_file.hpp"
 #include "engine/checkpoint/weight_files.hpp"
+#include "engine/model/gguf_model.hpp"
 #include "engine/model/inference_weights.hpp"
 #include "engine/model/llama_model.hpp"
 
@@ -126,6 +128,7 @@ std::shared_ptr<LlamaModel> load_reference_model(const std::filesystem::path& di
 }
 
 std::shared_ptr<LlamaModel> load_model(const std::filesystem::path& dir, LoadInfo* info) {
+  if (is_gguf_path(dir)) return load_gguf_model(dir, info);
   const auto t0 = std::chrono::steady_clock::now();
   const OpenedCheckpoint c = open_checkpoint(dir);
   auto model = std::make_shared<LlamaModel>(c.config, false);

@@ -23,7 +23,8 @@ struct LoadInfo {
 // Loads config.json and the weights from dir. Every problem (missing file, shard or
 // tensor, wrong shape, unknown dtype, truncated or malformed file, tie_word_embeddings
 // that disagrees with the files) is a SpecdError naming the file and the problem.
-// Weights of 256 MiB and more show a progress bar on stderr.
+// Weights of 256 MiB and more show a progress bar on stderr. A path ending in .gguf is
+// read as a llama.cpp GGUF file instead (engine/model/gguf_model.hpp).
 std::shared_ptr<LlamaModel> load_model(const std::filesystem::path& dir, LoadInfo* info = nullptr);
 
 // The same checks, the weights as float32 torch parameters (training, forward_full,
