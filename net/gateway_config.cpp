@@ -212,7 +212,7 @@ void apply_model_flags(GatewayConfig& c, const ModelFlags& flags) {
 std::string model_dir_name(const std::filesystem::path& dir) {
   std::filesystem::path p = std::filesystem::absolute(dir).lexically_normal();
   if (!p.has_filename() && p.has_parent_path()) p = p.parent_path();  // "dir/" ends in an empty name
-  if (is_gguf_path(p)) return p.stem().string();                        // "target-q8_0.gguf" -> "target-q8_0"
+  if (is_gguf_path(p)) return p.stem().string();                      // "target-q8_0.gguf" -> "target-q8_0"
   return p.filename().string();
 }
 

@@ -184,7 +184,8 @@ TEST_CASE("the fixture truncated in its header or its tensor data names what is 
   GgufWriter::write_bytes(path, std::string_view(bytes).substr(0, bytes.size() - 4096));
   e = open_error(path);
   CHECK(e.code() == ErrorCode::truncated_file);
-  CHECK(e.message().find("tensor blk.5.attn_v.weight (98304 bytes at data offset 20367360) reaches past the end") != std::string::npos);
+  CHECK(e.message().find("tensor blk.5.attn_v.weight (98304 bytes at data offset 20367360) reaches past the end") !=
+        std::string::npos);
 }
 
 TEST_CASE("lying counts, misaligned offsets, bad types and duplicates are refused") {

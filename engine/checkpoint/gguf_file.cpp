@@ -30,14 +30,14 @@ struct TypeSize {
 
 // ggml's types (ggml.c type_traits): enough to bounds-check every tensor a file may hold.
 constexpr TypeSize kTypes[] = {
-    {0, "F32", 1, 4},        {1, "F16", 1, 2},         {2, "Q4_0", 32, 18},      {3, "Q4_1", 32, 20},
-    {6, "Q5_0", 32, 22},     {7, "Q5_1", 32, 24},      {8, "Q8_0", 32, 34},      {9, "Q8_1", 32, 36},
-    {10, "Q2_K", 256, 84},   {11, "Q3_K", 256, 110},   {12, "Q4_K", 256, 144},   {13, "Q5_K", 256, 176},
-    {14, "Q6_K", 256, 210},  {15, "Q8_K", 256, 292},   {16, "IQ2_XXS", 256, 66}, {17, "IQ2_XS", 256, 74},
-    {18, "IQ3_XXS", 256, 98}, {19, "IQ1_S", 256, 50},  {20, "IQ4_NL", 32, 18},   {21, "IQ3_S", 256, 110},
-    {22, "IQ2_S", 256, 82},  {23, "IQ4_XS", 256, 136}, {24, "I8", 1, 1},         {25, "I16", 1, 2},
-    {26, "I32", 1, 4},       {27, "I64", 1, 8},        {28, "F64", 1, 8},        {29, "IQ1_M", 256, 56},
-    {30, "BF16", 1, 2},      {34, "TQ1_0", 256, 54},   {35, "TQ2_0", 256, 66},   {39, "MXFP4", 32, 17},
+    {0, "F32", 1, 4},         {1, "F16", 1, 2},         {2, "Q4_0", 32, 18},      {3, "Q4_1", 32, 20},
+    {6, "Q5_0", 32, 22},      {7, "Q5_1", 32, 24},      {8, "Q8_0", 32, 34},      {9, "Q8_1", 32, 36},
+    {10, "Q2_K", 256, 84},    {11, "Q3_K", 256, 110},   {12, "Q4_K", 256, 144},   {13, "Q5_K", 256, 176},
+    {14, "Q6_K", 256, 210},   {15, "Q8_K", 256, 292},   {16, "IQ2_XXS", 256, 66}, {17, "IQ2_XS", 256, 74},
+    {18, "IQ3_XXS", 256, 98}, {19, "IQ1_S", 256, 50},   {20, "IQ4_NL", 32, 18},   {21, "IQ3_S", 256, 110},
+    {22, "IQ2_S", 256, 82},   {23, "IQ4_XS", 256, 136}, {24, "I8", 1, 1},         {25, "I16", 1, 2},
+    {26, "I32", 1, 4},        {27, "I64", 1, 8},        {28, "F64", 1, 8},        {29, "IQ1_M", 256, 56},
+    {30, "BF16", 1, 2},       {34, "TQ1_0", 256, 54},   {35, "TQ2_0", 256, 66},   {39, "MXFP4", 32, 17},
 };
 
 const TypeSize* type_size(uint32_t type) {
@@ -188,12 +188,13 @@ GgufTensor read_tensor_info(HeaderReader& r) {
   t.name = r.string("a tensor name");
   const uint32_t n_dims = r.scalar<uint32_t>("a tensor's dimension count");
   if (n_dims == 0 || n_dims > kMaxDims)
-    r.fail(ErrorCode::bad_value, "tensor " + t.name + " has " + std::to_string(n_dims) + " dimensions (1 to 4 allowed)");
+    r.fail(ErrorCode::bad_value,
+           "tensor " + t.name + " has " + std::to_string(n_dims) + " dimensions (1 to 4 allowed)");
   for (uint32_t d = 0; d < n_dims; ++d) {
     const uint64_t ne = r.scalar<uint64_t>("a tensor dimension");
     if (ne == 0 || ne > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
-      r.fail(ErrorCode::bad_value, "tensor " + t.name + " has dimension " + std::to_string(d) + " of " +
-                                       std::to_string(ne));
+      r.fail(ErrorCode::bad_value,
+             "tensor " + t.name + " has dimension " + std::to_string(d) + " of " + std::to_string(ne));
     t.dims.push_back(static_cast<int64_t>(ne));
   }
   t.type = r.scalar<uint32_t>("a tensor type");
@@ -207,9 +208,9 @@ void size_tensor(const HeaderReader& r, GgufTensor& t) {
   const TypeSize* ts = type_size(t.type);
   if (!ts) return;  // unknown: the loader refuses it by name if it asks for it
   if (t.dims[0] % ts->block != 0)
-    r.fail(ErrorCode::shape_mismatch, "tensor " + t.name + " of type " + ts->name + " has ne[0] = " +
-                                          std::to_string(t.dims[0]) + ", not a multiple of its block of " +
-                                          std::to_string(ts->block));
+    r.fail(ErrorCode::shape_mismatch, "tensor " + t.name + " of type " + ts->name +
+                                          " has ne[0] = " + std::to_string(t.dims[0]) +
+                                          ", not a multiple of its block of " + std::to_string(ts->block));
   uint64_t bytes = static_cast<uint64_t>(t.dims[0] / ts->block) * ts->bytes;
   for (size_t d = 1; d < t.dims.size(); ++d) {
     if (__builtin_mul_overflow(bytes, static_cast<uint64_t>(t.dims[d]), &bytes))
@@ -336,9 +337,10 @@ GgufFile GgufFile::open(const std::filesystem::path& path) {
       r.fail(ErrorCode::bad_value, "tensor " + t.name + " starts at data offset " + std::to_string(t.offset) +
                                        ", not a multiple of the alignment " + std::to_string(file.alignment_));
     if (t.offset > data_bytes || t.nbytes > data_bytes - t.offset)
-      r.fail(ErrorCode::truncated_file, "tensor " + t.name + " (" + std::to_string(t.nbytes) + " bytes at data offset " +
-                                            std::to_string(t.offset) + ") reaches past the end of the file (" +
-                                            std::to_string(data_bytes) + " data bytes; truncated?)");
+      r.fail(ErrorCode::truncated_file, "tensor " + t.name + " (" + std::to_string(t.nbytes) +
+                                            " bytes at data offset " + std::to_string(t.offset) +
+                                            ") reaches past the end of the file (" + std::to_string(data_bytes) +
+                                            " data bytes; truncated?)");
     t.data = bytes + file.data_offset_ + t.offset;
   }
   return file;

@@ -44,7 +44,8 @@ double shortest_decimal(double v) {
 int64_t positive(const GgufFile& file, const std::string& key, std::optional<uint64_t> fallback = std::nullopt) {
   const std::optional<uint64_t> v = file.uint_value(key, fallback);
   if (!v) (void)file.uint_value(key);  // throws missing_field naming the key
-  if (*v == 0 || *v > (uint64_t(1) << 40)) fail(ErrorCode::bad_value, file, "metadata key '" + key + "' is " + std::to_string(*v));
+  if (*v == 0 || *v > (uint64_t(1) << 40))
+    fail(ErrorCode::bad_value, file, "metadata key '" + key + "' is " + std::to_string(*v));
   return static_cast<int64_t>(*v);
 }
 
@@ -69,8 +70,9 @@ std::optional<RopeScaling> llama3_rope_from_freqs(const GgufFile& file, const Mo
     const double expected = base[i].item<double>() / blended[i].item<double>();
     if (std::abs(divisors[i] - expected) > 1e-3 * expected)
       fail(ErrorCode::unsupported_architecture, file,
-           std::string(kRopeFreqs) + " is not llama3 rope scaling with low 1, high 4, 8192 original positions; "
-                                     "specd supports only that");
+           std::string(kRopeFreqs) +
+               " is not llama3 rope scaling with low 1, high 4, 8192 original positions; "
+               "specd supports only that");
   }
   return s;
 }
@@ -78,8 +80,9 @@ std::optional<RopeScaling> llama3_rope_from_freqs(const GgufFile& file, const Mo
 void read_rope(const GgufFile& file, ModelConfig& c) {
   c.rope_theta = shortest_decimal(file.float_value("llama.rope.freq_base", 10000.0).value());
   if (positive(file, "llama.rope.dimension_count", uint64_t(c.head_dim)) != c.head_dim)
-    fail(ErrorCode::unsupported_architecture, file, "llama.rope.dimension_count differs from the head size " +
-                                                        std::to_string(c.head_dim) + "; specd rotates whole heads");
+    fail(ErrorCode::unsupported_architecture, file,
+         "llama.rope.dimension_count differs from the head size " + std::to_string(c.head_dim) +
+             "; specd rotates whole heads");
   const std::string type = file.string_value("llama.rope.scaling.type", "none").value();
   if (type != "none" || file.float_value("llama.rope.scaling.factor", 1.0).value() != 1.0)
     fail(ErrorCode::unsupported_architecture, file,
@@ -154,8 +157,9 @@ class GgufTensorSource {
     check_shape(*t, shape);
     const std::optional<Dtype> dtype = kernel_dtype(t->type);
     if (!dtype)
-      fail(ErrorCode::unsupported_dtype, file_, "tensor " + t->name + " is " + ggml_type_name(t->type) +
-                                                    "; specd loads F32, F16, BF16, Q8_0 and Q4_0 tensors");
+      fail(ErrorCode::unsupported_dtype, file_,
+           "tensor " + t->name + " is " + ggml_type_name(t->type) +
+               "; specd loads F32, F16, BF16, Q8_0 and Q4_0 tensors");
     previous_ = t;
     progress_.advance(t->nbytes);
     const bool q = name->ends_with("attn_q.weight"), k = name->ends_with("attn_k.weight");
@@ -171,7 +175,8 @@ class GgufTensorSource {
     if (previous_) file_.release(*previous_);
     for (const GgufTensor& t : file_.tensors())
       if (!used_.count(t.name) && t.name != kRopeFreqs)
-        fail(ErrorCode::unsupported_architecture, file_, "tensor " + t.name + " is not part of a Llama model specd runs");
+        fail(ErrorCode::unsupported_architecture, file_,
+             "tensor " + t.name + " is not part of a Llama model specd runs");
   }
 
  private:
@@ -179,8 +184,9 @@ class GgufTensorSource {
     // GGUF lists ne[0] (the input, innermost dimension) first: HF's shape reversed.
     const std::vector<int64_t> expected(shape.rbegin(), shape.rend());
     if (t.dims != expected)
-      fail(ErrorCode::shape_mismatch, file_, "tensor " + t.name + " has dims " + dims_text(t.dims) +
-                                                 ", the config needs " + dims_text(expected) + " (ne[0] first)");
+      fail(ErrorCode::shape_mismatch, file_,
+           "tensor " + t.name + " has dims " + dims_text(t.dims) + ", the config needs " + dims_text(expected) +
+               " (ne[0] first)");
   }
 
   const GgufFile& file_;
@@ -223,8 +229,8 @@ ModelConfig gguf_model_config(const GgufFile& file) {
   }
   c.tie_word_embeddings = file.find_tensor("output.weight") == nullptr;
   if (auto bos = special_ids(file, {"tokenizer.ggml.bos_token_id"}); !bos.empty()) c.bos_token_id = bos[0];
-  c.eos_token_ids = special_ids(file, {"tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id",
-                                       "tokenizer.ggml.eom_token_id"});
+  c.eos_token_ids =
+      special_ids(file, {"tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id", "tokenizer.ggml.eom_token_id"});
   return c;
 }
 
@@ -239,10 +245,10 @@ std::optional<std::string> gguf_tensor_name(const std::string& hf) {
   const std::string layer = hf.substr(kLayers.size(), dot - kLayers.size());
   const std::string part = hf.substr(dot + 1);
   static const std::pair<const char*, const char*> kParts[] = {
-      {"input_layernorm.weight", "attn_norm.weight"},   {"self_attn.q_proj.weight", "attn_q.weight"},
-      {"self_attn.k_proj.weight", "attn_k.weight"},     {"self_attn.v_proj.weight", "attn_v.weight"},
+      {"input_layernorm.weight", "attn_norm.weight"},    {"self_attn.q_proj.weight", "attn_q.weight"},
+      {"self_attn.k_proj.weight", "attn_k.weight"},      {"self_attn.v_proj.weight", "attn_v.weight"},
       {"self_attn.o_proj.weight", "attn_output.weight"}, {"post_attention_layernorm.weight", "ffn_norm.weight"},
-      {"mlp.gate_proj.weight", "ffn_gate.weight"},      {"mlp.up_proj.weight", "ffn_up.weight"},
+      {"mlp.gate_proj.weight", "ffn_gate.weight"},       {"mlp.up_proj.weight", "ffn_up.weight"},
       {"mlp.down_proj.weight", "ffn_down.weight"},
   };
   for (const auto& [from, to] : kParts)
@@ -257,10 +263,8 @@ std::shared_ptr<LlamaModel> load_gguf_model(const std::filesystem::path& path, L
   auto model = std::make_shared<LlamaModel>(config, false);
   LoadProgress progress("loading " + path.filename().string(), file.file_bytes());
   GgufTensorSource source(file, config, progress);
-  auto weights = std::make_shared<InferenceWeights>(
-      pack_inference_weights(config, [&](const std::string& name, const std::vector<int64_t>& shape) {
-        return source(name, shape);
-      }));
+  auto weights = std::make_shared<InferenceWeights>(pack_inference_weights(
+      config, [&](const std::string& name, const std::vector<int64_t>& shape) { return source(name, shape); }));
   source.check_all_used();
   model->use_inference_weights(std::move(weights));
   progress.finish();

@@ -32,7 +32,8 @@ std::vector<float> to_floats(const RawTensor& t, int64_t n) {
 
 // Bytes of one stored row of `in` weights: elements, or in / 32 llama.cpp blocks.
 size_t row_bytes(Dtype dtype, int64_t in) {
-  if (kernels::is_quantized(dtype)) return static_cast<size_t>(in / kernels::kQuantGroup) * kernels::quant_block_bytes(dtype);
+  if (kernels::is_quantized(dtype))
+    return static_cast<size_t>(in / kernels::kQuantGroup) * kernels::quant_block_bytes(dtype);
   return static_cast<size_t>(in) * kernels::dtype_size(dtype);
 }
 

@@ -10,9 +10,9 @@
 #include <vector>
 
 #include "engine/base/errors.hpp"
+#include "engine/checkpoint/gguf_file.hpp"
 #include "engine/checkpoint/load_progress.hpp"
 #include "engine/checkpoint/model_config.hpp"
-#include "engine/checkpoint/gguf_file.hpp"
 #include "engine/checkpoint/weight_files.hpp"
 #include "engine/model/gguf_model.hpp"
 #include "engine/model/inference_weights.hpp"

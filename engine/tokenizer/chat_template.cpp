@@ -1,10 +1,10 @@
 #include "engine/tokenizer/chat_template.hpp"
 
 #include "engine/base/errors.hpp"
-#include "engine/tokenizer/tokenizer.hpp"
-#include "engine/tokenizer/tokenizer_config.hpp"
 #include "engine/checkpoint/gguf_file.hpp"
 #include "engine/tokenizer/gguf_tokenizer.hpp"
+#include "engine/tokenizer/tokenizer.hpp"
+#include "engine/tokenizer/tokenizer_config.hpp"
 
 namespace specd {
 

@@ -16,10 +16,19 @@ namespace specd {
 namespace {
 
 // llama.cpp's token types, which are SentencePiece's piece types by number.
-enum TokenType : int64_t { undefined = 0, normal = 1, unknown = 2, control = 3, user_defined = 4, unused = 5, byte = 6 };
+enum TokenType : int64_t {
+  undefined = 0,
+  normal = 1,
+  unknown = 2,
+  control = 3,
+  user_defined = 4,
+  unused = 5,
+  byte = 6
+};
 
 constexpr std::string_view kLlama3SplitPattern =
-    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|"
+    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| "
+    "?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|"
     "\\s+(?!\\S)|\\s+";
 
 [[noreturn]] void fail(ErrorCode code, const GgufFile& file, const std::string& problem) {
@@ -70,8 +79,9 @@ std::optional<int32_t> token_id_key(const GgufFile& file, const char* key, size_
   const std::optional<uint64_t> id = file.uint_value(key, std::nullopt);
   if (!id) return std::nullopt;
   if (*id >= vocab)
-    fail(ErrorCode::bad_value, file, std::string("metadata key '") + key + "' is " + std::to_string(*id) +
-                                         ", outside the vocabulary of " + std::to_string(vocab) + " tokens");
+    fail(ErrorCode::bad_value, file,
+         std::string("metadata key '") + key + "' is " + std::to_string(*id) + ", outside the vocabulary of " +
+             std::to_string(vocab) + " tokens");
   return static_cast<int32_t>(*id);
 }
 
@@ -83,14 +93,17 @@ Vocab read_vocab(const GgufFile& file) {
   if (file.find("tokenizer.ggml.token_type")) {
     v.types = file.ints("tokenizer.ggml.token_type");
     if (v.types.size() != n)
-      fail(ErrorCode::bad_value, file, "tokenizer.ggml.token_type has " + std::to_string(v.types.size()) +
-                                           " entries for " + std::to_string(n) + " tokens");
+      fail(ErrorCode::bad_value, file,
+           "tokenizer.ggml.token_type has " + std::to_string(v.types.size()) + " entries for " + std::to_string(n) +
+               " tokens");
   } else {
     v.types.assign(n, normal);
   }
-  if (file.bool_value("tokenizer.ggml.add_bos_token", true)) v.bos = token_id_key(file, "tokenizer.ggml.bos_token_id", n);
+  if (file.bool_value("tokenizer.ggml.add_bos_token", true))
+    v.bos = token_id_key(file, "tokenizer.ggml.bos_token_id", n);
   v.unk = token_id_key(file, "tokenizer.ggml.unknown_token_id", n);
-  for (const char* key : {"tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id", "tokenizer.ggml.eom_token_id"}) {
+  for (const char* key :
+       {"tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id", "tokenizer.ggml.eom_token_id"}) {
     if (auto id = token_id_key(file, key, n); id && std::find(v.eos.begin(), v.eos.end(), *id) == v.eos.end())
       v.eos.push_back(*id);
   }
@@ -111,8 +124,9 @@ std::string sentencepiece_proto(const GgufFile& file, const Vocab& v) {
   const std::vector<float> scores =
       file.find("tokenizer.ggml.scores") ? file.floats("tokenizer.ggml.scores") : std::vector<float>(v.tokens.size());
   if (scores.size() != v.tokens.size())
-    fail(ErrorCode::bad_value, file, "tokenizer.ggml.scores has " + std::to_string(scores.size()) + " entries for " +
-                                         std::to_string(v.tokens.size()) + " tokens");
+    fail(ErrorCode::bad_value, file,
+         "tokenizer.ggml.scores has " + std::to_string(scores.size()) + " entries for " +
+             std::to_string(v.tokens.size()) + " tokens");
   ProtoWriter model;
   std::optional<int32_t> unk = v.unk;
   bool has_bytes = false;

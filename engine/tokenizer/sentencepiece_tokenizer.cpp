@@ -210,7 +210,8 @@ SentencePieceTokenizer::SentencePieceTokenizer(std::string_view serialized_model
   char err[kErrorCapacity] = {};
   handle_.reset(api.create_from_proto(serialized_model.data(), serialized_model.size(), err, sizeof err));
   if (!handle_) {
-    throw SpecdError(ErrorCode::tokenizer_error, "cannot build a sentencepiece model from " + source.string() + ": " + err);
+    throw SpecdError(ErrorCode::tokenizer_error,
+                     "cannot build a sentencepiece model from " + source.string() + ": " + err);
   }
   finish_load(overrides);
 }

@@ -66,9 +66,7 @@ specd_spm* specd_spm_create(const char* model_path, char* err, size_t err_cap) {
 
 specd_spm* specd_spm_create_from_proto(const char* bytes, size_t len, char* err, size_t err_cap) {
   return create_with(
-      [&](sentencepiece::SentencePieceProcessor& p) {
-        return p.LoadFromSerializedProto(std::string_view(bytes, len));
-      },
+      [&](sentencepiece::SentencePieceProcessor& p) { return p.LoadFromSerializedProto(std::string_view(bytes, len)); },
       err, err_cap);
 }
 
