@@ -8,6 +8,7 @@
 #include <simdjson.h>
 #include <stdlib.h>
 
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iomanip>
@@ -150,6 +151,24 @@ std::string milliseconds(double seconds) {
   std::ostringstream s;
   s << std::fixed << std::setprecision(1) << seconds * 1e3 << " ms";
   return s.str();
+}
+
+// A one-layer Llama (hidden 256, so K-quant rows fit; zero weights) whose attn_q is stored
+// as `q_type` in `q_bytes`.
+GgufWriter tiny(const std::string& arch, uint32_t q_type, size_t q_bytes) {
+  GgufWriter w;
+  w.string("general.architecture", arch).u32(arch + ".block_count", 1).u32(arch + ".embedding_length", 256);
+  w.u32(arch + ".feed_forward_length", 256).u32(arch + ".attention.head_count", 2);
+  w.f32(arch + ".attention.layer_norm_rms_epsilon", 1e-5f).u32(arch + ".context_length", 64);
+  w.strings("tokenizer.ggml.tokens", {"a", "b", "c", "d"});
+  const std::string norm(256 * 4, '\0'), square(256 * 256 * 4, '\0');
+  w.tensor("token_embd.weight", {256, 4}, 0, std::string(256 * 4 * 4, '\0'));
+  w.tensor("blk.0.attn_norm.weight", {256}, 0, norm);
+  w.tensor("blk.0.attn_q.weight", {256, 256}, q_type, std::string(q_bytes, '\0'));
+  for (const char* t : {"attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up", "ffn_down"})
+    w.tensor(std::string("blk.0.") + t + ".weight", {256, 256}, 0, square);
+  w.tensor("blk.0.ffn_norm.weight", {256}, 0, norm).tensor("output_norm.weight", {256}, 0, norm);
+  return w;
 }
 
 SpecdError load_error(const fs::path& path) {
@@ -323,22 +342,6 @@ TEST_CASE("refusals: wrong magic, truncated, another architecture, unsupported t
   CHECK(e.code() == ErrorCode::truncated_file);
   CHECK(e.message().starts_with(path.string() + ": tensor "));
 
-  // A one-layer Llama (hidden 256, so K-quant rows fit) whose attn_q is stored as `q_type`.
-  const auto tiny = [&](const std::string& arch, uint32_t q_type, size_t q_bytes) {
-    GgufWriter w;
-    w.string("general.architecture", arch).u32(arch + ".block_count", 1).u32(arch + ".embedding_length", 256);
-    w.u32(arch + ".feed_forward_length", 256).u32(arch + ".attention.head_count", 2);
-    w.f32(arch + ".attention.layer_norm_rms_epsilon", 1e-5f).u32(arch + ".context_length", 64);
-    w.strings("tokenizer.ggml.tokens", {"a", "b", "c", "d"});
-    const std::string norm(256 * 4, '\0'), square(256 * 256 * 4, '\0');
-    w.tensor("token_embd.weight", {256, 4}, 0, std::string(256 * 4 * 4, '\0'));
-    w.tensor("blk.0.attn_norm.weight", {256}, 0, norm);
-    w.tensor("blk.0.attn_q.weight", {256, 256}, q_type, std::string(q_bytes, '\0'));
-    for (const char* t : {"attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up", "ffn_down"})
-      w.tensor(std::string("blk.0.") + t + ".weight", {256, 256}, 0, square);
-    w.tensor("blk.0.ffn_norm.weight", {256}, 0, norm).tensor("output_norm.weight", {256}, 0, norm);
-    return w;
-  };
   tiny("llama", 0, 256 * 256 * 4).write(path);
   CHECK(load_model(path)->config().num_hidden_layers == 1);  // the control: this one loads
 
@@ -373,4 +376,32 @@ TEST_CASE("refusals: wrong magic, truncated, another architecture, unsupported t
     CHECK(err.message() ==
           path.string() + ": tokenizer.ggml.model is 'bert'; specd reads 'llama' (SentencePiece) and 'gpt2' (BPE)");
   }
+}
+
+TEST_CASE("llama3 rope scaling written as rope_freqs.weight reads back as its parameters; other divisors are refused") {
+  TempDir dir;
+  const fs::path path = dir.path() / "rope.gguf";
+  ModelConfig c;
+  c.head_dim = 128;
+  c.rope_theta = 10000;
+  const at::Tensor base = rope_inverse_frequencies(c);
+  c.rope_scaling = RopeScaling{"llama3", 32, 1, 4, 8192};
+  const at::Tensor divisors = (base / rope_inverse_frequencies(c)).contiguous();
+  std::string bytes(64 * 4, '\0');
+  std::memcpy(bytes.data(), divisors.data_ptr<float>(), bytes.size());
+  GgufWriter w = tiny("llama", 0, 256 * 256 * 4);
+  w.tensor("rope_freqs.weight", {64}, 0, bytes).write(path);
+  const ModelConfig g = load_model(path)->config();
+  REQUIRE(g.rope_scaling);
+  CHECK(g.rope_scaling->rope_type == "llama3");
+  CHECK(g.rope_scaling->factor == doctest::Approx(32).epsilon(1e-6));
+  CHECK(g.rope_scaling->original_max_position_embeddings == 8192);
+
+  std::vector<float> twos(64, 2.0f);
+  std::memcpy(bytes.data(), twos.data(), bytes.size());
+  GgufWriter other = tiny("llama", 0, 256 * 256 * 4);
+  other.tensor("rope_freqs.weight", {64}, 0, bytes).write(path);
+  const SpecdError e = load_error(path);
+  CHECK(e.code() == ErrorCode::unsupported_architecture);
+  CHECK(e.message().find("rope_freqs.weight is not llama3 rope scaling") != std::string::npos);
 }

@@ -114,6 +114,8 @@ OpenedCheckpoint open_checkpoint(const std::filesystem::path& dir) {
 }  // namespace
 
 std::shared_ptr<LlamaModel> load_reference_model(const std::filesystem::path& dir) {
+  if (is_gguf_path(dir))
+    throw SpecdError(ErrorCode::invalid_argument, dir.string() + ": GGUF files load for inference only (load_model)");
   const OpenedCheckpoint c = open_checkpoint(dir);
   auto model = std::make_shared<LlamaModel>(c.config);
   torch::NoGradGuard no_grad;
