@@ -353,8 +353,9 @@ TEST_CASE("refusals: wrong magic, truncated, another architecture, unsupported t
   tiny("llama", 12, 256 * 144).write(path);  // Q4_K: 144 bytes a block of 256
   e = load_error(path);
   CHECK(e.code() == ErrorCode::unsupported_dtype);
-  CHECK(e.message() ==
-        path.string() + ": tensor blk.0.attn_q.weight is Q4_K; specd loads F32, F16, BF16, Q8_0 and Q4_0 tensors");
+  CHECK(e.message() == path.string() +
+                           ": tensor blk.0.attn_q.weight is Q4_K; specd loads F32, F16, BF16, Q8_0 and Q4_0 tensors "
+                           "(llama-quantize --pure writes only the requested type)");
   tiny("llama", 14, 256 * 210).write(path);
   CHECK(load_error(path).message().find("tensor blk.0.attn_q.weight is Q6_K;") != std::string::npos);
   tiny("llama", 99, 0).write(path);  // a type ggml does not define

@@ -141,7 +141,9 @@ std::string dims_text(const std::vector<int64_t>& dims) {
   return s + "]";
 }
 
-// Hands the packer each tensor it asks for by HF name, checked and un-permuted.
+// Hands the packer each tensor it asks for by HF name, checked and un-permuted. llama-quantize's
+// Q4_0 mixture stores a tied embedding whose rows are a multiple of 256 as Q6_K, which is
+// refused here like every type without a kernel; --pure keeps every tensor Q4_0.
 class GgufTensorSource {
  public:
   GgufTensorSource(const GgufFile& file, const ModelConfig& c, LoadProgress& progress)
@@ -159,7 +161,8 @@ class GgufTensorSource {
     if (!dtype)
       fail(ErrorCode::unsupported_dtype, file_,
            "tensor " + t->name + " is " + ggml_type_name(t->type) +
-               "; specd loads F32, F16, BF16, Q8_0 and Q4_0 tensors");
+               "; specd loads F32, F16, BF16, Q8_0 and Q4_0 tensors (llama-quantize --pure writes only the "
+               "requested type)");
     previous_ = t;
     progress_.advance(t->nbytes);
     const bool q = name->ends_with("attn_q.weight"), k = name->ends_with("attn_k.weight");
