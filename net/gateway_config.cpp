@@ -12,6 +12,7 @@
 
 #include "engine/base/byte_size.hpp"
 #include "engine/base/errors.hpp"
+#include "engine/checkpoint/gguf_file.hpp"
 #include "net/data_dir.hpp"
 
 namespace specd::net {
@@ -220,6 +221,7 @@ void apply_model_flags(GatewayConfig& c, const ModelFlags& flags) {
 std::string model_dir_name(const std::filesystem::path& dir) {
   std::filesystem::path p = std::filesystem::absolute(dir).lexically_normal();
   if (!p.has_filename() && p.has_parent_path()) p = p.parent_path();  // "dir/" ends in an empty name
+  if (is_gguf_path(p)) return p.stem().string();                      // "target-q8_0.gguf" -> "target-q8_0"
   return p.filename().string();
 }
 

@@ -74,7 +74,8 @@ struct ModelFlags {
 };
 void apply_model_flags(GatewayConfig& config, const ModelFlags& flags);
 
-// A model directory's name, the default served name: "models/llama-3.2-1b/" -> "llama-3.2-1b".
+// A model directory's name, the default served name: "models/llama-3.2-1b/" -> "llama-3.2-1b";
+// a GGUF file's stem: "models/llama-3.2-1b-q8_0.gguf" -> "llama-3.2-1b-q8_0".
 std::string model_dir_name(const std::filesystem::path& dir);
 
 // Throws SpecdError(bad_value) for values outside their ranges.

@@ -10,9 +10,11 @@
 #include <vector>
 
 #include "engine/base/errors.hpp"
+#include "engine/checkpoint/gguf_file.hpp"
 #include "engine/checkpoint/load_progress.hpp"
 #include "engine/checkpoint/model_config.hpp"
 #include "engine/checkpoint/weight_files.hpp"
+#include "engine/model/gguf_model.hpp"
 #include "engine/model/inference_weights.hpp"
 #include "engine/model/llama_model.hpp"
 
@@ -142,6 +144,8 @@ OpenedCheckpoint open_checkpoint(const std::filesystem::path& dir) {
 }  // namespace
 
 std::shared_ptr<LlamaModel> load_reference_model(const std::filesystem::path& dir) {
+  if (is_gguf_path(dir))
+    throw SpecdError(ErrorCode::invalid_argument, dir.string() + ": GGUF files load for inference only (load_model)");
   const OpenedCheckpoint c = open_checkpoint(dir);
   auto model = std::make_shared<LlamaModel>(c.config);
   torch::NoGradGuard no_grad;
@@ -156,6 +160,7 @@ std::shared_ptr<LlamaModel> load_reference_model(const std::filesystem::path& di
 }
 
 std::shared_ptr<LlamaModel> load_model(const std::filesystem::path& dir, WeightFormat weights, LoadInfo* info) {
+  if (is_gguf_path(dir)) return load_gguf_model(dir, weights, info);
   const auto t0 = std::chrono::steady_clock::now();
   const OpenedCheckpoint c = open_checkpoint(dir);
   auto model = std::make_shared<LlamaModel>(c.config, false);

@@ -31,7 +31,8 @@ inline constexpr const char* kBlockFormatKey = "specd.blocks.";
 // `weights` asks for it. Every problem (missing file, shard or tensor, wrong shape,
 // unknown dtype, truncated or malformed file, tie_word_embeddings that disagrees with the
 // files, a quantized checkpoint asked for another format) is a SpecdError naming the file
-// and the problem. Weights of 256 MiB and more show a progress bar on stderr.
+// and the problem. Weights of 256 MiB and more show a progress bar on stderr. A path
+// ending in .gguf is read as a llama.cpp GGUF file instead (engine/model/gguf_model.hpp).
 std::shared_ptr<LlamaModel> load_model(const std::filesystem::path& dir, WeightFormat weights = WeightFormat::stored,
                                        LoadInfo* info = nullptr);
 

@@ -51,6 +51,12 @@ BpeTokenizer::BpeTokenizer(const fs::path& tokenizer_file, SpecialIdOverrides ov
   set_special_ids(overrides);
 }
 
+BpeTokenizer::BpeTokenizer(BpeTokenizerFile parts, const fs::path& source, SpecialIdOverrides overrides)
+    : file_(source) {
+  build(parts);
+  set_special_ids(overrides);
+}
+
 BpeTokenizer::~BpeTokenizer() = default;
 
 void BpeTokenizer::build(BpeTokenizerFile& file) {

@@ -28,6 +28,8 @@ class BpeTokenizer final : public Tokenizer {
   // Reads tokenizer_file; BOS/EOS come from overrides, else from the bos_token /
   // eos_token of a tokenizer_config.json beside it. Throws SpecdError.
   explicit BpeTokenizer(const std::filesystem::path& tokenizer_file, SpecialIdOverrides overrides = {});
+  // From parts read elsewhere (a GGUF vocabulary); `source` names them in messages.
+  BpeTokenizer(BpeTokenizerFile parts, const std::filesystem::path& source, SpecialIdOverrides overrides);
   ~BpeTokenizer() override;
   BpeTokenizer(const BpeTokenizer&) = delete;
   BpeTokenizer& operator=(const BpeTokenizer&) = delete;

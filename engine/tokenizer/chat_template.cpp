@@ -1,6 +1,8 @@
 #include "engine/tokenizer/chat_template.hpp"
 
 #include "engine/base/errors.hpp"
+#include "engine/checkpoint/gguf_file.hpp"
+#include "engine/tokenizer/gguf_tokenizer.hpp"
 #include "engine/tokenizer/tokenizer.hpp"
 #include "engine/tokenizer/tokenizer_config.hpp"
 
@@ -38,28 +40,53 @@ void append_header_turn(const std::string& role, std::string_view content, std::
 ChatTemplate::ChatTemplate(ChatTemplateKind kind, std::string bos_token, std::string eos_token)
     : kind_(kind), bos_token_(std::move(bos_token)), eos_token_(std::move(eos_token)) {}
 
+namespace {
+
+// specd's tiny pair's template as its tokenizer_config.json (and a GGUF made from it) holds it.
+constexpr std::string_view kSpeakerTurnsJinja =
+    "{{ bos_token }}{% for message in messages %}{{ message['role'] | upper }}:\n{{ message['content'] }}"
+    "{{ eos_token }}{% endfor %}{% if add_generation_prompt %}ASSISTANT:\n{% endif %}";
+
+// A chat_template text specd renders natively, or an error naming its source.
+ChatTemplate recognise(const std::string& source, const std::optional<std::string>& bos,
+                       const std::optional<std::string>& eos, const std::string& where) {
+  if (source == kSpeakerTurnsJinja)
+    return ChatTemplate(ChatTemplateKind::speaker_turns, bos.value_or("<s>"), eos.value_or("</s>"));
+  const bool llama3 = source.find("<|start_header_id|>") != std::string::npos &&
+                      source.find("<|end_header_id|>") != std::string::npos &&
+                      source.find("<|eot_id|>") != std::string::npos;
+  if (!llama3)
+    throw SpecdError(ErrorCode::unknown_chat_template,
+                     where + ": chat_template is not one specd knows (Llama 3, or specd_chat_template)");
+  const bool dated = source.find("Cutting Knowledge Date") != std::string::npos;
+  return ChatTemplate(dated ? ChatTemplateKind::llama3_dated : ChatTemplateKind::llama3,
+                      bos.value_or("<|begin_of_text|>"), eos.value_or("<|eot_id|>"));
+}
+
+ChatTemplate from_gguf(const std::filesystem::path& path) {
+  const std::optional<GgufChatTemplate> t = gguf_chat_template(GgufFile::open(path));
+  if (!t) throw SpecdError(ErrorCode::unknown_chat_template, path.string() + ": no tokenizer.chat_template");
+  // A Llama 3 GGUF's eos token may be <|end_of_text|>; its turns end in <|eot_id|>.
+  const bool llama3 = t->source.find("<|eot_id|>") != std::string::npos;
+  return recognise(t->source, t->bos_token, llama3 ? std::nullopt : std::optional(t->eos_token), path.string());
+}
+
+}  // namespace
+
 ChatTemplate ChatTemplate::from_model_dir(const std::filesystem::path& model_dir) {
+  if (is_gguf_path(model_dir)) return from_gguf(model_dir);
   const auto file = model_dir / "tokenizer_config.json";
   const TokenizerConfig config = read_tokenizer_config(file);
-  const auto unknown = [&](const std::string& why) {
-    return SpecdError(ErrorCode::unknown_chat_template, file.string() + ": " + why);
-  };
   if (config.specd_chat_template) {
     if (*config.specd_chat_template != "speaker-turns") {
-      throw unknown("specd_chat_template \"" + *config.specd_chat_template + "\" is not one specd knows");
+      throw SpecdError(ErrorCode::unknown_chat_template, file.string() + ": specd_chat_template \"" +
+                                                             *config.specd_chat_template + "\" is not one specd knows");
     }
     return ChatTemplate(ChatTemplateKind::speaker_turns, config.bos_token.value_or("<s>"),
                         config.eos_token.value_or("</s>"));
   }
-  if (!config.chat_template) throw unknown("no chat_template");
-  const std::string& source = *config.chat_template;
-  const bool llama3 = source.find("<|start_header_id|>") != std::string::npos &&
-                      source.find("<|end_header_id|>") != std::string::npos &&
-                      source.find("<|eot_id|>") != std::string::npos;
-  if (!llama3) throw unknown("chat_template is not one specd knows (Llama 3, or specd_chat_template)");
-  const bool dated = source.find("Cutting Knowledge Date") != std::string::npos;
-  return ChatTemplate(dated ? ChatTemplateKind::llama3_dated : ChatTemplateKind::llama3,
-                      config.bos_token.value_or("<|begin_of_text|>"), config.eos_token.value_or("<|eot_id|>"));
+  if (!config.chat_template) throw SpecdError(ErrorCode::unknown_chat_template, file.string() + ": no chat_template");
+  return recognise(*config.chat_template, config.bos_token, config.eos_token, file.string());
 }
 
 const char* ChatTemplate::name() const {

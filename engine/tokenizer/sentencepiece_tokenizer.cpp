@@ -20,6 +20,7 @@ namespace fs = std::filesystem;
 struct SpmApi {
   decltype(&specd_spm_abi_version) abi_version;
   decltype(&specd_spm_create) create;
+  decltype(&specd_spm_create_from_proto) create_from_proto;
   decltype(&specd_spm_destroy) destroy;
   decltype(&specd_spm_encode) encode;
   decltype(&specd_spm_decode) decode;
@@ -91,6 +92,7 @@ SpmApi load_api() {
                                                        std::to_string(SPECD_SPM_ABI_VERSION));
     }
     resolve(library, "specd_spm_create", api.create, path);
+    resolve(library, "specd_spm_create_from_proto", api.create_from_proto, path);
     resolve(library, "specd_spm_destroy", api.destroy, path);
     resolve(library, "specd_spm_encode", api.encode, path);
     resolve(library, "specd_spm_decode", api.decode, path);
@@ -197,7 +199,25 @@ SentencePieceTokenizer::SentencePieceTokenizer(const fs::path& model_file, Speci
   if (!handle_) {
     throw SpecdError(ErrorCode::tokenizer_error, "cannot load sentencepiece model " + model_file.string() + ": " + err);
   }
-  vocab_size_ = api.piece_count(handle_.get());
+  finish_load(overrides);
+}
+
+SentencePieceTokenizer::SentencePieceTokenizer(std::string_view serialized_model, const fs::path& source,
+                                               SpecialIdOverrides overrides)
+    : model_file_(source) {
+  const SpmApi& api = spm_api();
+  std::lock_guard lock(shim_mutex());
+  char err[kErrorCapacity] = {};
+  handle_.reset(api.create_from_proto(serialized_model.data(), serialized_model.size(), err, sizeof err));
+  if (!handle_) {
+    throw SpecdError(ErrorCode::tokenizer_error,
+                     "cannot build a sentencepiece model from " + source.string() + ": " + err);
+  }
+  finish_load(overrides);
+}
+
+void SentencePieceTokenizer::finish_load(const SpecialIdOverrides& overrides) {
+  vocab_size_ = spm_api().piece_count(handle_.get());
   load_piece_texts();
   set_special_ids(overrides);
 }

@@ -25,6 +25,10 @@ class SentencePieceTokenizer final : public Tokenizer {
   // when it is not a SentencePiece model or the shim cannot be loaded, bad_value
   // when an override is outside the vocabulary.
   explicit SentencePieceTokenizer(const std::filesystem::path& model_file, SpecialIdOverrides overrides = {});
+  // From a serialized ModelProto built in memory (a GGUF vocabulary); `source` names it
+  // in messages.
+  SentencePieceTokenizer(std::string_view serialized_model, const std::filesystem::path& source,
+                         SpecialIdOverrides overrides = {});
   ~SentencePieceTokenizer() override;
   SentencePieceTokenizer(const SentencePieceTokenizer&) = delete;
   SentencePieceTokenizer& operator=(const SentencePieceTokenizer&) = delete;
@@ -45,6 +49,7 @@ class SentencePieceTokenizer final : public Tokenizer {
     void operator()(specd_spm* handle) const;
   };
 
+  void finish_load(const SpecialIdOverrides& overrides);
   void load_piece_texts();
   void set_special_ids(const SpecialIdOverrides& overrides);
   void check_id(int32_t id) const;

@@ -5,7 +5,9 @@
 #include <system_error>
 
 #include "engine/base/errors.hpp"
+#include "engine/checkpoint/gguf_file.hpp"
 #include "engine/tokenizer/bpe_tokenizer.hpp"
+#include "engine/tokenizer/gguf_tokenizer.hpp"
 #include "engine/tokenizer/sentencepiece_tokenizer.hpp"
 
 namespace specd {
@@ -97,6 +99,7 @@ void read_special_ids(const fs::path& file, SpecialIdOverrides& overrides) {
 }  // namespace
 
 std::unique_ptr<Tokenizer> load_tokenizer(const fs::path& model_dir) {
+  if (is_gguf_path(model_dir)) return load_gguf_tokenizer(GgufFile::open(model_dir));
   std::error_code ec;
   if (!fs::is_directory(model_dir, ec)) {
     throw SpecdError(ErrorCode::missing_file, "model directory not found: " + model_dir.string());

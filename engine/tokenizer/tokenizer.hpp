@@ -39,7 +39,9 @@ struct SpecialIdOverrides {
 
 // Loads the tokenizer found in a model directory. BOS/EOS ids come from the
 // directory's generation_config.json / config.json when present, else from the
-// tokenizer file itself. Throws SpecdError naming the file and problem.
+// tokenizer file itself. A path ending in .gguf is read as a llama.cpp GGUF file's
+// tokenizer metadata instead (gguf_tokenizer.hpp). Throws SpecdError naming the file
+// and problem.
 std::unique_ptr<Tokenizer> load_tokenizer(const std::filesystem::path& model_dir);
 
 }  // namespace specd

@@ -35,16 +35,11 @@ int64_t copy_out(std::string_view text, char* out, size_t out_cap) {
 
 bool valid_id(const specd_spm* spm, int32_t id) { return id >= 0 && id < spm->processor.GetPieceSize(); }
 
-}  // namespace
-
-extern "C" {
-
-int32_t specd_spm_abi_version(void) { return SPECD_SPM_ABI_VERSION; }
-
-specd_spm* specd_spm_create(const char* model_path, char* err, size_t err_cap) {
+template <class LoadFn>
+specd_spm* create_with(LoadFn load, char* err, size_t err_cap) {
   try {
     auto* spm = new specd_spm;
-    const auto status = spm->processor.Load(model_path);
+    const auto status = load(spm->processor);
     if (!status.ok()) {
       write_error(err, err_cap, status.ToString());
       delete spm;
@@ -57,6 +52,22 @@ specd_spm* specd_spm_create(const char* model_path, char* err, size_t err_cap) {
     write_error(err, err_cap, "unknown exception while loading the model");
   }
   return nullptr;
+}
+
+}  // namespace
+
+extern "C" {
+
+int32_t specd_spm_abi_version(void) { return SPECD_SPM_ABI_VERSION; }
+
+specd_spm* specd_spm_create(const char* model_path, char* err, size_t err_cap) {
+  return create_with([&](sentencepiece::SentencePieceProcessor& p) { return p.Load(model_path); }, err, err_cap);
+}
+
+specd_spm* specd_spm_create_from_proto(const char* bytes, size_t len, char* err, size_t err_cap) {
+  return create_with(
+      [&](sentencepiece::SentencePieceProcessor& p) { return p.LoadFromSerializedProto(std::string_view(bytes, len)); },
+      err, err_cap);
 }
 
 void specd_spm_destroy(specd_spm* spm) { delete spm; }

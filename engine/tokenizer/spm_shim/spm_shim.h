@@ -21,7 +21,7 @@ extern "C" {
 #define SPECD_SPM_EXPORT __attribute__((visibility("default")))
 
 /* Bumped whenever a signature below changes; the loader refuses a mismatch. */
-#define SPECD_SPM_ABI_VERSION 1
+#define SPECD_SPM_ABI_VERSION 2
 
 typedef struct specd_spm specd_spm;
 
@@ -30,6 +30,9 @@ SPECD_SPM_EXPORT int32_t specd_spm_abi_version(void);
 /* Loads a SentencePiece .model file. Returns NULL on failure with a message in err
  * (truncated to err_cap, always NUL-terminated when err_cap > 0). */
 SPECD_SPM_EXPORT specd_spm* specd_spm_create(const char* model_path, char* err, size_t err_cap);
+/* The same from a serialized ModelProto (the bytes of a .model file, or one built in
+ * memory, e.g. from a GGUF file's vocabulary). */
+SPECD_SPM_EXPORT specd_spm* specd_spm_create_from_proto(const char* bytes, size_t len, char* err, size_t err_cap);
 SPECD_SPM_EXPORT void specd_spm_destroy(specd_spm* spm);
 
 /* Encodes text[0..text_len) without BOS/EOS. Returns the number of ids; they are
