@@ -4,7 +4,7 @@
 // - Q8_0 as ggml does: |w| times x with w's sign (vpsignb), w = stored ^ 0x80 the signed
 //   quant; at most 2 x 128 x 127 a pair, no saturation (w = -128 too: vpabsb gives 128);
 // - Q4_0: the unsigned nibbles times x (at most 2 x 15 x 127), the offset 8 taken out by
-//   group_start; the low and high nibbles' pairs added in int16 (at most 7620).
+//   group_start; the low and high nibbles' pairs added in int16 (at most 7620 a step).
 // vpmaddwd by ones sums the pairs to int32. A tile holds one block for up to 2 rows (16
 // ymm registers); the rows of a call pass over each block in turn while it sits in L1/L2.
 // The float chain is the reference kernel's: bit-identical to it.
@@ -64,7 +64,10 @@ void tile(const KernelCall& c, int64_t b, int64_t r0) {
         }
       }
     } else {
+      // All four steps' pairs add up in int16 (at most 4 x 7620 = 30480) before one vpmaddwd:
+      // 17 instructions a row and half per group instead of 20.
       const __m256i low4 = _mm256_set1_epi8(0x0f);
+      __m256i pairs[R][2];
 #pragma GCC unroll 4
       for (int s = 0; s < 4; ++s) {
         __m256i lo[2], hi[2];
@@ -79,10 +82,15 @@ void tile(const KernelCall& c, int64_t b, int64_t r0) {
           const __m256i xlo = _mm256_set1_epi32(xg[s * m + r]), xhi = _mm256_set1_epi32(xg[(s + 4) * m + r]);
 #pragma GCC unroll 2
           for (int h = 0; h < 2; ++h) {
-            const __m256i pairs = _mm256_add_epi16(_mm256_maddubs_epi16(lo[h], xlo), _mm256_maddubs_epi16(hi[h], xhi));
-            sum[r][h] = _mm256_add_epi32(sum[r][h], _mm256_madd_epi16(pairs, ones));
+            const __m256i step = _mm256_add_epi16(_mm256_maddubs_epi16(lo[h], xlo), _mm256_maddubs_epi16(hi[h], xhi));
+            pairs[r][h] = s == 0 ? step : _mm256_add_epi16(pairs[r][h], step);
           }
         }
+      }
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 2
+        for (int h = 0; h < 2; ++h) sum[r][h] = _mm256_add_epi32(sum[r][h], _mm256_madd_epi16(pairs[r][h], ones));
       }
     }
     const auto* scales = reinterpret_cast<const __m128i*>(blk + groups * kQuantBytes + g * 32);
