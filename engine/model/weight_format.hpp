@@ -13,8 +13,8 @@ namespace specd {
 // or a GGUF file's own blocks), or every matrix quantized at load to int8 (Q8_0) or int4
 // (Q4_0) blocks. int4 includes the output head, where llama.cpp's Q4_0 keeps Q6_K: on the
 // committed pair an int4 head cost 0.0% (target) and 0.5% (draft) perplexity, and at 3B
-// an int8 head would be a tenth of the bytes each decode step reads (BENCHMARKS.md,
-// "Quantized weights").
+// an int8 head would add 12% to the bytes each int4 decode step reads (BENCHMARKS.md,
+// "What quantization costs in quality").
 enum class WeightFormat : uint8_t { stored, int8, int4 };
 
 const char* weight_format_name(WeightFormat f);  // "stored", "int8", "int4"
