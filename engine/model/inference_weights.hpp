@@ -45,6 +45,11 @@ struct RawTensor {
 // tensor's memory when asked for the next one.
 using TensorSource = std::function<RawTensor(const std::string& name, const std::vector<int64_t>& shape)>;
 
+// Appends the rows of a [rows, in] float matrix (f32, f16 or bf16) as llama.cpp blocks of
+// `to` (q8_0 or q4_0) with its rounding (kernels::quantize_row), row after row: the
+// bytes a GGUF tensor or a quantized checkpoint's U8 tensor holds.
+void append_quantized(const RawTensor& t, int64_t rows, int64_t in, kernels::Dtype to, std::vector<std::byte>& blocks);
+
 // A quantized source matrix (a quantized checkpoint's or a GGUF file's blocks) is packed
 // as it is; SpecdError(unsupported_dtype) when `format` would hold it in another format.
 InferenceWeights pack_inference_weights(const ModelConfig& config, const TensorSource& source,

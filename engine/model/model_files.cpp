@@ -56,10 +56,6 @@ void copy_tensor(const WeightFiles& files, const std::string& name, at::Tensor& 
   files.release(view);
 }
 
-kernels::Dtype kernel_dtype(DType d) {
-  return d == DType::F32 ? kernels::Dtype::f32 : d == DType::F16 ? kernels::Dtype::f16 : kernels::Dtype::bf16;
-}
-
 // A U8 tensor of a quantized checkpoint: its block format from the file's metadata, its
 // shape checked against the [out, in] matrix it holds.
 RawTensor quantized_tensor(const WeightFiles& files, const TensorView& view, const std::vector<int64_t>& shape) {
@@ -128,6 +124,10 @@ void check_tie_consistent(const ModelConfig& config, const WeightFiles& files, c
 }
 
 }  // namespace
+
+kernels::Dtype kernel_dtype(DType d) {
+  return d == DType::F32 ? kernels::Dtype::f32 : d == DType::F16 ? kernels::Dtype::f16 : kernels::Dtype::bf16;
+}
 
 namespace {
 

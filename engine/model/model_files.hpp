@@ -27,6 +27,9 @@ struct LoadInfo {
 // under this prefix followed by the tensor's name.
 inline constexpr const char* kBlockFormatKey = "specd.blocks.";
 
+// The kernels' dtype of a safetensors float dtype (F32, F16, BF16).
+kernels::Dtype kernel_dtype(DType d);
+
 // Loads config.json and the weights from dir, quantizing float matrices at load when
 // `weights` asks for it. Every problem (missing file, shard or tensor, wrong shape,
 // unknown dtype, truncated or malformed file, tie_word_embeddings that disagrees with the

@@ -1,7 +1,5 @@
 // `specd quantize`: writes a checkpoint whose matrices are int8 or int4 blocks
 // (docs/quantized_checkpoint.md), so a server loads it without quantizing again.
-#include <ATen/Parallel.h>
-
 #include <chrono>
 #include <cstdio>
 #include <map>
@@ -12,6 +10,7 @@
 #include "engine/checkpoint/model_config.hpp"
 #include "engine/checkpoint/weight_files.hpp"
 #include "engine/kernels/packed_weight.hpp"
+#include "engine/model/inference_weights.hpp"
 #include "engine/model/model_files.hpp"
 #include "tools/common/checkpoint_output.hpp"
 #include "tools/specd/cli_common.hpp"
@@ -26,25 +25,6 @@ namespace fs = std::filesystem;
 struct QuantizeArgs {
   std::string from, to, type;
 };
-
-// Rows of a float tensor as llama.cpp blocks, row after row, in parallel chunks: a 3B
-// model's 3.2 G weights take minutes on one core.
-std::vector<std::byte> quantize_rows(const TensorView& view, int64_t rows, int64_t in, kernels::Dtype q) {
-  const size_t row_bytes = static_cast<size_t>(in / kernels::kQuantGroup) * kernels::quant_block_bytes(q);
-  const size_t elem = dtype_size(view.dtype);
-  std::vector<std::byte> out(static_cast<size_t>(rows) * row_bytes);
-  at::parallel_for(0, rows, 64, [&](int64_t begin, int64_t end) {
-    std::vector<float> row(in);
-    for (int64_t r = begin; r < end; ++r) {
-      TensorView part = view;
-      part.data = view.data + static_cast<size_t>(r * in) * elem;
-      part.nbytes = static_cast<size_t>(in) * elem;
-      convert_to_float32(part, row.data());
-      kernels::quantize_row(row.data(), in, q, out.data() + static_cast<size_t>(r) * row_bytes);
-    }
-  });
-  return out;
-}
 
 void run_quantize(const QuantizeArgs& a) {
   const auto t0 = std::chrono::steady_clock::now();
@@ -82,7 +62,8 @@ void run_quantize(const QuantizeArgs& a) {
                                                                 " inputs, not a multiple of the 32 a block groups");
     }
     if (q) {
-      buffers.push_back(quantize_rows(view, spec.shape[0], spec.shape[1], *q));
+      buffers.emplace_back();
+      append_quantized({view.data, kernel_dtype(view.dtype)}, spec.shape[0], spec.shape[1], *q, buffers.back());
       const int64_t row_bytes = static_cast<int64_t>(buffers.back().size()) / spec.shape[0];
       tensors.push_back({spec.name, DType::U8, {spec.shape[0], row_bytes}, buffers.back()});
       metadata[kBlockFormatKey + spec.name] = kernels::dtype_name(*q);
