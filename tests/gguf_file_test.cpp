@@ -13,6 +13,9 @@
 
 #include "engine/base/errors.hpp"
 #include "tests/support/gguf_writer.hpp"
+#include "tests/support/temp_dir.hpp"
+
+using specd::testing::TempDir;
 
 namespace fs = std::filesystem;
 using namespace specd;
@@ -21,23 +24,6 @@ using specd::testing::GgufWriter;
 namespace {
 
 const fs::path kFixtures = fs::path(SPECD_SOURCE_DIR) / "../shared/data/gguf";
-
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = (fs::temp_directory_path() / "specd_gguf_test_XXXXXX").string();
-    REQUIRE(mkdtemp(pattern.data()) != nullptr);
-    path_ = pattern;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
 
 SpecdError open_error(const fs::path& path) {
   try {
@@ -67,7 +53,7 @@ GgufWriter every_type() {
 
 TEST_CASE("every metadata type and tensor info reads back as written") {
   TempDir dir;
-  const fs::path path = dir.path() / "types.gguf";
+  const fs::path path = dir.path / "types.gguf";
   every_type().write(path);
   const GgufFile f = GgufFile::open(path);
   CHECK(f.version() == 3);
@@ -98,7 +84,7 @@ TEST_CASE("every metadata type and tensor info reads back as written") {
 
 TEST_CASE("typed reads name the file and the key: missing_field, bad_value") {
   TempDir dir;
-  const fs::path path = dir.path() / "types.gguf";
+  const fs::path path = dir.path / "types.gguf";
   every_type().write(path);
   const GgufFile f = GgufFile::open(path);
   try {
@@ -137,7 +123,7 @@ TEST_CASE("llama.cpp's fixtures: version 3, their tensors inside the file at ali
 
 TEST_CASE("a file that is not GGUF is bad_value naming the file") {
   TempDir dir;
-  const fs::path path = dir.path() / "model.gguf";
+  const fs::path path = dir.path / "model.gguf";
   std::string bytes = every_type().bytes();
   bytes[0] = 'X';
   GgufWriter::write_bytes(path, bytes);
@@ -156,12 +142,12 @@ TEST_CASE("a file that is not GGUF is bad_value naming the file") {
   bytes[4] = 0, bytes[7] = 3;  // version 3 written big-endian
   GgufWriter::write_bytes(path, bytes);
   CHECK(open_error(path).message().find("big-endian") != std::string::npos);
-  CHECK(open_error(dir.path() / "absent.gguf").code() == ErrorCode::missing_file);
+  CHECK(open_error(dir.path / "absent.gguf").code() == ErrorCode::missing_file);
 }
 
 TEST_CASE("a file cut at any length is a SpecdError, truncated_file past the magic") {
   TempDir dir;
-  const fs::path path = dir.path() / "cut.gguf";
+  const fs::path path = dir.path / "cut.gguf";
   const std::string bytes = every_type().bytes();
   const size_t data_start = bytes.size() - 128;  // the tensors: 32 + 68 bytes, each padded to 32
   for (size_t n = 0; n < data_start + 100; ++n) {
@@ -176,7 +162,7 @@ TEST_CASE("a file cut at any length is a SpecdError, truncated_file past the mag
 TEST_CASE("the fixture truncated in its header or its tensor data names what is cut") {
   TempDir dir;
   const std::string bytes = file_bytes(kFixtures / "target-f16.gguf");
-  const fs::path path = dir.path() / "target-f16.gguf";
+  const fs::path path = dir.path / "target-f16.gguf";
   GgufWriter::write_bytes(path, std::string_view(bytes).substr(0, 1000));
   SpecdError e = open_error(path);
   CHECK(e.code() == ErrorCode::truncated_file);
@@ -190,7 +176,7 @@ TEST_CASE("the fixture truncated in its header or its tensor data names what is 
 
 TEST_CASE("lying counts, misaligned offsets, bad types and duplicates are refused") {
   TempDir dir;
-  const fs::path path = dir.path() / "bad.gguf";
+  const fs::path path = dir.path / "bad.gguf";
   GgufWriter w;
   w.u32("x", 1);
   std::string bytes = w.bytes();

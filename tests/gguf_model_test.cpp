@@ -28,6 +28,9 @@
 #include "engine/tokenizer/tokenizer.hpp"
 #include "tests/support/generation_drivers.hpp"
 #include "tests/support/gguf_writer.hpp"
+#include "tests/support/temp_dir.hpp"
+
+using specd::testing::TempDir;
 
 namespace fs = std::filesystem;
 using namespace specd;
@@ -37,23 +40,6 @@ namespace {
 
 const fs::path kFixtures = fs::path(SPECD_SOURCE_DIR) / "../shared/data/gguf";
 const fs::path kModels = fs::path(SPECD_SOURCE_DIR) / "models";
-
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = (fs::temp_directory_path() / "specd_gguf_model_XXXXXX").string();
-    REQUIRE(mkdtemp(pattern.data()) != nullptr);
-    path_ = pattern;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
 
 // One run of llama.cpp's server (llama_cpp_greedy.json; see the README beside it).
 struct LlamaCppRun {
@@ -289,7 +275,7 @@ TEST_CASE("with add_space_prefix false the GGUF vocabulary tokenizes as the comm
   // must give the committed model's ids exactly.
   const GgufFile f = GgufFile::open(kFixtures / "target-f16.gguf");
   TempDir dir;
-  const fs::path path = dir.path() / "vocab.gguf";
+  const fs::path path = dir.path / "vocab.gguf";
   GgufWriter w;
   w.string("general.architecture", "llama").string("tokenizer.ggml.model", "llama");
   w.strings("tokenizer.ggml.tokens", f.strings("tokenizer.ggml.tokens"));
@@ -328,7 +314,7 @@ TEST_CASE("the GGUF's chat template is recognised: speaker turns, BOS and EOS fr
 
 TEST_CASE("refusals: wrong magic, truncated, another architecture, unsupported tensor types, another tokenizer") {
   TempDir dir;
-  const fs::path path = dir.path() / "bad.gguf";
+  const fs::path path = dir.path / "bad.gguf";
   GgufWriter::write_bytes(path, "GGML\x03\x00\x00\x00");
   SpecdError e = load_error(path);
   CHECK(e.code() == ErrorCode::bad_value);
@@ -381,7 +367,7 @@ TEST_CASE("refusals: wrong magic, truncated, another architecture, unsupported t
 
 TEST_CASE("llama3 rope scaling written as rope_freqs.weight reads back as its parameters; other divisors are refused") {
   TempDir dir;
-  const fs::path path = dir.path() / "rope.gguf";
+  const fs::path path = dir.path / "rope.gguf";
   ModelConfig c;
   c.head_dim = 128;
   c.rope_theta = 10000;

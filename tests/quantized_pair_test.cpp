@@ -16,6 +16,7 @@
 #include "engine/tokenizer/tokenizer.hpp"
 #include "tests/support/generation_drivers.hpp"
 #include "tests/support/joint_distribution.hpp"
+#include "tests/support/temp_dir.hpp"
 
 using namespace specd;
 using namespace specd::testing;
@@ -175,7 +176,8 @@ TEST_CASE("sampled speculation on the int4 pair has the int4 target's joint dist
 }
 
 TEST_CASE("quantized checkpoints: blocks without a format, of the wrong shape, or quantized again are refused") {
-  const fs::path tmp = fs::temp_directory_path() / ("specd_quantized_" + std::to_string(::getpid()));
+  const TempDir dir;
+  const fs::path& tmp = dir.path;
   const std::string q = "model.layers.0.self_attn.o_proj.weight";  // [384, 384]: 12 groups a row
   const std::string key = std::string(kBlockFormatKey) + q;
   {
@@ -195,5 +197,4 @@ TEST_CASE("quantized checkpoints: blocks without a format, of the wrong shape, o
     CHECK(e.code() == ErrorCode::unsupported_dtype);
     CHECK(std::string(e.what()).find(q + " is stored as q4_0; quantizing it again to q8_0") != std::string::npos);
   }
-  fs::remove_all(tmp);
 }

@@ -15,22 +15,15 @@
 #include <random>
 
 #include "engine/base/errors.hpp"
+#include "tests/support/temp_dir.hpp"
+
+using specd::testing::TempDir;
 
 using namespace specd;
 
 namespace {
 
 // A fresh directory under the system temp dir, removed with its contents on scope exit.
-struct TempDir {
-  std::filesystem::path path;
-  TempDir() {
-    static std::atomic<int> counter{0};
-    path = std::filesystem::temp_directory_path() /
-           ("specd_safetensors_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-    std::filesystem::create_directories(path);
-  }
-  ~TempDir() { std::filesystem::remove_all(path); }
-};
 
 template <typename T>
 std::span<const std::byte> as_bytes(const std::vector<T>& v) {

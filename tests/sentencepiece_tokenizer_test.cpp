@@ -14,6 +14,9 @@
 
 #include "engine/base/errors.hpp"
 #include "engine/tokenizer/tokenizer.hpp"
+#include "tests/support/temp_dir.hpp"
+
+using specd::testing::TempDir;
 
 namespace fs = std::filesystem;
 using specd::ErrorCode;
@@ -24,24 +27,6 @@ namespace {
 
 const fs::path kLlama2Model = SPECD_SOURCE_DIR "/../shared/data/llama2-tokenizer.model";
 const fs::path kShakespeare = SPECD_SOURCE_DIR "/../shared/data/tinyshakespeare.txt";
-
-// A fresh directory under the system temp dir, removed with everything in it.
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = (fs::temp_directory_path() / "specd_spm_test_XXXXXX").string();
-    REQUIRE(mkdtemp(pattern.data()) != nullptr);
-    path_ = pattern;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
 
 void write_file(const fs::path& path, const std::string& text) {
   std::ofstream out(path, std::ios::binary);
@@ -74,9 +59,9 @@ void check_error(Fn&& fn, ErrorCode expected, const std::string& named) {
 
 void check_generation_config_error(const std::string& json, ErrorCode expected) {
   TempDir dir;
-  make_model_dir(dir.path(), "");
-  write_file(dir.path() / "generation_config.json", json);
-  check_error([&] { specd::load_tokenizer(dir.path()); }, expected, "generation_config.json");
+  make_model_dir(dir.path, "");
+  write_file(dir.path / "generation_config.json", json);
+  check_error([&] { specd::load_tokenizer(dir.path); }, expected, "generation_config.json");
 }
 
 const SentencePieceTokenizer& llama2() {
@@ -184,8 +169,8 @@ TEST_CASE("encode and decode agree across threads") {
 
 TEST_CASE("load_tokenizer takes BOS/EOS from generation_config.json") {
   TempDir dir;
-  make_model_dir(dir.path(), R"({"bos_token_id": 1, "eos_token_id": [2, 7], "do_sample": true})");
-  const auto t = specd::load_tokenizer(dir.path());
+  make_model_dir(dir.path, R"({"bos_token_id": 1, "eos_token_id": [2, 7], "do_sample": true})");
+  const auto t = specd::load_tokenizer(dir.path);
   CHECK(t->vocab_size() == 32000);
   CHECK(t->bos_id() == 1);
   CHECK(t->eos_ids() == Ids{2, 7});
@@ -194,21 +179,21 @@ TEST_CASE("load_tokenizer takes BOS/EOS from generation_config.json") {
 
 TEST_CASE("generation_config.json wins over config.json, which wins over the model") {
   TempDir both;
-  make_model_dir(both.path(), R"({"eos_token_id": 9})",
+  make_model_dir(both.path, R"({"eos_token_id": 9})",
                  R"({"bos_token_id": 5, "eos_token_id": [3, 4], "rope_scaling": null})");
-  const auto t = specd::load_tokenizer(both.path());
+  const auto t = specd::load_tokenizer(both.path);
   CHECK(t->bos_id() == 5);
   CHECK(t->eos_ids() == Ids{9});
 
   TempDir config_only;
-  make_model_dir(config_only.path(), "", R"({"eos_token_id": 4, "hidden_size": 64})");
-  const auto c = specd::load_tokenizer(config_only.path());
+  make_model_dir(config_only.path, "", R"({"eos_token_id": 4, "hidden_size": 64})");
+  const auto c = specd::load_tokenizer(config_only.path);
   CHECK(c->bos_id() == 1);
   CHECK(c->eos_ids() == Ids{4});
 
   TempDir nulls;
-  make_model_dir(nulls.path(), R"({"bos_token_id": null, "eos_token_id": null})");
-  const auto n = specd::load_tokenizer(nulls.path());
+  make_model_dir(nulls.path, R"({"bos_token_id": null, "eos_token_id": null})");
+  const auto n = specd::load_tokenizer(nulls.path);
   CHECK(n->bos_id() == 1);
   CHECK(n->eos_ids() == Ids{2});
 }
@@ -234,12 +219,12 @@ TEST_CASE("special ids of the wrong type or outside the vocabulary are bad_value
 
 TEST_CASE("load_tokenizer reports missing directories and tokenizer files") {
   TempDir dir;
-  const std::string absent = (dir.path() / "absent").string();
+  const std::string absent = (dir.path / "absent").string();
   check_error([&] { specd::load_tokenizer(absent); }, ErrorCode::missing_file, absent);
-  check_error([&] { specd::load_tokenizer(dir.path()); }, ErrorCode::missing_file, dir.path().string());
+  check_error([&] { specd::load_tokenizer(dir.path); }, ErrorCode::missing_file, dir.path.string());
   // tokenizer.json is read by the BPE tokenizer now; an empty one lacks its model.
-  write_file(dir.path() / "tokenizer.json", "{}");
-  check_error([&] { specd::load_tokenizer(dir.path()); }, ErrorCode::missing_field, "tokenizer.json");
+  write_file(dir.path / "tokenizer.json", "{}");
+  check_error([&] { specd::load_tokenizer(dir.path); }, ErrorCode::missing_field, "tokenizer.json");
   check_error([&] { SentencePieceTokenizer t(absent + ".model"); }, ErrorCode::missing_file, absent + ".model");
 }
 
@@ -247,9 +232,9 @@ TEST_CASE("a file that is not a SentencePiece model is tokenizer_error") {
   TempDir dir;
   for (const std::string& garbage :
        {std::string("this is not a protobuf \xff\xfe\x01\x02", 27), std::string(), std::string(4096, 'z')}) {
-    write_file(dir.path() / "tokenizer.model", garbage);
-    check_error([&] { specd::load_tokenizer(dir.path()); }, ErrorCode::tokenizer_error,
-                (dir.path() / "tokenizer.model").string());
+    write_file(dir.path / "tokenizer.model", garbage);
+    check_error([&] { specd::load_tokenizer(dir.path); }, ErrorCode::tokenizer_error,
+                (dir.path / "tokenizer.model").string());
   }
 }
 
@@ -261,10 +246,10 @@ TEST_CASE("train_sentencepiece trains a small BPE model that loads and round-tri
   in.read(corpus.data(), static_cast<std::streamsize>(corpus.size()));
   corpus.resize(static_cast<size_t>(in.gcount()));
   REQUIRE(corpus.size() == 8192);
-  write_file(dir.path() / "corpus.txt", corpus);
+  write_file(dir.path / "corpus.txt", corpus);
 
-  const fs::path prefix = dir.path() / "tiny";
-  specd::train_sentencepiece("--input=" + (dir.path() / "corpus.txt").string() + " --model_prefix=" + prefix.string() +
+  const fs::path prefix = dir.path / "tiny";
+  specd::train_sentencepiece("--input=" + (dir.path / "corpus.txt").string() + " --model_prefix=" + prefix.string() +
                              " --vocab_size=320 --model_type=bpe --byte_fallback=true"
                              // Llama 2's settings: keep text as is, so newlines and runs
                              // of spaces round-trip (through byte fallback).
@@ -288,10 +273,10 @@ TEST_CASE("train_sentencepiece trains a small BPE model that loads and round-tri
 
 TEST_CASE("train_sentencepiece reports bad arguments as tokenizer_error") {
   TempDir dir;
-  const std::string input = (dir.path() / "absent.txt").string();
+  const std::string input = (dir.path / "absent.txt").string();
   check_error(
       [&] {
-        specd::train_sentencepiece("--input=" + input + " --model_prefix=" + (dir.path() / "m").string() +
+        specd::train_sentencepiece("--input=" + input + " --model_prefix=" + (dir.path / "m").string() +
                                    " --vocab_size=300 --minloglevel=2");
       },
       ErrorCode::tokenizer_error, input);

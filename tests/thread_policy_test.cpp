@@ -12,6 +12,9 @@
 #include <vector>
 
 #include "compute/compute_permits.hpp"
+#include "tests/support/temp_dir.hpp"
+
+using specd::testing::TempDir;
 
 using namespace specd;
 namespace fs = std::filesystem;
@@ -22,15 +25,6 @@ void write(const fs::path& path, const std::string& text) {
   fs::create_directories(path.parent_path());
   std::ofstream(path) << text;
 }
-
-struct TempDir {
-  TempDir() : path(fs::temp_directory_path() / ("specd_cgroup_" + std::to_string(::getpid()))) {
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() { fs::remove_all(path); }
-  fs::path path;
-};
 
 CpuLimits limits(int32_t affinity, std::optional<double> quota) {
   CpuLimits l;

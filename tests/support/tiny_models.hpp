@@ -11,6 +11,7 @@
 
 #include "engine/checkpoint/model_config.hpp"
 #include "engine/model/llama_model.hpp"
+#include "tests/support/temp_dir.hpp"
 
 namespace specd::testing {
 
@@ -51,14 +52,5 @@ inline std::shared_ptr<LlamaModel> random_model(const ModelConfig& c, uint64_t s
 }
 
 // A fresh empty directory under the system temp dir, removed by the destructor.
-struct TempDir {
-  std::filesystem::path path;
-  TempDir() {
-    std::random_device rd;
-    path = std::filesystem::temp_directory_path() / ("specd-test-" + std::to_string(rd()) + std::to_string(rd()));
-    std::filesystem::create_directories(path);
-  }
-  ~TempDir() { std::filesystem::remove_all(path); }
-};
 
 }  // namespace specd::testing
