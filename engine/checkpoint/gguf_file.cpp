@@ -1,10 +1,5 @@
 #include "engine/checkpoint/gguf_file.hpp"
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <cctype>
 #include <cerrno>
 #include <cstring>
@@ -272,28 +267,13 @@ int64_t GgufTensor::elements() const {
 
 GgufFile GgufFile::open(const std::filesystem::path& path) {
   const std::string name = path.string();
-  const int fd = ::open(name.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    const int err = errno;
-    throw SpecdError(ErrorCode::missing_file,
-                     name + (err == ENOENT ? ": no such file" : ": cannot open: " + std::string(std::strerror(err))));
-  }
-  struct stat st {};
-  const bool regular = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
-  const size_t size = regular ? static_cast<size_t>(st.st_size) : 0;
-  void* mapping = regular && size > 0 ? ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0) : MAP_FAILED;
-  const int map_errno = errno;
-  ::close(fd);  // the mapping keeps the file alive
-  if (!regular) throw SpecdError(ErrorCode::missing_file, name + ": not a regular file");
-  if (size == 0) throw SpecdError(ErrorCode::truncated_file, name + ": file is empty");
-  if (mapping == MAP_FAILED)
-    throw SpecdError(ErrorCode::missing_file, name + ": cannot map: " + std::string(std::strerror(map_errno)));
   GgufFile file;
   file.path_ = path;
-  file.mapping_ = mapping;
-  file.size_ = size;
+  file.mapping_ = MappedFile::open(path);
+  const size_t size = file.mapping_.size();
+  if (size == 0) throw SpecdError(ErrorCode::truncated_file, name + ": file is empty");
 
-  const auto* bytes = static_cast<const std::byte*>(mapping);
+  const std::byte* bytes = file.mapping_.data();
   HeaderReader r(name, bytes, size);
   const uint32_t magic = r.scalar<uint32_t>("the magic");
   if (magic != kMagic) r.fail(ErrorCode::bad_value, "not a GGUF file (the magic is not \"GGUF\")");
@@ -346,48 +326,6 @@ GgufFile GgufFile::open(const std::filesystem::path& path) {
   return file;
 }
 
-GgufFile::GgufFile(GgufFile&& other) noexcept
-    : path_(std::move(other.path_)),
-      mapping_(std::exchange(other.mapping_, nullptr)),
-      size_(std::exchange(other.size_, 0)),
-      version_(other.version_),
-      alignment_(other.alignment_),
-      data_offset_(other.data_offset_),
-      metadata_(std::move(other.metadata_)),
-      tensors_(std::move(other.tensors_)),
-      by_name_(std::move(other.by_name_)) {}
-
-GgufFile& GgufFile::operator=(GgufFile&& other) noexcept {
-  if (this != &other) {
-    unmap();
-    path_ = std::move(other.path_);
-    mapping_ = std::exchange(other.mapping_, nullptr);
-    size_ = std::exchange(other.size_, 0);
-    version_ = other.version_;
-    alignment_ = other.alignment_;
-    data_offset_ = other.data_offset_;
-    metadata_ = std::move(other.metadata_);
-    tensors_ = std::move(other.tensors_);
-    by_name_ = std::move(other.by_name_);
-  }
-  return *this;
-}
-
-GgufFile::~GgufFile() { unmap(); }
-
-void GgufFile::unmap() noexcept {
-  if (mapping_) ::munmap(mapping_, size_);
-  mapping_ = nullptr;
-  size_ = 0;
-}
-
-void GgufFile::release(const GgufTensor& tensor) const {
-  // Only whole pages inside the tensor: neighbours may share its first and last page.
-  static const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
-  const auto begin = reinterpret_cast<uintptr_t>(tensor.data);
-  const uintptr_t first = (begin + page - 1) & ~(page - 1);
-  const uintptr_t last = (begin + tensor.nbytes) & ~(page - 1);
-  if (last > first) ::madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
-}
+void GgufFile::release(const GgufTensor& tensor) const { release_pages(tensor.data, tensor.nbytes); }
 
 }  // namespace specd

@@ -14,6 +14,8 @@
 #include <variant>
 #include <vector>
 
+#include "engine/checkpoint/mapped_file.hpp"
+
 namespace specd {
 
 // True for a path naming a .gguf file: load_model, load_tokenizer and the chat template
@@ -90,17 +92,11 @@ class GgufFile {
   // hold); each message names the file.
   static GgufFile open(const std::filesystem::path& path);
 
-  GgufFile(GgufFile&& other) noexcept;
-  GgufFile& operator=(GgufFile&& other) noexcept;
-  GgufFile(const GgufFile&) = delete;
-  GgufFile& operator=(const GgufFile&) = delete;
-  ~GgufFile();
-
   const std::filesystem::path& path() const { return path_; }
   uint32_t version() const { return version_; }
   uint64_t alignment() const { return alignment_; }
   uint64_t data_offset() const { return data_offset_; }  // start of the tensor data in the file
-  size_t file_bytes() const { return size_; }
+  size_t file_bytes() const { return mapping_.size(); }
 
   const std::map<std::string, GgufValue, std::less<>>& metadata() const { return metadata_; }
   const GgufValue* find(std::string_view key) const;
@@ -125,13 +121,11 @@ class GgufFile {
 
  private:
   GgufFile() = default;
-  void unmap() noexcept;
   [[noreturn]] void fail_key(std::string_view key, const std::string& problem) const;
   const GgufArray& array(std::string_view key) const;
 
   std::filesystem::path path_;
-  void* mapping_ = nullptr;
-  size_t size_ = 0;
+  MappedFile mapping_;
   uint32_t version_ = 0;
   uint64_t alignment_ = 32;
   uint64_t data_offset_ = 0;

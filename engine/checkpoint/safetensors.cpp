@@ -2,8 +2,6 @@
 
 #include <fcntl.h>
 #include <simdjson.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
 #include <unistd.h>
 #include <boost/json/array.hpp>
 #include <boost/json/object.hpp>
@@ -247,59 +245,17 @@ std::string safetensors_header(std::span<const HeaderEntry> entries,
 
 SafetensorsFile SafetensorsFile::open(const std::filesystem::path& path) {
   const std::string name = path.string();
-  int fd = ::open(name.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    const int err = errno;
-    throw SpecdError(ErrorCode::missing_file,
-                     name + (err == ENOENT ? ": no such file" : ": cannot open: " + std::string(std::strerror(err))));
-  }
-  struct stat st {};
-  const bool regular = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
-  const size_t size = regular ? size_t(st.st_size) : 0;
-  void* mapping = regular && size >= 8 ? ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0) : MAP_FAILED;
-  const int map_errno = errno;
-  ::close(fd);  // the mapping keeps the file alive
-  if (!regular) throw SpecdError(ErrorCode::missing_file, name + ": not a regular file");
+  SafetensorsFile file;
+  file.path_ = path;
+  file.mapping_ = MappedFile::open(path);
+  const size_t size = file.mapping_.size();
   if (size < 8)
     throw SpecdError(ErrorCode::truncated_file,
                      name + ": file has " + std::to_string(size) + " bytes, expected at least 8 for the header length");
-  if (mapping == MAP_FAILED)
-    throw SpecdError(ErrorCode::missing_file, name + ": cannot map: " + std::string(std::strerror(map_errno)));
-  SafetensorsFile file;
-  file.path_ = path;
-  file.mapping_ = mapping;
-  file.mapping_size_ = size;
-  ParsedHeader header = HeaderParser(name, static_cast<const std::byte*>(mapping), size).parse();
+  ParsedHeader header = HeaderParser(name, file.mapping_.data(), size).parse();
   file.tensors_ = std::move(header.tensors);
   file.metadata_ = std::move(header.metadata);
   return file;
-}
-
-SafetensorsFile::SafetensorsFile(SafetensorsFile&& other) noexcept
-    : path_(std::move(other.path_)),
-      mapping_(std::exchange(other.mapping_, nullptr)),
-      mapping_size_(std::exchange(other.mapping_size_, 0)),
-      tensors_(std::move(other.tensors_)),
-      metadata_(std::move(other.metadata_)) {}
-
-SafetensorsFile& SafetensorsFile::operator=(SafetensorsFile&& other) noexcept {
-  if (this != &other) {
-    unmap();
-    path_ = std::move(other.path_);
-    mapping_ = std::exchange(other.mapping_, nullptr);
-    mapping_size_ = std::exchange(other.mapping_size_, 0);
-    tensors_ = std::move(other.tensors_);
-    metadata_ = std::move(other.metadata_);
-  }
-  return *this;
-}
-
-SafetensorsFile::~SafetensorsFile() { unmap(); }
-
-void SafetensorsFile::unmap() noexcept {
-  if (mapping_) ::munmap(mapping_, mapping_size_);
-  mapping_ = nullptr;
-  mapping_size_ = 0;
 }
 
 bool SafetensorsFile::contains(std::string_view name) const { return tensors_.find(name) != tensors_.end(); }

@@ -11,6 +11,8 @@
 #include <string_view>
 #include <vector>
 
+#include "engine/checkpoint/mapped_file.hpp"
+
 namespace specd {
 
 // U8 holds the int8/int4 blocks of a quantized checkpoint (docs/quantized_checkpoint.md),
@@ -38,12 +40,6 @@ class SafetensorsFile {
   // bad_value, unsupported_dtype, shape_mismatch; each message names the file.
   static SafetensorsFile open(const std::filesystem::path& path);
 
-  SafetensorsFile(SafetensorsFile&& other) noexcept;
-  SafetensorsFile& operator=(SafetensorsFile&& other) noexcept;
-  SafetensorsFile(const SafetensorsFile&) = delete;
-  SafetensorsFile& operator=(const SafetensorsFile&) = delete;
-  ~SafetensorsFile();
-
   const std::filesystem::path& path() const { return path_; }
   bool contains(std::string_view name) const;
   // Throws SpecdError(missing_tensor) naming the file and the tensor.
@@ -53,11 +49,9 @@ class SafetensorsFile {
 
  private:
   SafetensorsFile() = default;
-  void unmap() noexcept;
 
   std::filesystem::path path_;
-  void* mapping_ = nullptr;
-  size_t mapping_size_ = 0;
+  MappedFile mapping_;
   std::map<std::string, TensorView, std::less<>> tensors_;
   std::map<std::string, std::string> metadata_;
 };

@@ -1,8 +1,6 @@
 #include "engine/checkpoint/weight_files.hpp"
 
 #include <simdjson.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
 #include <fstream>
 #include <iterator>
@@ -106,14 +104,6 @@ std::string WeightFiles::describe(std::string_view name) const {
   return shards_[it->second].path().string() + " (via " + source_.filename().string() + ")";
 }
 
-void WeightFiles::release(const TensorView& view) const {
-  // Only whole pages inside the tensor: neighbours may share its first and last page.
-  static const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
-  const auto begin = reinterpret_cast<uintptr_t>(view.data);
-  const uintptr_t first = (begin + page - 1) & ~(page - 1);
-  const uintptr_t last = (begin + view.nbytes) & ~(page - 1);
-  // Advice only: on failure the pages simply stay until the mapping is closed.
-  if (last > first) ::madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
-}
+void WeightFiles::release(const TensorView& view) const { release_pages(view.data, view.nbytes); }
 
 }  // namespace specd

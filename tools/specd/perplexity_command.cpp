@@ -5,8 +5,6 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
-#include <sstream>
 
 #include "engine/base/errors.hpp"
 #include "engine/model/kv_cache.hpp"
@@ -29,11 +27,7 @@ struct PerplexityArgs {
 };
 
 std::string read_tail(const std::string& path, double fraction) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw SpecdError(ErrorCode::missing_file, "cannot read --text " + path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  const std::string text = ss.str();
+  const std::string text = read_text_file(path, "--text");
   size_t start = text.size() - static_cast<size_t>(static_cast<double>(text.size()) * fraction);
   while (start < text.size() && (static_cast<unsigned char>(text[start]) & 0xC0) == 0x80) ++start;  // whole UTF-8
   return text.substr(start);

@@ -20,17 +20,9 @@ struct DetokenizeArgs {
   std::string model, ids;
 };
 
-std::string read_text_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw SpecdError(ErrorCode::missing_file, "cannot read --text-file " + path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 void run_tokenize(const TokenizeArgs& a) {
   auto tok = load_tokenizer(a.model.empty() ? default_target_dir() : std::filesystem::path(a.model));
-  const std::string text = a.text_file.empty() ? a.text : read_text_file(a.text_file);
+  const std::string text = a.text_file.empty() ? a.text : read_text_file(a.text_file, "--text-file");
   const auto ids = tok->encode(text, false);
   if (a.json) {
     boost::json::array arr(ids.begin(), ids.end());
