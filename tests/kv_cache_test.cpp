@@ -231,6 +231,46 @@ TEST_CASE("a write into a shared block left partial by truncation goes to a copy
   CHECK(table(c, 2) == std::vector<int32_t>{0, 1});
 }
 
+TEST_CASE("a branch shares its parent's blocks, copies the partial one on its first write, and is adopted or dropped") {
+  KvCache c(tiny_config(), 2, 64, 12);
+  c.set_length(0, 20);  // blocks 0 (full) and 1 (partial)
+  const std::vector<int32_t> parent = table(c, 0);
+  const int32_t free_before = c.available_blocks();
+  const int32_t a = c.fork(0);
+  const int32_t b = c.fork(0);
+  CHECK(a >= c.slot_count());
+  CHECK(b != a);
+  CHECK(c.branch_count() == 2);
+  CHECK(c.length(a) == 20);
+  CHECK(table(c, a) == parent);
+  CHECK(c.available_blocks() == free_before);  // sharing takes no block
+  // Each writer of position 20 gets its own copy of the partial block; the full one stays shared.
+  c.reserve(0, 21);
+  c.reserve(a, 21);
+  c.reserve(b, 21);
+  CHECK(table(c, 0)[0] == parent[0]);
+  CHECK(table(c, a)[0] == parent[0]);
+  CHECK(table(c, 0)[1] != table(c, a)[1]);
+  CHECK(table(c, a)[1] != table(c, b)[1]);
+  c.reserve(a, 40);  // a deeper path takes blocks of its own
+  CHECK(table(c, a).size() == 3);
+  // The slot adopts branch a: its own blocks go back, a's become its.
+  const std::vector<int32_t> kept = table(c, a);
+  c.adopt(0, a);
+  CHECK(table(c, 0) == kept);
+  CHECK(c.length(0) == 20);
+  CHECK_THROWS_AS(c.length(a), SpecdError);
+  c.drop(b);
+  CHECK(c.branch_count() == 0);
+  CHECK(c.available_blocks() == free_before - 1);  // block 0, a's copy of block 1 and its third
+  CHECK_THROWS_AS(c.drop(0), SpecdError);          // a slot is not a branch
+  const int32_t again = c.fork(0);                 // branch numbers are reused
+  CHECK((again == a || again == b));
+  c.drop(again);
+  c.release(0);
+  CHECK(c.available_blocks() == 12);
+}
+
 TEST_CASE("at Llama-3.2-3B shapes a token takes 114,688 bytes, and the pool only reserves its address space") {
   const ModelConfig c3b = llama_3b_shapes();
   CHECK(KvCache::bytes_per_token(c3b) == 114688);  // 28 layers x {K,V} x 8 heads x 128 x 2 bytes

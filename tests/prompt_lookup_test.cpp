@@ -92,3 +92,16 @@ TEST_CASE("an 8k context is scanned back to a match at its very start") {
   REQUIRE(context.size() == 8187);
   CHECK(lookup(context, 4) == Ids{7, 1000, 1001, 1002});
 }
+
+TEST_CASE("a lookup tree merges several earlier continuations by their common prefixes") {
+  // "5 6" was followed by 7 8, 9 1 and 7 3.
+  const std::vector<int32_t> context = {5, 6, 7, 8, 0, 5, 6, 9, 1, 0, 5, 6, 7, 3, 0, 5, 6};
+  const LookupTree tree = propose_tree_by_lookup(context, 2, 3, 2, 2);
+  // Newest continuation (7 3) first, then 9 1, then 7 8 sharing the 7.
+  CHECK(tree.tokens == std::vector<int32_t>{7, 9, 3, 1, 8});
+  CHECK(tree.parents == std::vector<int32_t>{-1, -1, 0, 1, 0});
+  const LookupTree one = propose_tree_by_lookup(context, 2, 1, 2, 2);
+  CHECK(one.tokens == propose_by_lookup(context, 2, 2, 2));
+  const std::vector<int32_t> no_repeat = {1, 2, 3};
+  CHECK(propose_tree_by_lookup(no_repeat, 4, 3).tokens.empty());
+}

@@ -342,3 +342,77 @@ TEST_CASE("residual_distribution falls back to p when the residual has no mass")
   CHECK(at::equal(residual_distribution(p, q), p));
   CHECK_THROWS_AS(residual_distribution(p, tensor_of({0.5, 0.5})), SpecdError);
 }
+
+// ---- token trees -----------------------------------------------------------------------
+
+namespace {
+
+// Depth-1 trees under the root: the first emitted token (the accepted child, or the
+// token drawn after every child was rejected) must have distribution p. `drawn` children
+// are drawn from q each round; `fixed` ones are deterministic tokens (q a point mass).
+void check_depth1_tree(const Dist& p, const Dist& q, int32_t drawn, const std::vector<int32_t>& fixed, uint64_t seed,
+                       const std::string& what) {
+  const at::Tensor pt = tensor_of(p), qt = tensor_of(q);
+  Rng rng(seed);
+  Counts counts(p.size(), 0);
+  int64_t accepted = 0;
+  for (int64_t r = 0; r < kRounds; ++r) {
+    std::vector<int32_t> tokens, parents;
+    std::vector<at::Tensor> qs;
+    for (int32_t i = 0; i < drawn; ++i) {
+      tokens.push_back(draw_from(qt, rng));
+      qs.push_back(qt);
+    }
+    for (int32_t t : fixed) {
+      tokens.push_back(t);
+      qs.emplace_back();
+    }
+    parents.assign(tokens.size(), -1);
+    const TreeOutcome o = verify_tree_sampled([&](int32_t) { return pt; }, qs, {tokens, parents}, rng);
+    REQUIRE(o.path.size() <= 1);
+    ++counts[o.path.empty() ? o.next_token : tokens[static_cast<size_t>(o.path[0])]];
+    accepted += static_cast<int64_t>(o.path.size());
+  }
+  check_fit(counts, p, what);
+  MESSAGE(what, ": a child accepted in ", static_cast<double>(accepted) / kRounds, " of rounds");
+}
+
+}  // namespace
+
+TEST_CASE("tree sampling emits p: one drawn child and deterministic children, duplicates among them") {
+  check_depth1_tree(kGenericP, kGenericQ, 1, {3, 3, 1}, 71, "drawn + {3, 3, 1}");
+}
+
+TEST_CASE("tree sampling emits p: three children drawn from the same q (duplicates are common)") {
+  check_depth1_tree(kGenericP, {0.7, 0.1, 0.05, 0.05, 0.05, 0.05}, 3, {}, 72, "3 drawn");
+}
+
+TEST_CASE("tree sampling emits p: a depth-1 tree with a deterministic child per token always accepts one") {
+  check_depth1_tree(kGenericP, kGenericQ, 0, {0, 1, 2, 3, 4, 5}, 73, "6 deterministic");
+  Rng rng(5);
+  const std::vector<int32_t> tokens = {4, 2, 0, 1, 3, 5}, parents(6, -1);
+  const std::vector<at::Tensor> qs(6);
+  for (int i = 0; i < 200; ++i) {
+    const at::Tensor p = tensor_of(kGenericP);
+    CHECK(verify_tree_sampled([&](int32_t) { return p; }, qs, {tokens, parents}, rng).path.size() == 1);
+  }
+}
+
+TEST_CASE("greedy tree verification follows the child equal to the target's choice, to the longest path") {
+  // Root children 5, 7 (nodes 0, 1); under 7: 2, 9 (nodes 2, 3); under 9: 4 (node 4).
+  const std::vector<int32_t> tokens = {5, 7, 2, 9, 4}, parents = {-1, -1, 1, 1, 3};
+  // Target choices per row (root, nodes 0..4): root picks 7, node 1 picks 9, node 3 picks 4, node 4 picks 8.
+  const std::vector<int32_t> choice = {7, 0, 9, 0, 4, 8};
+  std::vector<int32_t> asked;
+  const TreeOutcome o = verify_tree_greedy(
+      [&](int32_t r) {
+        asked.push_back(r);
+        return choice[static_cast<size_t>(r)];
+      },
+      {tokens, parents});
+  CHECK(o.path == std::vector<int32_t>{1, 3, 4});
+  CHECK(o.next_token == 8);
+  CHECK(asked == std::vector<int32_t>{0, 2, 4, 5});  // only the rows on the path
+  const std::vector<int32_t> bad_parents = {-1, 3, 1, 1, 3};
+  CHECK_THROWS_AS(verify_tree_greedy([&](int32_t) { return 0; }, {tokens, bad_parents}), SpecdError);
+}

@@ -110,6 +110,13 @@ BlockKey BlockAllocator::commit(int32_t block, const BlockKey& parent, std::span
   return key;
 }
 
+void BlockAllocator::share(int32_t block) {
+  if (block < 0 || block >= total() || refs_[block] < 1) {
+    throw SpecdError(ErrorCode::invalid_argument, "share of block " + std::to_string(block) + " not referenced");
+  }
+  ++refs_[block];
+}
+
 void BlockAllocator::release(int32_t block) {
   if (block < 0 || block >= total() || refs_[block] < 1) {
     throw SpecdError(ErrorCode::invalid_argument, "release of block " + std::to_string(block) + " not referenced");

@@ -62,6 +62,9 @@ class BlockAllocator {
   // parent). When an equal block is cached already, that one stays the one found and
   // this one is freed at its last release.
   BlockKey commit(int32_t block, const BlockKey& parent, std::span<const int32_t> tokens);
+  // One reference more to a referenced block (a KV branch shares its parent's blocks).
+  // Throws SpecdError(invalid_argument) for a block nobody references.
+  void share(int32_t block);
   // One reference less: at zero a keyed block joins the cache, any other is freed.
   // Release a sequence's blocks from its last to its first, so that a prefix's head
   // outlives its tail in the cache. Throws SpecdError(invalid_argument) for a block

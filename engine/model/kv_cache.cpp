@@ -25,7 +25,8 @@ int64_t checked_max_seq_len(int32_t slots, int64_t max_seq_len, int32_t blocks, 
 }  // namespace
 
 KvCache::KvCache(const ModelConfig& config, int32_t slots, int64_t max_seq_len, int32_t blocks, int32_t block_size)
-    : max_seq_len_(checked_max_seq_len(slots, max_seq_len, blocks, block_size)),
+    : slot_count_(slots),
+      max_seq_len_(checked_max_seq_len(slots, max_seq_len, blocks, block_size)),
       pool_(static_cast<int32_t>(config.num_hidden_layers), static_cast<int32_t>(config.num_key_value_heads),
             static_cast<int32_t>(config.head_dim), blocks, block_size),
       allocator_(blocks, block_size),
@@ -45,11 +46,56 @@ int32_t KvCache::blocks_for(int32_t slots, int64_t max_seq_len, int32_t block_si
 }
 
 const KvCache::Slot& KvCache::at(int32_t slot) const {
-  if (slot < 0 || slot >= slot_count()) {
-    throw SpecdError(ErrorCode::invalid_argument,
-                     "KV slot " + std::to_string(slot) + " outside [0, " + std::to_string(slot_count()) + ")");
+  if (slot < 0 || slot >= static_cast<int32_t>(slots_.size()) || !slots_[static_cast<size_t>(slot)].live) {
+    throw SpecdError(ErrorCode::invalid_argument, "KV slot " + std::to_string(slot) + " outside [0, " +
+                                                      std::to_string(slot_count()) + ") and not a live branch");
   }
   return slots_[static_cast<size_t>(slot)];
+}
+
+KvCache::Slot& KvCache::branch(int32_t branch) {
+  if (branch < slot_count_) {
+    throw SpecdError(ErrorCode::invalid_argument, "KV slot " + std::to_string(branch) + " is not a branch");
+  }
+  return at(branch);
+}
+
+int32_t KvCache::fork(int32_t slot) {
+  Slot& parent = at(slot);
+  for (int32_t block : parent.blocks) allocator_.share(block);
+  // Neither may now write into a block the other reads.
+  parent.frozen = static_cast<int32_t>(parent.blocks.size());
+  Slot copy = parent;
+  int32_t id;
+  if (free_branches_.empty()) {
+    id = static_cast<int32_t>(slots_.size());
+    slots_.push_back(std::move(copy));
+  } else {
+    id = free_branches_.back();
+    free_branches_.pop_back();
+    slots_[static_cast<size_t>(id)] = std::move(copy);
+  }
+  return id;
+}
+
+void KvCache::adopt(int32_t slot, int32_t branch_id) {
+  Slot& taken = branch(branch_id);
+  Slot& s = at(slot);
+  if (&s == &taken) throw SpecdError(ErrorCode::invalid_argument, "a KV slot cannot adopt itself");
+  allocator_.release_all(s.blocks);
+  s = std::move(taken);
+  s.live = true;
+  taken = Slot{};
+  taken.live = false;
+  free_branches_.push_back(branch_id);
+}
+
+void KvCache::drop(int32_t branch_id) {
+  Slot& b = branch(branch_id);
+  allocator_.release_all(b.blocks);
+  b = Slot{};
+  b.live = false;
+  free_branches_.push_back(branch_id);
 }
 
 int32_t KvCache::blocks_covering(int64_t length) const {

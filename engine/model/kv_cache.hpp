@@ -32,7 +32,7 @@ class KvCache {
   // Blocks that hold `slots` sequences of max_seq_len each (a pool that never runs out).
   static int32_t blocks_for(int32_t slots, int64_t max_seq_len, int32_t block_size = kDefaultBlockSize);
 
-  int32_t slot_count() const { return static_cast<int32_t>(slots_.size()); }
+  int32_t slot_count() const { return slot_count_; }
   int64_t max_seq_len() const { return max_seq_len_; }
   int32_t block_size() const { return allocator_.block_size(); }
   int32_t total_blocks() const { return allocator_.total(); }
@@ -53,6 +53,20 @@ class KvCache {
   void truncate_to(int32_t slot, int64_t length);
   // Length 0, every block released (blocks committed to the prefix cache stay cached).
   void release(int32_t slot);
+
+  // Branches (token trees): a branch is a slot of its own, numbered from slot_count() up,
+  // that starts as a copy of another slot sharing all its blocks; the first write into a
+  // shared partial block goes to a private copy in either (so siblings at one position
+  // never see each other). Every slot operation takes a branch. adopt: `slot` gives back
+  // its blocks and takes the branch's table, length and prefix keys; the branch is gone.
+  // drop: the branch gives back its blocks and is gone. fork throws like set_length when
+  // the parent's partial block cannot be shared (it never can: sharing takes no block).
+  int32_t fork(int32_t slot);
+  void adopt(int32_t slot, int32_t branch);
+  void drop(int32_t branch);
+  int32_t branch_count() const {
+    return static_cast<int32_t>(slots_.size()) - slot_count_ - static_cast<int32_t>(free_branches_.size());
+  }
 
   // Prefix cache. map_prefix: the slot must be empty; maps the longest chain of cached
   // full blocks that starts `tokens` (always leaving at least one token uncached), sets
@@ -80,15 +94,19 @@ class KvCache {
     // the last may be only partly valid after a truncation.
     int32_t frozen = 0;
     std::vector<BlockKey> keys;  // chain keys of the leading full committed blocks
+    bool live = true;            // false for a branch number not in use
   };
+  Slot& branch(int32_t branch);
   const Slot& at(int32_t slot) const;
   Slot& at(int32_t slot) { return const_cast<Slot&>(static_cast<const KvCache*>(this)->at(slot)); }
   int32_t blocks_covering(int64_t length) const;
 
+  int32_t slot_count_;
   int64_t max_seq_len_;
   KvBlockPool pool_;
   BlockAllocator allocator_;
-  std::vector<Slot> slots_;
+  std::vector<Slot> slots_;             // slot_count_ slots, then branches
+  std::vector<int32_t> free_branches_;  // branch numbers not in use
   bool prefix_caching_ = true;
 };
 

@@ -244,6 +244,13 @@ at::Tensor LlamaModel::forward(std::span<const ForwardSegment> segments, KvCache
   std::vector<ForwardRow> rows;
   std::vector<int64_t> logit_rows;
   for (const ForwardSegment& s : segments) {
+    if (!s.tree.empty()) {
+      for (const ForwardRow& row : s.tree) {
+        logit_rows.push_back(static_cast<int64_t>(rows.size()));
+        rows.push_back(row);
+      }
+      continue;
+    }
     const int64_t start = cache.length(s.slot), n = static_cast<int64_t>(s.tokens.size());
     if (n < 1) throw SpecdError(ErrorCode::invalid_argument, "forward: a segment without tokens");
     if (start + n > cache.max_seq_len()) {
@@ -258,7 +265,9 @@ at::Tensor LlamaModel::forward(std::span<const ForwardSegment> segments, KvCache
   }
   at::Tensor logits = at::empty({static_cast<int64_t>(logit_rows.size()), config_.vocab_size}, at::kFloat);
   runner_->run(rows, cache, logit_rows, logits.data_ptr<float>());
-  for (const ForwardSegment& s : segments) cache.set_length(s.slot, cache.length(s.slot) + s.tokens.size());
+  for (const ForwardSegment& s : segments) {
+    if (s.tree.empty()) cache.set_length(s.slot, cache.length(s.slot) + s.tokens.size());
+  }
   return logits;
 }
 

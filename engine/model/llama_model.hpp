@@ -13,10 +13,10 @@
 #include <vector>
 
 #include "engine/checkpoint/model_config.hpp"
+#include "engine/model/native_forward.hpp"
 
 namespace specd {
 
-class ForwardRunner;
 class KvCache;
 struct InferenceWeights;
 
@@ -37,6 +37,10 @@ struct ForwardSegment {
   std::span<const int32_t> tokens;
   int32_t slot = 0;
   LogitsFor logits = LogitsFor::all_positions;
+  // A token tree's rows instead (verify passes; `tokens` unused): each with its own
+  // position and slots, logits at every row, and no slot's length changed (the caller
+  // keeps the accepted path's branch).
+  std::span<const ForwardRow> tree = {};
 };
 
 // A bias-free linear layer. Its weight starts uninitialised (a checkpoint load or the

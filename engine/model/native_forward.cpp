@@ -91,16 +91,21 @@ void ForwardRunner::check_rows(std::span<const ForwardRow> rows, const KvCache& 
       throw SpecdError(ErrorCode::invalid_argument,
                        "token id " + std::to_string(r.token) + " outside the vocabulary of " + std::to_string(vocab));
     }
-    if (r.position < 0 || r.position >= cache.max_seq_len() || r.slot < 0 || r.slot >= cache.slot_count()) {
+    if (r.position < 0 || r.position >= cache.max_seq_len()) {
       throw SpecdError(ErrorCode::out_of_capacity, "position " + std::to_string(r.position) + " of slot " +
                                                        std::to_string(r.slot) + " is outside the KV cache");
     }
-    // Positions below the length may sit in blocks shared with the prefix cache.
-    if (r.position < cache.length(r.slot)) {
-      throw SpecdError(ErrorCode::invalid_argument, "position " + std::to_string(r.position) + " of slot " +
-                                                        std::to_string(r.slot) + " is below its length " +
-                                                        std::to_string(cache.length(r.slot)));
-    }
+    // Positions below the length may sit in blocks shared with the prefix cache (or
+    // with a branch); length() also rejects a slot that does not exist.
+    auto check_slot = [&](int32_t slot) {
+      if (r.position < cache.length(slot)) {
+        throw SpecdError(ErrorCode::invalid_argument, "position " + std::to_string(r.position) + " of slot " +
+                                                          std::to_string(slot) + " is below its length " +
+                                                          std::to_string(cache.length(slot)));
+      }
+    };
+    check_slot(r.slot);
+    for (int32_t slot : r.also_write) check_slot(slot);
   }
 }
 
@@ -156,8 +161,12 @@ void ForwardRunner::attention_block(int64_t layer, std::span<const ForwardRow> r
     const float* cos = rope_cos_.data() + at.position * half;
     const float* sin = rope_sin_.data() + at.position * half;
     for (int64_t h = 0; h < heads + kv_heads; ++h) rope(row + h * d, cos, sin, half);  // queries and keys
-    cache.pool().write(static_cast<int32_t>(layer), cache.block_table(at.slot)[at.position / block_size],
-                       static_cast<int32_t>(at.position % block_size), row + heads * d, row + (heads + kv_heads) * d);
+    auto write_into = [&](int32_t slot) {
+      cache.pool().write(static_cast<int32_t>(layer), cache.block_table(slot)[at.position / block_size],
+                         static_cast<int32_t>(at.position % block_size), row + heads * d, row + (heads + kv_heads) * d);
+    };
+    write_into(at.slot);
+    for (int32_t slot : at.also_write) write_into(slot);
   }
   attend(rows, cache, layer);
   kernels::linear(w.o, s_.attn.data(), m, s_.out.data());
@@ -188,9 +197,15 @@ void ForwardRunner::run(std::span<const ForwardRow> rows, KvCache& cache, std::s
   // Every row's block before any write. A pool that runs out stops the call here and
   // gives back what the call took, so the slots hold what they held.
   try {
-    for (const ForwardRow& r : rows) cache.reserve(r.slot, r.position + 1);
+    for (const ForwardRow& r : rows) {
+      cache.reserve(r.slot, r.position + 1);
+      for (int32_t slot : r.also_write) cache.reserve(slot, r.position + 1);
+    }
   } catch (const SpecdError&) {
-    for (const ForwardRow& r : rows) cache.truncate_to(r.slot, cache.length(r.slot));
+    for (const ForwardRow& r : rows) {
+      cache.truncate_to(r.slot, cache.length(r.slot));
+      for (int32_t slot : r.also_write) cache.truncate_to(slot, cache.length(slot));
+    }
     throw;
   }
   const int64_t m = static_cast<int64_t>(rows.size()), hidden = c.hidden_size, d = c.head_dim;

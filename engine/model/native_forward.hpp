@@ -22,11 +22,15 @@ namespace specd {
 
 class KvCache;
 
-// One token to run: where its key and value go and which keys it sees (0..position).
+// One token to run: where its key and value go and which keys it sees (0..position of
+// `slot`). A token-tree node also writes its key and value into the branches of its
+// other descendants (`also_write`, KvCache::fork), so each node reads one slot that
+// holds exactly its path: the numbers a chain of the same tokens would give.
 struct ForwardRow {
   int64_t token = 0;
   int32_t slot = 0;
   int64_t position = 0;
+  std::span<const int32_t> also_write = {};
 };
 
 class ForwardRunner {
@@ -39,7 +43,7 @@ class ForwardRunner {
   // positions (taking the blocks they need; the caller sets the slots' lengths), and
   // writes the logits of the rows listed in logit_rows (indices into rows) to logits,
   // [logit_rows.size(), vocab]. A slot's rows must come in position order, at or past its
-  // length. Throws SpecdError for a token outside the vocabulary, a position outside the
+  // length (also_write slots likewise). Throws SpecdError for a token outside the vocabulary, a position outside the
   // cache or below its slot's length, and out_of_capacity when the pool has too few
   // blocks left (the call then gives back every block beyond the slots' lengths).
   void run(std::span<const ForwardRow> rows, KvCache& cache, std::span<const int64_t> logit_rows, float* logits);

@@ -16,6 +16,10 @@ RequestK KPlanner::start(const SpecSettings& spec, bool has_draft_slot) const {
   const bool drafts = spec.enabled && (!model_drafter || (limits_.has_draft_model && has_draft_slot));
   const int32_t bound = spec.k_max > 0 ? std::min(spec.k_max, k_max_) : k_max_;
   AdaptiveK adaptive_k(meter_.cost_ratio(), bound, kDefaultProbeEvery, meter_.acceptance.estimate(spec.drafter));
+  if (spec.tree.mode == TreeMode::fixed) {  // the shape's depth, every round
+    return RequestK(drafts, spec.drafter, false, std::min(static_cast<int32_t>(spec.tree.widths.size()), k_max_),
+                    adaptive_k);
+  }
   return RequestK(drafts, spec.drafter, spec.adaptive, spec.adaptive ? bound : std::min(spec.k, k_max_), adaptive_k);
 }
 

@@ -2,12 +2,33 @@
 // Per-request speculation settings and statistics: plain values, torch-free, shared by
 // the engine, the actors' public API and the network layer.
 #include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
 #include <vector>
 
 namespace specd {
 
 enum class DrafterKind { model, lookup };
 const char* drafter_name(DrafterKind kind);
+
+// Token trees (seed 004): off (a chain of K drafts), auto (the planner chooses each
+// round whether a tree pays and how large, from measured costs), or a fixed shape:
+// widths[d] children under every node of depth d (the root g is depth 0).
+enum class TreeMode { off, automatic, fixed };
+struct TreeSettings {
+  static constexpr int32_t kMaxNodes = 64;  // verify rows a fixed shape may add
+  TreeMode mode = TreeMode::off;
+  std::vector<int32_t> widths;
+  friend bool operator==(const TreeSettings&, const TreeSettings&) = default;
+};
+// "off", "auto" or "W1,W2,..." (each 1..16, at most kMaxNodes nodes); nothing otherwise,
+// with the reason in `error`.
+std::optional<TreeSettings> parse_tree_settings(std::string_view text, std::string& error);
+std::string tree_settings_name(const TreeSettings& tree);
+// Nodes of a fixed shape (the product sums of its widths).
+int64_t tree_nodes(std::span<const int32_t> widths);
 
 // Per-request speculation settings.
 struct SpecSettings {
@@ -17,6 +38,7 @@ struct SpecSettings {
   int32_t k_max = 0;      // bound for adaptive K; 0: the engine's k_max
   DrafterKind drafter = DrafterKind::model;
   int32_t lookup_max_ngram = 3;
+  TreeSettings tree;
 };
 
 // Per-request statistics (the figures vLLM and llama.cpp report).

@@ -7,11 +7,48 @@
 #include <ATen/core/Tensor.h>
 
 #include <cstdint>
+#include <functional>
 #include <span>
+#include <vector>
 
 #include "engine/sampling/sampling.hpp"
 
 namespace specd {
+
+// A row's drafts as a token tree (seed 004): node i holds tokens[i] and hangs under
+// parents[i] (-1: under the root g, the last token of the context), parents[i] < i. A
+// chain of K drafts is the tree whose parents are -1, 0, ..., K - 2. Target rows are
+// numbered 0 for the root and i + 1 for node i.
+struct DraftTree {
+  std::span<const int32_t> tokens;
+  std::span<const int32_t> parents;
+};
+
+// The accepted path (node indices, root down) and the token after it: the correction
+// (a rejection at the path's end) or the bonus (the path ends at a leaf).
+struct TreeOutcome {
+  std::vector<int32_t> path;
+  int32_t next_token = -1;
+};
+
+// Greedy tree verification (seed 004, appendix A): from the root, follow the child whose
+// token equals the target's argmax at the current node; stop where none does. That is the
+// longest accepted path, since at most one child can match. `target_choice(row)` is the
+// target's argmax at a row; it is asked only for the rows on the path.
+TreeOutcome verify_tree_greedy(const std::function<int32_t(int32_t row)>& target_choice, DraftTree tree);
+
+// Sampled tree verification (SpecInfer's multi-draft rule, seed 004 section 2.1): at each
+// node its children are tested in turn; child g is accepted with probability
+// min(1, p(g) / q_g(g)), and after a rejection p becomes norm(max(p - q_g, 0)); when no
+// child is accepted the next token is drawn from the final p, and at a leaf from p.
+// `draft_probs[i]` is the distribution node i was drawn from, or an undefined tensor for a
+// deterministic child (q is the point mass on its token). Children drawn from q come
+// first (the proof needs each tested proposal to be independent of what was tested
+// before it, and a deterministic child may have been chosen knowing the drawn one), then
+// the deterministic ones in index order. `target_probs(row)` is asked only for the rows
+// on the path. One rng.uniform() per test and one per draw, so a seed fixes the outcome.
+TreeOutcome verify_tree_sampled(const std::function<at::Tensor(int32_t row)>& target_probs,
+                                std::span<const at::Tensor> draft_probs, DraftTree tree, Rng& rng);
 
 // Outcome of verifying one row's K drafted tokens.
 struct VerifyOutcome {

@@ -20,20 +20,89 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-// Draws the next draft token for a row from the draft's logits, keeping q for sampling.
-// The row's context grows by each draft (the repetition penalty sees them).
-void take_draft_token(DraftedRow& row, const at::Tensor& logits) {
+// One draft-model row's tree while it grows: the nodes fed at the coming level (-1 is
+// the root g) and the cache slot or branch each runs in.
+struct Growing {
+  DraftedRow* row;
+  std::vector<double> path_prob;  // per node: the draft's probability of its path
+  std::vector<int32_t> frontier;
+  std::vector<int32_t> branch;
+};
+
+// Children of `parent` from the draft's logits there. Greedy: the `count` most likely
+// tokens. Sampling: one token drawn from q (it keeps q), then the most likely other
+// tokens of q as deterministic children (verify_tree_sampled tests them after the drawn
+// one). The penalties see the node's path.
+void add_children(Growing& g, int32_t parent, const at::Tensor& logits, int32_t count, bool need_probs) {
+  DraftedRow& row = *g.row;
   const SamplingParams& sp = row.plan.sampling;
-  int32_t token;
-  if (sp.greedy()) {
-    token = static_cast<int32_t>(penalized_logits(logits, sp, row.plan.context).argmax().item<int64_t>());
-  } else {
-    at::Tensor q = sampling_distribution(logits, sp, row.plan.context);
-    token = draw_from(q, row.plan.rng);
-    row.draft_q.push_back(q);
+  std::vector<int32_t> context = row.plan.context;
+  if (parent >= 0) {
+    const std::vector<int32_t> path = row.path_tokens(parent);
+    context.insert(context.end(), path.begin(), path.end());
   }
-  row.drafts.push_back(token);
-  row.plan.context.push_back(token);
+  const double base = parent >= 0 ? g.path_prob[static_cast<size_t>(parent)] : 1.0;
+  auto add = [&](int32_t token, at::Tensor q, double prob) {
+    row.drafts.push_back(token);
+    row.parents.push_back(parent);
+    if (!sp.greedy()) row.draft_q.push_back(std::move(q));
+    g.path_prob.push_back(base * prob);
+  };
+  if (sp.greedy()) {
+    const at::Tensor z = penalized_logits(logits, sp, context);
+    if (count == 1 && !need_probs) {
+      add(static_cast<int32_t>(z.argmax().item<int64_t>()), {}, 1.0);
+      return;
+    }
+    const at::Tensor probs = at::softmax(z, -1);
+    const auto [top, idx] = probs.topk(count);
+    for (int32_t c = 0; c < count; ++c) add(static_cast<int32_t>(idx[c].item<int64_t>()), {}, top[c].item<double>());
+    return;
+  }
+  const at::Tensor q = sampling_distribution(logits, sp, context);
+  const int32_t drawn = draw_from(q, row.plan.rng);
+  add(drawn, q, q[drawn].item<double>());
+  if (count == 1) return;
+  const auto [top, idx] = q.topk(std::min<int64_t>(count, q.size(0)));
+  int32_t added = 1;
+  for (int64_t c = 0; c < idx.size(0) && added < count; ++c) {
+    const auto token = static_cast<int32_t>(idx[c].item<int64_t>());
+    const double prob = top[c].item<double>();
+    if (token == drawn || prob <= 0) continue;
+    add(token, {}, prob);
+    ++added;
+  }
+}
+
+// Keeps the `nodes` nodes of highest path probability (ancestors before descendants on
+// ties, so the kept set is a tree), renumbered level by level as before.
+void keep_most_probable(Growing& g, int32_t nodes) {
+  DraftedRow& row = *g.row;
+  const auto n = static_cast<int32_t>(row.drafts.size());
+  if (nodes <= 0 || nodes >= n) return;
+  std::vector<int32_t> order(static_cast<size_t>(n));
+  for (int32_t i = 0; i < n; ++i) order[static_cast<size_t>(i)] = i;
+  std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
+    return g.path_prob[static_cast<size_t>(a)] > g.path_prob[static_cast<size_t>(b)];
+  });
+  std::vector<bool> keep(static_cast<size_t>(n), false);
+  for (int32_t i = 0; i < nodes; ++i) keep[static_cast<size_t>(order[static_cast<size_t>(i)])] = true;
+  std::vector<int32_t> renumbered(static_cast<size_t>(n), -1);
+  DraftedRow kept;
+  std::vector<double> kept_prob;
+  for (int32_t i = 0; i < n; ++i) {
+    const int32_t parent = row.parents[static_cast<size_t>(i)];
+    if (!keep[static_cast<size_t>(i)] || (parent >= 0 && renumbered[static_cast<size_t>(parent)] < 0)) continue;
+    renumbered[static_cast<size_t>(i)] = static_cast<int32_t>(kept.drafts.size());
+    kept.drafts.push_back(row.drafts[static_cast<size_t>(i)]);
+    kept.parents.push_back(parent < 0 ? -1 : renumbered[static_cast<size_t>(parent)]);
+    if (!row.draft_q.empty()) kept.draft_q.push_back(row.draft_q[static_cast<size_t>(i)]);
+    kept_prob.push_back(g.path_prob[static_cast<size_t>(i)]);
+  }
+  row.drafts = std::move(kept.drafts);
+  row.parents = std::move(kept.parents);
+  row.draft_q = std::move(kept.draft_q);
+  g.path_prob = std::move(kept_prob);
 }
 
 }  // namespace
@@ -42,13 +111,59 @@ Drafter::Drafter(std::shared_ptr<LlamaModel> model, std::shared_ptr<KvCache> cac
     : model_(std::move(model)), cache_(std::move(cache)) {
   if (!cache_) return;
   fed_.resize(static_cast<size_t>(cache_->slot_count()));
+  branches_.resize(static_cast<size_t>(cache_->slot_count()));
   for (int32_t slot = 0; slot < cache_->slot_count(); ++slot) cache_->set_length(slot, 0);
 }
 
-Drafter::~Drafter() = default;
+Drafter::~Drafter() {
+  if (!cache_) return;  // moved from
+  for (int32_t slot = 0; slot < cache_->slot_count(); ++slot) drop_branches(slot);
+}
 Drafter::Drafter(Drafter&&) noexcept = default;
 
+std::vector<int32_t>& Drafter::fed(int32_t slot_or_branch) {
+  if (static_cast<size_t>(slot_or_branch) >= fed_.size()) fed_.resize(static_cast<size_t>(slot_or_branch) + 1);
+  return fed_[static_cast<size_t>(slot_or_branch)];
+}
+
+int32_t Drafter::fork(int32_t owner, int32_t from) {
+  const int32_t branch = cache_->fork(from);
+  std::vector<int32_t> path = fed(from);  // fed(branch) may grow fed_
+  fed(branch) = std::move(path);
+  branches_.at(static_cast<size_t>(owner)).push_back(branch);
+  return branch;
+}
+
+void Drafter::drop_branches(int32_t slot) {
+  for (int32_t branch : branches_.at(static_cast<size_t>(slot))) {
+    cache_->drop(branch);
+    fed(branch).clear();
+  }
+  branches_[static_cast<size_t>(slot)].clear();
+}
+
+void Drafter::keep_best_branch(int32_t slot, std::span<const int32_t> context) {
+  std::vector<int32_t>& branches = branches_.at(static_cast<size_t>(slot));
+  if (branches.empty()) return;
+  auto shared = [&](int32_t id) {
+    const std::vector<int32_t>& f = fed(id);
+    return std::mismatch(f.begin(), f.end(), context.begin(), context.end()).first - f.begin();
+  };
+  int32_t best = slot;
+  for (int32_t branch : branches) {
+    if (shared(branch) > shared(best)) best = branch;
+  }
+  if (best != slot) {
+    cache_->adopt(slot, best);
+    fed(slot).swap(fed(best));
+    fed(best).clear();
+    branches.erase(std::find(branches.begin(), branches.end(), best));
+  }
+  drop_branches(slot);
+}
+
 int64_t Drafter::keep_common_prefix(int32_t slot, std::span<const int32_t> context) {
+  keep_best_branch(slot, context);
   std::vector<int32_t>& fed = fed_.at(static_cast<size_t>(slot));
   // At least the last token is fed: its logits give the first draft.
   const auto most = static_cast<int64_t>(context.size()) - 1;
@@ -68,6 +183,7 @@ int64_t Drafter::keep_common_prefix(int32_t slot, std::span<const int32_t> conte
 
 void Drafter::release(int32_t draft_slot) {
   if (!cache_) return;
+  drop_branches(draft_slot);
   cache_->release(draft_slot);
   fed_.at(static_cast<size_t>(draft_slot)).clear();
 }
@@ -82,9 +198,14 @@ RoundDrafts Drafter::propose(RoundPlan& plan) {
     row.plan = std::move(plan.rows[b]);
     if (row.plan.k == 0) continue;
     if (row.plan.drafter == DrafterKind::lookup) {
-      row.drafts = propose_by_lookup(row.plan.context, row.plan.k, row.plan.lookup_max_ngram);
-      row.plan.k = static_cast<int32_t>(row.drafts.size());
-      row.plan.context.insert(row.plan.context.end(), row.drafts.begin(), row.drafts.end());
+      int32_t continuations = 1;
+      for (int32_t w : row.plan.tree.widths) continuations = std::max(continuations, w);
+      LookupTree tree = propose_tree_by_lookup(row.plan.context, row.plan.k, continuations, row.plan.lookup_max_ngram);
+      row.drafts = std::move(tree.tokens);
+      row.parents = std::move(tree.parents);
+      int32_t depth = 0;
+      for (size_t i = 0; i < row.drafts.size(); ++i) depth = std::max(depth, row.depth_of(static_cast<int32_t>(i)));
+      row.plan.k = depth;
     } else if (model_ && row.plan.draft_slot >= 0) {
       model_rows.push_back(&row);
     } else {
@@ -97,39 +218,96 @@ RoundDrafts Drafter::propose(RoundPlan& plan) {
   return result;
 }
 
-// K batched draft steps. After a drafting round a slot lacks at most the last draft and
-// the target's token; a wider first step catches up a slot that fell behind (plain
-// rounds, a reused slot): its time prices that catch-up, not a draft step, and in the
-// cost curve it made the planner think drafting dear for many rounds after.
+// One batched pass per level of the trees. After a drafting round a slot lacks at most
+// the last draft and the target's token; a wider first step catches up a slot that fell
+// behind (plain rounds, a reused slot): its time prices that catch-up, not a draft step,
+// and in the cost curve it made the planner think drafting dear for many rounds after.
 int32_t Drafter::run_steps(std::vector<DraftedRow*>& rows, std::vector<DraftStepTime>& times) {
   if (rows.empty()) return 0;
   constexpr size_t kDraftStepFeed = 2;
+  // A branch copies its parent's partial block and may start a new one before the tree
+  // is done: what one more path can take.
+  constexpr int64_t kForkBlocks = 2;
+  std::vector<Growing> trees;
+  for (DraftedRow* r : rows) trees.push_back({r, {}, {-1}, {r->plan.draft_slot}});
   int32_t steps = 0;
-  for (int32_t j = 0;; ++j) {
-    std::vector<DraftedRow*> active;
-    for (DraftedRow* r : rows)
-      if (r->plan.k > j) active.push_back(r);
-    if (active.empty()) break;
+  for (int32_t level = 0;; ++level) {
     const auto step_start = Clock::now();
     std::vector<std::span<const int32_t>> feed;
+    std::vector<std::vector<int32_t>> node_feed;  // one token per non-root entry
     std::vector<int32_t> slots;
     size_t widest = 0;
-    for (DraftedRow* r : active) {
-      const std::vector<int32_t>& context = r->plan.context;
-      const int64_t from = j == 0 ? keep_common_prefix(r->plan.draft_slot, context) : context.size() - 1;
-      feed.emplace_back(context.data() + from, context.size() - static_cast<size_t>(from));
-      std::vector<int32_t>& fed = fed_[static_cast<size_t>(r->plan.draft_slot)];
-      fed.insert(fed.end(), feed.back().begin(), feed.back().end());
-      widest = std::max(widest, feed.back().size());
-      slots.push_back(r->plan.draft_slot);
+    node_feed.reserve(64);
+    for (Growing& g : trees) {
+      const std::vector<int32_t>& context = g.row->plan.context;
+      for (size_t e = 0; e < g.frontier.size(); ++e) {
+        const int32_t branch = g.branch[e];
+        if (g.frontier[e] < 0) {
+          const int64_t from = keep_common_prefix(branch, context);
+          feed.emplace_back(context.data() + from, context.size() - static_cast<size_t>(from));
+        } else {
+          node_feed.push_back({g.row->drafts[static_cast<size_t>(g.frontier[e])]});
+          feed.emplace_back(node_feed.back());
+        }
+        std::vector<int32_t>& f = fed(branch);
+        f.insert(f.end(), feed.back().begin(), feed.back().end());
+        widest = std::max(widest, feed.back().size());
+        slots.push_back(branch);
+      }
     }
+    if (feed.empty()) break;
     std::vector<int64_t> lengths;
     at::Tensor logits =
         model_->forward({token_batch(feed, lengths), slots, lengths}, *cache_, LogitsFor::last_position);
-    for (size_t b = 0; b < active.size(); ++b) take_draft_token(*active[b], logits[static_cast<int64_t>(b)]);
-    if (widest <= kDraftStepFeed) times.push_back({static_cast<int32_t>(active.size()), seconds_since(step_start)});
+    int64_t at = 0;
+    // Blocks left for new paths once every expanded node may have started a block.
+    int64_t spare = cache_->available_blocks() - static_cast<int64_t>(slots.size());
+    for (Growing& g : trees) {
+      const TreeShape& shape = g.row->plan.tree;
+      const bool need_probs = shape.beam > 0 || shape.nodes > 0;
+      const auto first_new = static_cast<int32_t>(g.row->drafts.size());
+      for (size_t e = 0; e < g.frontier.size(); ++e) {
+        const int32_t width = shape.widths.empty() ? 1 : shape.widths[static_cast<size_t>(level)];
+        add_children(g, g.frontier[e], logits[at++], width, need_probs);
+      }
+      // The next level expands the new nodes (the most probable `beam` of them), each in
+      // a branch holding its path: the first child of a node continues its parent's.
+      std::vector<int32_t> next, next_branch;
+      if (level + 1 < g.row->plan.k) {
+        for (auto i = first_new; i < static_cast<int32_t>(g.row->drafts.size()); ++i) next.push_back(i);
+        if (shape.beam > 0 && static_cast<int32_t>(next.size()) > shape.beam) {
+          std::stable_sort(next.begin(), next.end(), [&](int32_t a, int32_t b) {
+            return g.path_prob[static_cast<size_t>(a)] > g.path_prob[static_cast<size_t>(b)];
+          });
+          next.resize(static_cast<size_t>(shape.beam));
+          std::sort(next.begin(), next.end());
+        }
+        std::vector<bool> parent_taken(g.frontier.size(), false);
+        std::vector<int32_t> expanded;
+        for (int32_t node : next) {
+          const int32_t parent = g.row->parents[static_cast<size_t>(node)];
+          const size_t e =
+              static_cast<size_t>(std::find(g.frontier.begin(), g.frontier.end(), parent) - g.frontier.begin());
+          if (!parent_taken[e]) {
+            next_branch.push_back(g.branch[e]);
+          } else if (spare >= kForkBlocks) {
+            spare -= kForkBlocks;
+            next_branch.push_back(fork(g.row->plan.draft_slot, g.branch[e]));
+          } else {
+            continue;  // no blocks for another path: the node stays a leaf
+          }
+          parent_taken[e] = true;
+          expanded.push_back(node);
+        }
+        next = std::move(expanded);
+      }
+      g.frontier = std::move(next);
+      g.branch = std::move(next_branch);
+    }
+    if (widest <= kDraftStepFeed) times.push_back({static_cast<int32_t>(slots.size()), seconds_since(step_start)});
     ++steps;
   }
+  for (Growing& g : trees) keep_most_probable(g, g.row->plan.tree.nodes);
   return steps;
 }
 

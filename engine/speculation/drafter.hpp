@@ -30,9 +30,11 @@ class Drafter {
   ~Drafter();
   Drafter(Drafter&&) noexcept;
 
-  // Drafts for every row of the plan: K batched draft steps for draft-model rows (the
-  // first step feeds what the slot lacks: the whole context for a newcomer, the
-  // emitted tokens otherwise), n-gram lookup for lookup rows, nothing for K = 0.
+  // Drafts for every row of the plan: a tree (a chain is one) of depth K for draft-model
+  // rows, grown level by level in one batched pass per level (the first feeds what the
+  // slot lacks: the whole context for a newcomer, the emitted tokens otherwise; each
+  // expanded node then runs in a branch of the slot's cache holding its path), n-gram
+  // lookup for lookup rows, nothing for K = 0.
   RoundDrafts propose(RoundPlan& plan);
   // One batched pass writing into each draft slot what it lacks of its prompt[0, end):
   // earlier chunks, and a prefix the slot's last request shared, stay.
@@ -51,11 +53,19 @@ class Drafter {
   // what the prefix cache holds of it) and commits it; returns its length, at most
   // context.size() - 1.
   int64_t keep_common_prefix(int32_t slot, std::span<const int32_t> context);
+  // A slot that drafted a tree holds its first path and has a branch per other path
+  // (KvCache::fork): the one that shares most with `context` becomes the slot's, the
+  // others are dropped.
+  void keep_best_branch(int32_t slot, std::span<const int32_t> context);
+  void drop_branches(int32_t slot);
+  int32_t fork(int32_t owner, int32_t from);
+  std::vector<int32_t>& fed(int32_t slot_or_branch);
   int32_t run_steps(std::vector<DraftedRow*>& rows, std::vector<DraftStepTime>& times);
 
   std::shared_ptr<LlamaModel> model_;
   std::shared_ptr<KvCache> cache_;
-  std::vector<std::vector<int32_t>> fed_;  // per draft slot, the tokens its cache holds
+  std::vector<std::vector<int32_t>> fed_;       // per draft slot or branch, the tokens its cache holds
+  std::vector<std::vector<int32_t>> branches_;  // per draft slot, its branches from the last tree
 };
 
 }  // namespace specd

@@ -22,4 +22,16 @@ namespace specd {
 std::vector<int32_t> propose_by_lookup(std::span<const int32_t> context, int32_t k, int32_t max_ngram = 3,
                                        int32_t min_ngram = 1);
 
+// A draft tree from up to `continuations` earlier occurrences (the most recent first, the
+// longest n-gram first), each continuation up to k tokens, merged by their common
+// prefixes (seed 004's prefix tree). Node i holds tokens[i] under parents[i] (-1: the
+// context's last token), parents[i] < i; the first continuation is the chain
+// propose_by_lookup gives. Same errors as propose_by_lookup; continuations >= 1.
+struct LookupTree {
+  std::vector<int32_t> tokens;
+  std::vector<int32_t> parents;
+};
+LookupTree propose_tree_by_lookup(std::span<const int32_t> context, int32_t k, int32_t continuations,
+                                  int32_t max_ngram = 3, int32_t min_ngram = 1);
+
 }  // namespace specd

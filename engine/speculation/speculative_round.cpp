@@ -2,6 +2,8 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
+
 namespace specd {
 
 DraftedRow::DraftedRow() = default;
@@ -23,12 +25,37 @@ KRow k_row(SpecSequence& seq, int32_t max_new) {
   return {&seq.k_state, static_cast<int64_t>(seq.tokens.size()), max_new};
 }
 
-RowPlan plan_row(const SpecSequence& seq, int32_t k) {
+bool TreeShape::chain() const {
+  return std::all_of(widths.begin(), widths.end(), [](int32_t w) { return w == 1; });
+}
+
+std::vector<int32_t> DraftedRow::path_tokens(int32_t node) const {
+  std::vector<int32_t> path;
+  for (int32_t n = node; n >= 0; n = parents[static_cast<size_t>(n)]) path.push_back(drafts[static_cast<size_t>(n)]);
+  std::reverse(path.begin(), path.end());
+  return path;
+}
+
+int32_t DraftedRow::depth_of(int32_t node) const {
+  int32_t depth = 0;
+  for (int32_t n = node; n >= 0; n = parents[static_cast<size_t>(n)]) ++depth;
+  return depth;
+}
+
+RowPlan plan_row(const SpecSequence& seq, int32_t k, TreeShape tree) {
   RowPlan row;
   row.target_slot = seq.target_slot;
   row.draft_slot = seq.draft_slot;
   row.context = seq.tokens;
   row.k = k;
+  if (seq.spec.tree.mode == TreeMode::fixed) {
+    tree = {};
+    tree.widths.assign(seq.spec.tree.widths.begin(),
+                       seq.spec.tree.widths.begin() +
+                           std::min<size_t>(static_cast<size_t>(std::max(k, 0)), seq.spec.tree.widths.size()));
+    row.k = static_cast<int32_t>(tree.widths.size());
+  }
+  row.tree = std::move(tree);
   row.sampling = seq.sampling;
   row.drafter = seq.spec.drafter;
   row.lookup_max_ngram = seq.spec.lookup_max_ngram;
@@ -51,6 +78,6 @@ void apply_output(SpecSequence& seq, const RoundOutput& out) {
   seq.rng = out.rng;
 }
 
-KOutcome k_outcome(SpecSequence& seq, const RoundOutput& out) { return {&seq.k_state, out.drafted, out.accepted}; }
+KOutcome k_outcome(SpecSequence& seq, const RoundOutput& out) { return {&seq.k_state, out.depth, out.accepted}; }
 
 }  // namespace specd

@@ -39,12 +39,25 @@ struct SpecSequence {
   RequestK k_state;  // from KPlanner::start; only the planner changes it
 };
 
+// The shape of a row's draft tree (a chain when `widths` is empty or all ones): under
+// every expanded node of depth d, widths[d] children, depth widths.size() == K. `beam`
+// (0: all) expands only the most probable nodes of each depth, by the draft's probability
+// of their path; `nodes` (0: all) then keeps only the most probable nodes for the target
+// (EAGLE-2's expand and rerank).
+struct TreeShape {
+  std::vector<int32_t> widths;
+  int32_t beam = 0;
+  int32_t nodes = 0;
+  bool chain() const;
+};
+
 // One row of a round, by value: everything the lanes need and nothing they keep.
 struct RowPlan {
   int32_t target_slot = -1;
   int32_t draft_slot = -1;
   std::vector<int32_t> context;  // the sequence's tokens, ending with g
-  int32_t k = 0;                 // drafts wanted (lookup may find fewer)
+  int32_t k = 0;                 // drafts wanted (lookup may find fewer); a tree's depth
+  TreeShape tree;                // empty widths: a chain of k
   SamplingParams sampling;
   DrafterKind drafter = DrafterKind::model;
   int32_t lookup_max_ngram = 3;
@@ -62,9 +75,16 @@ struct DraftedRow {
   DraftedRow(DraftedRow&&) noexcept;
   DraftedRow& operator=(DraftedRow&&) noexcept;
 
-  RowPlan plan;                     // plan.k is the number of drafts found
-  std::vector<int32_t> drafts;      // t1..tk
-  std::vector<at::Tensor> draft_q;  // q1..qk (sampling with the draft model only)
+  // The path of node i: its ancestors' tokens and its own, root down.
+  std::vector<int32_t> path_tokens(int32_t node) const;
+  int32_t depth_of(int32_t node) const;
+
+  RowPlan plan;                  // plan.context ends with g; plan.k is the depth found
+  std::vector<int32_t> drafts;   // the nodes' tokens, level by level (a chain: t1..tk)
+  std::vector<int32_t> parents;  // per node, its parent (-1: g); parents[i] < i
+  // Per node, the q it was drawn from (sampling with the draft model only); an
+  // undefined tensor for a deterministic child (its q is the point mass on its token).
+  std::vector<at::Tensor> draft_q;
 };
 
 struct RoundDrafts {
@@ -74,12 +94,13 @@ struct RoundDrafts {
   std::vector<DraftStepTime> step_times;
 };
 
-// What one row produced: 1..K+1 tokens (accepted drafts, then the correction or bonus
+// What one row produced: 1..K+1 tokens (the accepted path, then the correction or bonus
 // token), how many were drafted and accepted, and the request's stream after the round.
 struct RoundOutput {
   std::vector<int32_t> tokens;
-  int32_t drafted = 0;
+  int32_t drafted = 0;  // nodes the target verified (a chain: K)
   int32_t accepted = 0;
+  int32_t depth = 0;  // of the verified tree (a chain: K)
   Rng rng{0};
 };
 
@@ -92,8 +113,9 @@ struct RoundResult : RoundCosts {
 
 // The sequence as the K planner reads it before a round (`max_new`: max_tokens left).
 KRow k_row(SpecSequence& seq, int32_t max_new);
-// The row's plan with the K the planner chose (copies the context and the random stream).
-RowPlan plan_row(const SpecSequence& seq, int32_t k);
+// The row's plan with the K the planner chose (copies the context and the random stream)
+// and its tree: the request's fixed shape cut to K, or the planner's for `auto`.
+RowPlan plan_row(const SpecSequence& seq, int32_t k, TreeShape tree = {});
 // A round in which no row drafts: the plan's rows as drafted rows with K = 0, for the
 // verify side alone.
 RoundDrafts undrafted(RoundPlan& plan);

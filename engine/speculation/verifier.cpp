@@ -20,40 +20,126 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-// A deterministic proposal is a draft distribution with all mass on the proposed token.
-at::Tensor one_hot(int32_t token, int64_t vocab) {
-  at::Tensor q = at::zeros({vocab}, at::kFloat);
-  q[token] = 1.0f;
-  return q;
+// The context a target row sees: row 0 (the root g) the context, row i + 1 the context
+// and node i's path, as target-only decoding would have.
+std::vector<int32_t> row_context(const DraftedRow& row, int32_t r) {
+  std::vector<int32_t> context = row.plan.context;
+  if (r > 0) {
+    const std::vector<int32_t> path = row.path_tokens(r - 1);
+    context.insert(context.end(), path.begin(), path.end());
+  }
+  return context;
 }
 
-// Position j sees the context plus t1..tj, as target-only decoding would have: a prefix
-// of row.plan.context, which holds the context followed by every draft.
-VerifyOutcome accept_reject(DraftedRow& row, const at::Tensor& logits) {
+TreeOutcome accept_reject(DraftedRow& row, const at::Tensor& logits) {
   const SamplingParams& sp = row.plan.sampling;
-  const int32_t k = row.plan.k;
+  const DraftTree tree{row.drafts, row.parents};
   if (sp.greedy() && sp.repetition_penalty == 1.0) {  // argmax needs no context
-    std::vector<int32_t> choices;
-    at::Tensor best = logits.narrow(0, 0, k + 1).argmax(-1);
-    for (int32_t j = 0; j <= k; ++j) choices.push_back(static_cast<int32_t>(best[j].item<int64_t>()));
-    return verify_greedy(choices, row.drafts);
+    const at::Tensor best = logits.argmax(-1).contiguous();
+    const int64_t* choice = best.data_ptr<int64_t>();
+    return verify_tree_greedy([&](int32_t r) { return static_cast<int32_t>(choice[r]); }, tree);
   }
-  const std::span<const int32_t> all(row.plan.context);
-  const size_t base = all.size() - row.drafts.size();
   if (sp.greedy()) {
-    std::vector<int32_t> choices;
-    for (int32_t j = 0; j <= k; ++j) {
-      choices.push_back(
-          static_cast<int32_t>(penalized_logits(logits[j], sp, all.first(base + j)).argmax().item<int64_t>()));
+    return verify_tree_greedy(
+        [&](int32_t r) {
+          return static_cast<int32_t>(penalized_logits(logits[r], sp, row_context(row, r)).argmax().item<int64_t>());
+        },
+        tree);
+  }
+  return verify_tree_sampled([&](int32_t r) { return sampling_distribution(logits[r], sp, row_context(row, r)); },
+                             row.draft_q, tree, row.plan.rng);
+}
+
+// Keeps the nodes on the path to the first leaf (a chain: what a tree shrinks to when the
+// pool has no blocks for its branches).
+void keep_first_path(DraftedRow& row) {
+  std::vector<int32_t> keep;
+  for (int32_t i = 0; i < static_cast<int32_t>(row.drafts.size()); ++i) {
+    if (row.parents[static_cast<size_t>(i)] == (keep.empty() ? -1 : keep.back())) keep.push_back(i);
+  }
+  DraftedRow chain;
+  for (size_t j = 0; j < keep.size(); ++j) {
+    chain.drafts.push_back(row.drafts[static_cast<size_t>(keep[j])]);
+    chain.parents.push_back(static_cast<int32_t>(j) - 1);
+    if (!row.draft_q.empty()) chain.draft_q.push_back(row.draft_q[static_cast<size_t>(keep[j])]);
+  }
+  row.drafts = std::move(chain.drafts);
+  row.parents = std::move(chain.parents);
+  row.draft_q = std::move(chain.draft_q);
+  row.plan.k = static_cast<int32_t>(row.drafts.size());
+}
+
+// One drafted row in the target pass: the root g at the slot's length and each node at
+// g's position plus its depth. Every leaf after the first gets a branch of the slot
+// (the first uses the slot); a row reads the branch of its first leaf and writes into
+// those of all leaves under it, so it sees exactly its path.
+struct TreeRows {
+  int32_t slot = 0;
+  int64_t base = 0;
+  std::vector<int32_t> branches;             // forked for this row
+  std::vector<std::vector<int32_t>> writes;  // per target row: the slots it writes, its read slot first
+  std::vector<ForwardRow> rows;
+};
+
+// `spare`: blocks of the pool the pass's rows have not yet been counted against; a tree
+// whose branches do not fit shrinks to its first path.
+TreeRows lay_out(DraftedRow& row, KvCache& cache, int64_t& spare) {
+  TreeRows t;
+  t.slot = row.plan.target_slot;
+  t.base = cache.length(t.slot);
+  const int64_t block = cache.block_size();
+  auto leaves_of = [&] {
+    std::vector<bool> parent(row.drafts.size(), false);
+    for (int32_t p : row.parents)
+      if (p >= 0) parent[static_cast<size_t>(p)] = true;
+    std::vector<int32_t> leaves;
+    for (size_t i = 0; i < row.drafts.size(); ++i)
+      if (!parent[i]) leaves.push_back(static_cast<int32_t>(i));
+    return leaves;
+  };
+  std::vector<int32_t> leaves = leaves_of();
+  // Each path copies the slot's partial block and takes blocks up to its leaf.
+  auto needed = [&] {
+    int64_t n = 0;
+    for (int32_t leaf : leaves) n += 1 + (t.base % block + row.depth_of(leaf)) / block;
+    return n;
+  };
+  if (leaves.size() > 1 && needed() > spare) {
+    keep_first_path(row);
+    leaves = leaves_of();
+  }
+  spare -= needed();
+  t.writes.resize(row.drafts.size() + 1);
+  for (size_t l = 0; l < leaves.size(); ++l) {
+    const int32_t slot = l == 0 ? t.slot : cache.fork(t.slot);
+    if (l > 0) t.branches.push_back(slot);
+    t.writes[0].push_back(slot);
+    for (int32_t n = leaves[l]; n >= 0; n = row.parents[static_cast<size_t>(n)]) {
+      t.writes[static_cast<size_t>(n) + 1].push_back(slot);
     }
-    return verify_greedy(choices, row.drafts);
   }
-  std::vector<at::Tensor> p;
-  for (int32_t j = 0; j <= k; ++j) p.push_back(sampling_distribution(logits[j], sp, all.first(base + j)));
-  if (row.draft_q.empty()) {
-    for (int32_t t : row.drafts) row.draft_q.push_back(one_hot(t, logits.size(-1)));
+  if (leaves.empty()) t.writes[0].push_back(t.slot);
+  const int32_t g = row.plan.context.back();
+  for (size_t r = 0; r < t.writes.size(); ++r) {
+    const std::vector<int32_t>& w = t.writes[r];
+    const int32_t token = r == 0 ? g : row.drafts[r - 1];
+    const int64_t depth = r == 0 ? 0 : row.depth_of(static_cast<int32_t>(r) - 1);
+    t.rows.push_back({token, w.front(), t.base + depth, std::span<const int32_t>(w).subspan(1)});
   }
-  return verify_sampled(p, row.draft_q, row.drafts, row.plan.rng);
+  return t;
+}
+
+// After verification: the slot keeps the branch holding the accepted path, cut to the
+// context and that path; every other branch is dropped.
+void keep_path(KvCache& cache, const TreeRows& t, const TreeOutcome& outcome) {
+  const int32_t keep = t.writes[outcome.path.empty() ? 0 : static_cast<size_t>(outcome.path.back()) + 1].front();
+  for (int32_t branch : t.branches) {
+    if (branch != keep) cache.drop(branch);
+  }
+  if (keep != t.slot) cache.adopt(t.slot, keep);
+  const int64_t length = t.base + static_cast<int64_t>(outcome.path.size()) + 1;
+  cache.set_length(t.slot, length);
+  cache.truncate_to(t.slot, length);  // the blocks a deeper leaf took
 }
 
 }  // namespace
@@ -93,46 +179,63 @@ TargetPassResult Verifier::pass(RoundDrafts& drafts, std::span<TargetPrefill> ch
   result.draft_steps = drafts.draft_steps;
   result.draft_seconds = drafts.draft_seconds;
   result.draft_step_times = drafts.step_times;
-  // Verify rows [g, t1..tK] first, then each chunk's prompt tokens (its last row's logits).
+  // Each drafted row's tree (g and its drafts) first, then each chunk's prompt tokens
+  // (its last row's logits).
+  std::vector<TreeRows> trees;
   std::vector<ForwardSegment> segments;
-  std::vector<int64_t> starts;
-  for (DraftedRow& row : drafts.rows) {
-    const std::vector<int32_t>& context = row.plan.context;  // the context, then the drafts
-    const size_t base = context.size() - row.drafts.size();
-    if (static_cast<int64_t>(base) > cache_->max_seq_len()) {
-      throw SpecdError(ErrorCode::out_of_capacity, "speculative round: a sequence has no room left in the KV cache");
+  int64_t spare = cache_->available_blocks();
+  auto drop_branches = [&] {
+    for (const TreeRows& t : trees)
+      for (int32_t branch : t.branches) cache_->drop(branch);
+  };
+  try {
+    for (DraftedRow& row : drafts.rows) {
+      if (static_cast<int64_t>(row.plan.context.size()) > cache_->max_seq_len()) {
+        throw SpecdError(ErrorCode::out_of_capacity, "speculative round: a sequence has no room left in the KV cache");
+      }
+      trees.push_back(lay_out(row, *cache_, spare));
+      result.verify_tokens += static_cast<int32_t>(trees.back().rows.size());
     }
-    segments.push_back({std::span<const int32_t>(context.data() + base - 1, row.drafts.size() + 1),
-                        row.plan.target_slot, LogitsFor::all_positions});
-    starts.push_back(cache_->length(row.plan.target_slot));
-    result.verify_tokens += row.plan.k + 1;
-  }
-  for (TargetPrefill& p : chunks) {
-    cache_->set_length(p.target_slot, p.start);
-    segments.push_back({std::span<const int32_t>(p.prompt).subspan(p.start, p.chunk_end() - p.start), p.target_slot,
-                        LogitsFor::last_position});
-    result.chunk_tokens += static_cast<int32_t>(p.chunk_end() - p.start);
+    for (size_t b = 0; b < trees.size(); ++b)
+      segments.push_back({{}, trees[b].slot, LogitsFor::all_positions, trees[b].rows});
+    for (TargetPrefill& p : chunks) {
+      cache_->set_length(p.target_slot, p.start);
+      segments.push_back({std::span<const int32_t>(p.prompt).subspan(p.start, p.chunk_end() - p.start), p.target_slot,
+                          LogitsFor::last_position});
+      result.chunk_tokens += static_cast<int32_t>(p.chunk_end() - p.start);
+    }
+  } catch (...) {
+    drop_branches();
+    throw;
   }
   if (segments.empty()) return out;
   const auto t0 = Clock::now();
-  const at::Tensor logits = model_->forward(segments, *cache_);
+  at::Tensor logits;
+  try {
+    logits = model_->forward(segments, *cache_);
+  } catch (...) {
+    drop_branches();
+    throw;
+  }
   result.verify_seconds = seconds_since(t0);
   int64_t at = 0;  // the logits' rows, segment by segment
   for (size_t b = 0; b < drafts.rows.size(); ++b) {
     DraftedRow& row = drafts.rows[b];
-    const int64_t width = row.plan.k + 1;
-    const VerifyOutcome outcome = accept_reject(row, logits.narrow(0, at, width));
+    const TreeRows& tree = trees[b];
+    const auto width = static_cast<int64_t>(tree.rows.size());
+    const TreeOutcome outcome = accept_reject(row, logits.narrow(0, at, width));
     at += width;
-    cache_->truncate_to(row.plan.target_slot, starts[b] + outcome.accepted + 1);
-    // The slot now holds the context and the accepted drafts: all of them kept.
-    cache_->commit(
-        row.plan.target_slot,
-        std::span<const int32_t>(row.plan.context).first(static_cast<size_t>(starts[b] + outcome.accepted + 1)));
+    keep_path(*cache_, tree, outcome);
     RoundOutput row_out;
-    row_out.tokens.assign(row.drafts.begin(), row.drafts.begin() + outcome.accepted);
+    for (int32_t node : outcome.path) row_out.tokens.push_back(row.drafts[static_cast<size_t>(node)]);
+    // The slot now holds the context and the accepted path: all of it kept.
+    std::vector<int32_t> kept = row.plan.context;
+    kept.insert(kept.end(), row_out.tokens.begin(), row_out.tokens.end());
+    cache_->commit(row.plan.target_slot, kept);
     row_out.tokens.push_back(outcome.next_token);
-    row_out.drafted = row.plan.k;
-    row_out.accepted = outcome.accepted;
+    row_out.drafted = static_cast<int32_t>(row.drafts.size());
+    row_out.accepted = static_cast<int32_t>(outcome.path.size());
+    row_out.depth = row.plan.k;
     row_out.rng = row.plan.rng;
     result.rows.push_back(std::move(row_out));
   }

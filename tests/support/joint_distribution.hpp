@@ -62,24 +62,33 @@ struct JointSample {
   SpecStats stats;
 };
 
-// n speculative samples of 3 tokens with K = 2 (t2 and t3 come from one speculative
-// round), 8 requests per batch, seeds seed0, seed0 + 1, ...
+inline SpecSettings chain_of(int32_t k) {
+  SpecSettings spec;
+  spec.k = k;
+  return spec;
+}
+
+// n speculative samples of 3 tokens with `spec` (by default K = 2: t2 and t3 come from
+// one speculative round), 8 requests per batch, seeds seed0, seed0 + 1, ... Generating
+// `max_tokens` > 3 lets a round after the first token draft deeper than 1; only the
+// first 3 tokens are counted.
 inline JointSample sample_joint3(SpecModels models, const std::vector<int32_t>& prompt, const SamplingParams& sp,
-                                 int64_t n, uint64_t seed0) {
+                                 int64_t n, uint64_t seed0, const SpecSettings& spec = chain_of(2),
+                                 int32_t max_tokens = 3) {
   JointSample out;
   for (int64_t first = 0; first < n; first += 8) {
     std::vector<DriverRequest> reqs;
     for (int64_t i = first; i < std::min(n, first + 8); ++i) {
       DriverRequest r;
       r.prompt = prompt;
-      r.max_tokens = 3;
-      r.spec.k = 2;
+      r.max_tokens = max_tokens;
+      r.spec = spec;
       r.sampling = sp;
       r.sampling.seed = seed0 + static_cast<uint64_t>(i);
       reqs.push_back(r);
     }
     for (auto& res : generate_speculative(models, reqs, nullptr)) {
-      out.counts[res.tokens] += 1;
+      out.counts[Continuation(res.tokens.begin(), res.tokens.begin() + std::min<size_t>(3, res.tokens.size()))] += 1;
       out.stats.drafted += res.stats.drafted;
       out.stats.accepted += res.stats.accepted;
     }

@@ -1,5 +1,8 @@
 #include "tools/specd/pair_options.hpp"
 
+#include <algorithm>
+#include <optional>
+
 #include "compute/compute_threads.hpp"
 #include "engine/base/byte_size.hpp"
 #include "tools/specd/cli_common.hpp"
@@ -13,7 +16,8 @@ constexpr int32_t kMaxK = 16;
 std::string mode_description(const SpecSettings& spec) {
   if (!spec.enabled) return "target-only";
   const std::string k = spec.adaptive ? "auto" : std::to_string(spec.k);
-  return std::string("speculative, drafter ") + drafter_name(spec.drafter) + ", k " + k;
+  const std::string tree = spec.tree.mode == TreeMode::off ? "" : ", tree " + tree_settings_name(spec.tree);
+  return std::string("speculative, drafter ") + drafter_name(spec.drafter) + ", k " + k + tree;
 }
 
 void parse_k(const std::string& text, SpecSettings& spec) {
@@ -38,6 +42,10 @@ void add_pair_options(CLI::App& cmd, PairArgs& a) {
   cmd.add_option("--drafter", a.drafter, "model or lookup (prompt lookup, no draft model)")
       ->capture_default_str()
       ->check(CLI::IsMember({"model", "lookup"}));
+  cmd.add_option("--tree", a.tree,
+                 "token trees: off (a chain of K), auto (the planner chooses each round from measured costs), or "
+                 "children per depth such as 3,2,1 (its depth replaces K)")
+      ->capture_default_str();
   cmd.add_flag("--no-spec", a.no_spec, "target-only generation");
   cmd.add_option("--max-seq-len", a.max_seq_len, "KV cache length per sequence")
       ->capture_default_str()
@@ -89,6 +97,10 @@ boost::json::object threads_json(const ThreadPolicy& p) {
 PairChoice choose_pair(const PairArgs& a) {
   PairChoice p;
   parse_k(a.k, p.spec);
+  std::string error;
+  const std::optional<TreeSettings> tree = parse_tree_settings(a.tree, error);
+  if (!tree) throw CLI::ValidationError("--tree", error);
+  p.spec.tree = *tree;
   p.spec.drafter = a.drafter == "lookup" ? DrafterKind::lookup : DrafterKind::model;
   const bool default_target =
       a.model.empty() || fs::weakly_canonical(a.model) == fs::weakly_canonical(default_target_dir());
@@ -106,7 +118,8 @@ PairChoice choose_pair(const PairArgs& a) {
   p.engine.max_seq_len = a.max_seq_len;
   if (!a.kv_cache_memory.empty()) p.engine.kv_cache_memory = parse_byte_size(a.kv_cache_memory, "--kv-cache-memory");
   p.engine.threads = a.threads;
-  p.engine.k_max = std::max(p.engine.k_max, p.spec.k);  // a fixed --k above the default
+  // A fixed --k or tree depth above the default.
+  p.engine.k_max = std::max({p.engine.k_max, p.spec.k, static_cast<int32_t>(p.spec.tree.widths.size())});
   // One request at a time: a few slots, and the planner's costs measured only when K is
   // planned (calibration takes a second per lane).
   p.engine.max_batch = 4;

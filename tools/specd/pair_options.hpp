@@ -16,7 +16,7 @@
 namespace specd::cli {
 
 struct PairArgs {
-  std::string model, draft, k = "4", drafter = "model";
+  std::string model, draft, k = "4", drafter = "model", tree = "off";
   bool no_spec = false;
   int64_t max_seq_len = 1024;
   int threads = 0;
@@ -36,7 +36,7 @@ struct PairChoice {
   EngineConfig engine;  // target_dir, draft_dir (empty: none), weights, max_seq_len, threads
   SpecSettings spec;    // enabled == false: target-only
 };
-// Throws CLI::ValidationError for a bad --k.
+// Throws CLI::ValidationError for a bad --k or --tree.
 PairChoice choose_pair(const PairArgs& args);
 
 // "target-only" or "speculative, drafter model, k 4".
