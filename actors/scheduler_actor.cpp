@@ -338,7 +338,8 @@ RoundPlan SchedulerActor::plan_round(std::optional<BatchPlan>& batch_plan) {
   KPlan planned = planner_.plan(rows);
   batch_plan = std::move(planned.batch);
   RoundPlan plan;
-  for (size_t i = 0; i < running_.size(); ++i) plan.rows.push_back(plan_row(*running_[i]->seq, planned.k[i]));
+  for (size_t i = 0; i < running_.size(); ++i)
+    plan.rows.push_back(plan_row(*running_[i]->seq, planned.k[i], planned.trees[i]));
   return plan;
 }
 

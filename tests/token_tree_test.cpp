@@ -179,7 +179,7 @@ TEST_CASE("sampled tree speculation has the target's joint distribution of three
   TestPair pair = make_pair(true, 8);
   const std::vector<int32_t> prompt = {1, 40, 41, 42};
   // top-k 3 leaves q at most 3 tokens: "8" gives as many children as q has tokens.
-  for (const char* shape : {"3,2", "8", "2,2", "1,1"}) {
+  for (const char* shape : {"3,2", "8", "2,2", "1,1", "auto"}) {
     CAPTURE(shape);
     SpecSettings spec;
     spec.tree = tree(shape);

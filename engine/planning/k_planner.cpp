@@ -18,9 +18,10 @@ RequestK KPlanner::start(const SpecSettings& spec, bool has_draft_slot) const {
   AdaptiveK adaptive_k(meter_.cost_ratio(), bound, kDefaultProbeEvery, meter_.acceptance.estimate(spec.drafter));
   if (spec.tree.mode == TreeMode::fixed) {  // the shape's depth, every round
     return RequestK(drafts, spec.drafter, false, std::min(static_cast<int32_t>(spec.tree.widths.size()), k_max_),
-                    adaptive_k);
+                    adaptive_k, false);
   }
-  return RequestK(drafts, spec.drafter, spec.adaptive, spec.adaptive ? bound : std::min(spec.k, k_max_), adaptive_k);
+  return RequestK(drafts, spec.drafter, spec.adaptive, spec.adaptive ? bound : std::min(spec.k, k_max_), adaptive_k,
+                  spec.tree.mode == TreeMode::automatic);
 }
 
 KPlan KPlanner::plan(std::span<const KRow> rows) {
@@ -30,13 +31,43 @@ KPlan KPlanner::plan(std::span<const KRow> rows) {
   KPlan out;
   if (meter_.rounds) out.batch = plan_batch(rows, planned);
   for (size_t i = 0; i < rows.size(); ++i) out.k.push_back(row_k(rows[i], planned[i]));
+  plan_trees(rows, out);
   return out;
+}
+
+void KPlanner::plan_trees(std::span<const KRow> rows, KPlan& plan) const {
+  plan.trees.assign(rows.size(), TreeShape{});
+  TreePricing pricing;
+  double tokens = 0;
+  int32_t deepest = 0;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const int32_t k = plan.k[i];
+    pricing.verify_rows += k + 1;
+    if (k > 0 && rows[i].request->drafter_ == DrafterKind::model) ++pricing.draft_rows;
+    deepest = std::max(deepest, k);
+    tokens += expected_round_tokens(rows[i].request->acceptance(), k);
+  }
+  if (meter_.rounds && meter_.rounds->verify_ready()) {
+    const RoundCostModel& c = *meter_.rounds;
+    pricing.costs = &c;
+    double seconds = c.verify_seconds(pricing.verify_rows) + c.overhead_seconds();
+    if (pricing.draft_rows > 0 && c.draft_ready()) seconds += deepest * c.draft_step_seconds(pricing.draft_rows);
+    pricing.seconds_per_token = tokens > 0 ? seconds / tokens : 0;
+  }
+  for (size_t i = 0; i < rows.size(); ++i) {
+    RequestK& r = *rows[i].request;
+    if (!r.auto_tree_ || plan.k[i] < 1) continue;
+    TreeShape shape = choose_auto_tree(plan.k[i], r.drafter_, r.tree_gain_.estimate(), false, pricing);
+    if (shape.chain() && r.tree_gain_.skipped()) shape = choose_auto_tree(plan.k[i], r.drafter_, 0, true, pricing);
+    plan.trees[i] = std::move(shape);
+  }
 }
 
 void KPlanner::observe(std::span<const KOutcome> rows, const RoundCosts& costs, double round_seconds) {
   for (const KOutcome& row : rows) {
     if (row.drafted == 0) continue;
     row.request->adaptive_k_.observe(row.drafted, row.accepted);
+    if (row.beyond_first_path >= 0) row.request->tree_gain_.observe(row.beyond_first_path);
     meter_.acceptance.observe(row.request->drafter_, row.drafted, row.accepted);
   }
   meter_.observe(costs, round_seconds);

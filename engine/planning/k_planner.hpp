@@ -15,6 +15,7 @@
 #include "engine/planning/batch_k_planner.hpp"
 #include "engine/planning/cost_meter.hpp"
 #include "engine/planning/round_cost_model.hpp"
+#include "engine/planning/tree_plan.hpp"
 #include "engine/request/spec_settings.hpp"
 
 namespace specd {
@@ -40,14 +41,21 @@ class RequestK {
 
  private:
   friend class KPlanner;
-  RequestK(bool drafts, DrafterKind drafter, bool adaptive, int32_t k, AdaptiveK adaptive_k)
-      : drafts_(drafts), drafter_(drafter), adaptive_(adaptive), k_(k), adaptive_k_(adaptive_k) {}
+  RequestK(bool drafts, DrafterKind drafter, bool adaptive, int32_t k, AdaptiveK adaptive_k, bool auto_tree)
+      : drafts_(drafts),
+        drafter_(drafter),
+        adaptive_(adaptive),
+        k_(k),
+        adaptive_k_(adaptive_k),
+        auto_tree_(auto_tree) {}
 
   bool drafts_;  // speculation is on and its drafter is there (a draft-model row needs its slot)
   DrafterKind drafter_;
   bool adaptive_;  // K chosen each round, up to k_; otherwise k_ every round
   int32_t k_;
   AdaptiveK adaptive_k_;  // fed by every round that drafted, fixed K too: the batch plan reads it
+  bool auto_tree_;        // `tree: auto`: the planner chooses chain or tree each round
+  TreeGain tree_gain_;
 };
 
 // A running request at a round's start, as the planner reads it.
@@ -60,12 +68,14 @@ struct KRow {
 // What a row did in the round.
 struct KOutcome {
   RequestK* request = nullptr;
-  int32_t drafted = 0;
+  int32_t drafted = 0;  // the depth drafted (a tree's extra nodes are not K)
   int32_t accepted = 0;
+  int32_t beyond_first_path = -1;  // a tree round: accepted tokens its first path did not hold; -1: a chain
 };
 
 struct KPlan {
   std::vector<int32_t> k;          // one per row: drafts wanted, 0 for a plain target step
+  std::vector<TreeShape> trees;    // one per row: the `auto` tree rows' shapes (empty widths: a chain)
   std::optional<BatchPlan> batch;  // what the batch planner expected, when it planned the round
 };
 
@@ -104,6 +114,8 @@ class KPlanner {
   std::optional<BatchPlan> plan_batch(std::span<const KRow> rows, std::vector<int32_t>& planned) const;
   // `planned` (-1: none), else the request's own choice, capped by the room.
   int32_t row_k(const KRow& row, int32_t planned) const;
+  // The `auto` tree rows' shapes for the K chosen.
+  void plan_trees(std::span<const KRow> rows, KPlan& plan) const;
 
   int32_t k_max_;
   RoundLimits limits_;

@@ -75,16 +75,22 @@ void add_children(Growing& g, int32_t parent, const at::Tensor& logits, int32_t 
 }
 
 // Keeps the `nodes` nodes of highest path probability (ancestors before descendants on
-// ties, so the kept set is a tree), renumbered level by level as before.
+// ties, so the kept set is a tree), renumbered level by level as before. Sampling rows
+// keep the first `nodes` in level order instead, as they expand the first `beam` nodes
+// of a level: a drawn child must be verified whatever token was drawn (kept for being
+// likely, it would no longer be a draw from q), and nothing tested before it may depend
+// on its value either.
 void keep_most_probable(Growing& g, int32_t nodes) {
   DraftedRow& row = *g.row;
   const auto n = static_cast<int32_t>(row.drafts.size());
   if (nodes <= 0 || nodes >= n) return;
   std::vector<int32_t> order(static_cast<size_t>(n));
   for (int32_t i = 0; i < n; ++i) order[static_cast<size_t>(i)] = i;
-  std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
-    return g.path_prob[static_cast<size_t>(a)] > g.path_prob[static_cast<size_t>(b)];
-  });
+  if (row.plan.sampling.greedy()) {
+    std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
+      return g.path_prob[static_cast<size_t>(a)] > g.path_prob[static_cast<size_t>(b)];
+    });
+  }
   std::vector<bool> keep(static_cast<size_t>(n), false);
   for (int32_t i = 0; i < nodes; ++i) keep[static_cast<size_t>(order[static_cast<size_t>(i)])] = true;
   std::vector<int32_t> renumbered(static_cast<size_t>(n), -1);
@@ -270,15 +276,18 @@ int32_t Drafter::run_steps(std::vector<DraftedRow*>& rows, std::vector<DraftStep
         const int32_t width = shape.widths.empty() ? 1 : shape.widths[static_cast<size_t>(level)];
         add_children(g, g.frontier[e], logits[at++], width, need_probs);
       }
-      // The next level expands the new nodes (the most probable `beam` of them), each in
-      // a branch holding its path: the first child of a node continues its parent's.
+      // The next level expands the new nodes (the most probable `beam` of them, or for
+      // sampling rows the first: see keep_most_probable), each in a branch holding its
+      // path: the first child of a node continues its parent's.
       std::vector<int32_t> next, next_branch;
       if (level + 1 < g.row->plan.k) {
         for (auto i = first_new; i < static_cast<int32_t>(g.row->drafts.size()); ++i) next.push_back(i);
         if (shape.beam > 0 && static_cast<int32_t>(next.size()) > shape.beam) {
-          std::stable_sort(next.begin(), next.end(), [&](int32_t a, int32_t b) {
-            return g.path_prob[static_cast<size_t>(a)] > g.path_prob[static_cast<size_t>(b)];
-          });
+          if (g.row->plan.sampling.greedy()) {
+            std::stable_sort(next.begin(), next.end(), [&](int32_t a, int32_t b) {
+              return g.path_prob[static_cast<size_t>(a)] > g.path_prob[static_cast<size_t>(b)];
+            });
+          }
           next.resize(static_cast<size_t>(shape.beam));
           std::sort(next.begin(), next.end());
         }

@@ -25,10 +25,6 @@ KRow k_row(SpecSequence& seq, int32_t max_new) {
   return {&seq.k_state, static_cast<int64_t>(seq.tokens.size()), max_new};
 }
 
-bool TreeShape::chain() const {
-  return std::all_of(widths.begin(), widths.end(), [](int32_t w) { return w == 1; });
-}
-
 std::vector<int32_t> DraftedRow::path_tokens(int32_t node) const {
   std::vector<int32_t> path;
   for (int32_t n = node; n >= 0; n = parents[static_cast<size_t>(n)]) path.push_back(drafts[static_cast<size_t>(n)]);
@@ -78,6 +74,8 @@ void apply_output(SpecSequence& seq, const RoundOutput& out) {
   seq.rng = out.rng;
 }
 
-KOutcome k_outcome(SpecSequence& seq, const RoundOutput& out) { return {&seq.k_state, out.depth, out.accepted}; }
+KOutcome k_outcome(SpecSequence& seq, const RoundOutput& out) {
+  return {&seq.k_state, out.depth, out.accepted, out.beyond_first_path};
+}
 
 }  // namespace specd

@@ -39,18 +39,6 @@ struct SpecSequence {
   RequestK k_state;  // from KPlanner::start; only the planner changes it
 };
 
-// The shape of a row's draft tree (a chain when `widths` is empty or all ones): under
-// every expanded node of depth d, widths[d] children, depth widths.size() == K. `beam`
-// (0: all) expands only the most probable nodes of each depth, by the draft's probability
-// of their path; `nodes` (0: all) then keeps only the most probable nodes for the target
-// (EAGLE-2's expand and rerank).
-struct TreeShape {
-  std::vector<int32_t> widths;
-  int32_t beam = 0;
-  int32_t nodes = 0;
-  bool chain() const;
-};
-
 // One row of a round, by value: everything the lanes need and nothing they keep.
 struct RowPlan {
   int32_t target_slot = -1;
@@ -101,6 +89,8 @@ struct RoundOutput {
   int32_t drafted = 0;  // nodes the target verified (a chain: K)
   int32_t accepted = 0;
   int32_t depth = 0;  // of the verified tree (a chain: K)
+  // A tree: accepted tokens beyond the leading first children (the chain it contains); -1: a chain.
+  int32_t beyond_first_path = -1;
   Rng rng{0};
 };
 

@@ -129,6 +129,19 @@ TreeRows lay_out(DraftedRow& row, KvCache& cache, int64_t& spare) {
   return t;
 }
 
+// Accepted tokens after the leading run of first children (each the lowest-numbered
+// child of its parent): what the tree gained over the chain of first children.
+int32_t beyond_first_path(const DraftedRow& row, const std::vector<int32_t>& path) {
+  size_t lead = 0;
+  int32_t parent = -1;
+  for (; lead < path.size(); ++lead) {
+    const auto first = std::find(row.parents.begin(), row.parents.end(), parent) - row.parents.begin();
+    if (first != path[lead]) break;
+    parent = path[lead];
+  }
+  return static_cast<int32_t>(path.size() - lead);
+}
+
 // After verification: the slot keeps the branch holding the accepted path, cut to the
 // context and that path; every other branch is dropped.
 void keep_path(KvCache& cache, const TreeRows& t, const TreeOutcome& outcome) {
@@ -236,6 +249,7 @@ TargetPassResult Verifier::pass(RoundDrafts& drafts, std::span<TargetPrefill> ch
     row_out.drafted = static_cast<int32_t>(row.drafts.size());
     row_out.accepted = static_cast<int32_t>(outcome.path.size());
     row_out.depth = row.plan.k;
+    if (row_out.drafted > row_out.depth) row_out.beyond_first_path = beyond_first_path(row, outcome.path);
     row_out.rng = row.plan.rng;
     result.rows.push_back(std::move(row_out));
   }

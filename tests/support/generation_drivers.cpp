@@ -122,7 +122,7 @@ RoundResult run_planned_round(KPlanner& planner, Drafter& drafter, Verifier& ver
   for (size_t i = 0; i < batch.size(); ++i) rows.push_back(k_row(*batch[i], max_new[i]));
   const KPlan planned = planner.plan(rows);
   RoundPlan plan;
-  for (size_t i = 0; i < batch.size(); ++i) plan.rows.push_back(plan_row(*batch[i], planned.k[i]));
+  for (size_t i = 0; i < batch.size(); ++i) plan.rows.push_back(plan_row(*batch[i], planned.k[i], planned.trees[i]));
   RoundDrafts drafts = drafter.propose(plan);
   RoundResult round = verifier.verify(drafts);
   std::vector<KOutcome> outcomes;
