@@ -31,6 +31,8 @@ struct EngineSnapshot {
   int64_t rounds = 0;
   int64_t drafts = 0, draft_tokens = 0, accepted_tokens = 0;  // vLLM's speculative counters
   std::vector<int64_t> accepted_per_position;
+  // Token trees: rounds whose row verified a tree, its nodes, and those on accepted paths.
+  int64_t tree_rounds = 0, tree_nodes_verified = 0, tree_nodes_accepted = 0;
   double cost_ratio = 0;  // measured draft step / verify pass
   // Indexed by rows - 1: rounds in which no row drafted, and rounds in which some did.
   // Their tokens per second at equal rows, measured side by side, say whether

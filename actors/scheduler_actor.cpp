@@ -363,7 +363,13 @@ awaitable<void> SchedulerActor::apply_round(RoundOutcome& outcome, double second
   const int64_t delivered_before = delivered_tokens_;
   for (size_t i = 0; i < running_.size(); ++i) {
     const RoundOutput& row = outcome.round.rows[i];
-    deliver(*running_[i], row.tokens, row.drafted, row.accepted, planned_k_[i]);
+    const int32_t tree_nodes = row.drafted > row.depth ? row.drafted : 0;
+    if (tree_nodes > 0) {
+      counters_.tree_rounds += 1;
+      counters_.tree_nodes_verified += tree_nodes;
+      counters_.tree_nodes_accepted += row.accepted;
+    }
+    deliver(*running_[i], row.tokens, row.drafted, row.accepted, planned_k_[i], tree_nodes);
   }
   if (seconds > 0 && !running.empty())
     tally_round(running.size(), drafted, seconds, delivered_tokens_ - delivered_before);
@@ -497,13 +503,13 @@ void SchedulerActor::trace_round(const RoundOutcome& outcome, int64_t delivered,
 }
 
 bool SchedulerActor::deliver(Entry& e, std::span<const int32_t> tokens, int32_t drafted, int32_t accepted,
-                             int32_t planned_k) {
+                             int32_t planned_k, int32_t tree_nodes) {
   OutputChunk chunk = e.output.take(tokens, drafted, accepted);
   if (planned_k < 0)
     trace_.prefill(e.actor->number(), e.actor->id(), round_timing_,
                    {static_cast<int64_t>(e.prompt.size()), e.cached_tokens, e.chunks});
   else
-    trace_.request_round(e.actor->number(), e.actor->id(), round_timing_, planned_k, chunk);
+    trace_.request_round(e.actor->number(), e.actor->id(), round_timing_, planned_k, tree_nodes, chunk);
   delivered_tokens_ += static_cast<int64_t>(chunk.token_ids.size());
   count_drafts(chunk.drafted, chunk.accepted);
   if (!e.actor->post_burst(std::move(chunk))) {

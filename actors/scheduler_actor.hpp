@@ -131,8 +131,9 @@ class SchedulerActor {
   // Passes a burst through the entry's output and on to its actor; true when the
   // entry has finished (a stop condition, or a sink too slow for its bursts).
   // `planned_k`: the K planned for the row this round; -1 for a newcomer's first token.
-  bool deliver(Entry& entry, std::span<const int32_t> tokens, int32_t drafted, int32_t accepted,
-               int32_t planned_k = -1);
+  // `tree_nodes`: the nodes of the row's tree (0: a chain).
+  bool deliver(Entry& entry, std::span<const int32_t> tokens, int32_t drafted, int32_t accepted, int32_t planned_k = -1,
+               int32_t tree_nodes = 0);
   // Coroutine arguments here are references, pointers or trivially destructible values:
   // no temporary with a destructor is left in a co_await expression (compilers have
   // destroyed such temporaries twice; see CMakeLists.txt).

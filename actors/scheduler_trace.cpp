@@ -34,13 +34,17 @@ void SchedulerTrace::prefill(uint64_t request, const std::string& id, const Roun
 }
 
 void SchedulerTrace::request_round(uint64_t request, const std::string& id, const RoundTiming& round, int32_t planned_k,
-                                   const OutputChunk& burst) {
+                                   int32_t tree_nodes, const OutputChunk& burst) {
   if (!trace_) return;
-  trace_->request_span(request, id, "round", round.start, round.end,
-                       {{"k_planned", static_cast<double>(planned_k)},
-                        {"drafted", static_cast<double>(burst.drafted)},
-                        {"accepted", static_cast<double>(burst.accepted)},
-                        {"tokens", static_cast<double>(burst.token_ids.size())}});
+  TraceArgs args{{"k_planned", static_cast<double>(planned_k)},
+                 {"drafted", static_cast<double>(burst.drafted)},
+                 {"accepted", static_cast<double>(burst.accepted)},
+                 {"tokens", static_cast<double>(burst.token_ids.size())}};
+  if (tree_nodes > 0) {  // a tree: its nodes verified, and the accepted path's length
+    args.emplace_back("tree_nodes", static_cast<double>(tree_nodes));
+    args.emplace_back("accepted_path", static_cast<double>(burst.accepted));
+  }
+  trace_->request_span(request, id, "round", round.start, round.end, std::move(args));
   if (round.verify.ran()) trace_->flow("round", request, id, round.start, "target lane", round.verify.middle());
 }
 

@@ -46,9 +46,10 @@ class SchedulerTrace {
   };
   // The round that prefilled the request (its last chunk) and sampled its first token.
   void prefill(uint64_t request, const std::string& id, const RoundTiming& round, const PrefillCounts& counts);
-  // A round the request took part in, K planned for it, and the burst it got.
+  // A round the request took part in, K planned for it, the nodes of its tree (0: a
+  // chain), and the burst it got (its accepted path and the target's token).
   void request_round(uint64_t request, const std::string& id, const RoundTiming& round, int32_t planned_k,
-                     const OutputChunk& burst);
+                     int32_t tree_nodes, const OutputChunk& burst);
   // The round on the scheduler's track, from its start to now (its outputs applied).
   void round(const RoundTiming& round, const RoundSummary& summary, const std::optional<BatchPlan>& plan);
 

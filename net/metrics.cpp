@@ -180,6 +180,12 @@ std::string Metrics::render(const EngineSnapshot& s) const {
     sample(out, "specd_spec_decode_num_accepted_tokens_per_pos_total", "position=\"" + std::to_string(i) + "\"",
            static_cast<double>(s.accepted_per_position[i]));
   }
+  help(out, "specd_spec_decode_tree_rounds_total", "counter", "Request rounds whose drafts were a token tree.");
+  sample(out, "specd_spec_decode_tree_rounds_total", "", static_cast<double>(s.tree_rounds));
+  help(out, "specd_spec_decode_tree_nodes_verified_total", "counter", "Token-tree nodes the target verified.");
+  sample(out, "specd_spec_decode_tree_nodes_verified_total", "", static_cast<double>(s.tree_nodes_verified));
+  help(out, "specd_spec_decode_tree_nodes_accepted_total", "counter", "Token-tree nodes on accepted paths.");
+  sample(out, "specd_spec_decode_tree_nodes_accepted_total", "", static_cast<double>(s.tree_nodes_accepted));
   // Decode rounds summed over batch sizes: tokens per second of drafting rounds against
   // plain ones shows whether speculation pays under the current load.
   RoundTally sums[2];

@@ -112,6 +112,12 @@ void read_speculative(element e, SpecSettings& spec) {
       spec.k = as_int32(*v, "speculative.k");
     }
   }
+  if (auto v = member(o, "tree")) {
+    std::string error;
+    const std::optional<TreeSettings> tree = parse_tree_settings(as_string(*v, "speculative.tree"), error);
+    if (!tree) refuse(ErrorCode::bad_value, "speculative." + error);
+    spec.tree = *tree;
+  }
   if (auto v = member(o, "drafter")) {
     const std::string d = as_string(*v, "speculative.drafter");
     if (d == "model")

@@ -43,7 +43,7 @@ WireCode code_of(std::string_view text) { return refusal(text).code; }
 TEST_CASE("a full generate message parses into exact native values") {
   GenerateParams p = generate(
       R"({"type":"generate","id":"r1","prompt":"ROMEO:","max_tokens":64,"temperature":0.7,"top_p":0.9,)"
-      R"("top_k":40,"seed":7,"stop":["\n\n","END"],"repetition_penalty":1.1,"speculative":{"enabled":true,"k":5,"drafter":"lookup"}})");
+      R"("top_k":40,"seed":7,"stop":["\n\n","END"],"repetition_penalty":1.1,"speculative":{"enabled":true,"k":5,"drafter":"lookup","tree":"3,1"}})");
   CHECK(p.request.id == "r1");
   CHECK(p.request.prompt == "ROMEO:");
   CHECK(p.request.messages.empty());
@@ -57,6 +57,8 @@ TEST_CASE("a full generate message parses into exact native values") {
   CHECK(p.request.spec.enabled);
   CHECK(p.request.spec.k == 5);
   CHECK(p.request.spec.drafter == DrafterKind::lookup);
+  CHECK(p.request.spec.tree.mode == TreeMode::fixed);
+  CHECK(p.request.spec.tree.widths == std::vector<int32_t>{3, 1});
 }
 
 TEST_CASE("defaults come from the limits; k auto is adaptive up to k_max") {
@@ -128,6 +130,8 @@ TEST_CASE("values beyond the gateway's bounds are bad_value (the engine judges t
       R"({"type":"generate","id":"r1","prompt":"x","seed":-1})",
       R"({"type":"generate","id":"r1","prompt":"x","speculative":{"k":"fast"}})",
       R"({"type":"generate","id":"r1","prompt":"x","speculative":{"drafter":"magic"}})",
+      R"({"type":"generate","id":"r1","prompt":"x","speculative":{"tree":"wide"}})",
+      R"({"type":"generate","id":"r1","prompt":"x","speculative":{"tree":"9,9,9"}})",
       R"({"type":"generate","id":"r1","prompt":"x","stop":["a","b","c"]})",
       R"({"type":"generate","id":"","prompt":"x"})",
       R"({"type":"generate","id":"123456789","prompt":"x"})",

@@ -61,6 +61,7 @@ struct Measured {
 struct ConfigRuns {
   DrafterKind drafter = DrafterKind::model;
   std::string k;
+  std::string tree = "off";
   double temperature = 0;
   SpecSettings spec;
   std::vector<double> speedups;  // per repeat: the run over its bracketing target-only runs
@@ -140,6 +141,7 @@ boost::json::object row_json(const ConfigRuns& r, double c) {
   const double predicted = k_for_formula > 0 ? expected_speedup(std::min(a, 1.0), k_for_formula, c) : 1.0;
   return {{"drafter", drafter_name(r.drafter)},
           {"k", r.k},
+          {"tree", r.tree},
           {"temperature", r.temperature},
           {"tokens_per_second", m.tokens_per_second()},
           {"target_only_tokens_per_second", r.pooled_base.tokens_per_second()},
@@ -189,6 +191,18 @@ void run_bench(const BenchArgs& a) {
         r.k = r.spec.adaptive ? "auto" : std::to_string(k);
         configs.push_back(std::move(r));
       }
+      if (pair.spec.tree.mode != TreeMode::off) {  // --tree: beside the chains, in the same interleaved run
+        ConfigRuns r;
+        r.drafter = drafter;
+        r.temperature = temperature;
+        r.spec.drafter = drafter;
+        r.spec.adaptive = true;
+        r.spec.k_max = a.k_max;
+        r.spec.tree = pair.spec.tree;
+        r.k = "auto";
+        r.tree = tree_settings_name(pair.spec.tree);
+        configs.push_back(std::move(r));
+      }
     }
   }
   // Every configuration runs between two target-only runs and is compared with their
@@ -210,8 +224,8 @@ void run_bench(const BenchArgs& a) {
       r.pooled.add(m);
       r.pooled_base.add(base);
       before = after;
-      std::cerr << "bench: T=" << r.temperature << " " << drafter_name(r.drafter) << " k=" << r.k << " speedup "
-                << r.speedups.back() << "\n";
+      std::cerr << "bench: T=" << r.temperature << " " << drafter_name(r.drafter) << " k=" << r.k << " tree=" << r.tree
+                << " speedup " << r.speedups.back() << "\n";
     }
   }
   boost::json::array rows;

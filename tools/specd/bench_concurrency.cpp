@@ -55,6 +55,7 @@ struct RunShape {
   int32_t max_tokens = 48;
   double length_spread = 0;  // request i of client c asks for max_tokens x (1 +- spread)
   bool spec = false;
+  TreeSettings tree;  // the speculative requests' (--tree)
 };
 
 // Request lengths spread uniformly over max_tokens x [1 - spread, 1 + spread], from a
@@ -105,6 +106,7 @@ boost::asio::awaitable<void> client(Engine& engine, const std::vector<std::strin
     r.ignore_eos = true;  // lengths independent of the mode: modes compare on the same work
     r.spec.enabled = shape.spec;
     r.spec.adaptive = true;
+    r.spec.tree = shape.tree;
     const auto submitted = Clock::now();
     auto last = submitted;
     int64_t tokens = 0;
@@ -326,6 +328,8 @@ void run_concurrency_bench(const PairArgs& pair, const ConcurrencyBenchArgs& arg
       shape.clients = clients;
       shape.max_tokens = max_tokens;
       shape.length_spread = args.length_spread;
+      std::string error;
+      shape.tree = parse_tree_settings(pair.tree, error).value_or(TreeSettings{});
       if (args.requests_per_client > 0) {
         shape.per_client = args.requests_per_client;
       } else {

@@ -120,10 +120,11 @@ PairChoice choose_pair(const PairArgs& a) {
   p.engine.threads = a.threads;
   // A fixed --k or tree depth above the default.
   p.engine.k_max = std::max({p.engine.k_max, p.spec.k, static_cast<int32_t>(p.spec.tree.widths.size())});
-  // One request at a time: a few slots, and the planner's costs measured only when K is
-  // planned (calibration takes a second per lane).
+  // One request at a time: a few slots, and the planner's costs measured only when K or
+  // the tree is planned (calibration takes a second per lane).
   p.engine.max_batch = 4;
-  p.engine.calibration_seconds = p.spec.enabled && p.spec.adaptive ? 1.0 : 0.0;
+  const bool planned = p.spec.adaptive || p.spec.tree.mode == TreeMode::automatic;
+  p.engine.calibration_seconds = p.spec.enabled && planned ? 1.0 : 0.0;
   return p;
 }
 
