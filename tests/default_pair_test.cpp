@@ -119,6 +119,44 @@ TEST_CASE("greedy speculation on the default pair equals target-only: 22 prompts
   CHECK(totals.accepted > 0);
 }
 
+TEST_CASE("greedy token trees on the default pair equal target-only: 22 prompts x trees 3,2,1 / 4 / auto x batches 1/4") {
+  const auto prompts = encoded_prompts();
+  std::vector<std::vector<int32_t>> expected;
+  for (const auto& p : prompts) expected.push_back(target_only(p, 24));
+  SpecStats totals;
+  for (const char* shape : {"3,2,1", "4", "auto"}) {
+    for (size_t batch : {1, 4}) {
+      const std::string name = shape;
+      CAPTURE(name);
+      CAPTURE(batch);
+      std::string error;
+      const TreeSettings tree = *parse_tree_settings(shape, error);
+      KvCache tc(pair().target->config(), 8, 256, KvCache::blocks_for(8, 256)),
+          dc(pair().draft->config(), 8, 256, KvCache::blocks_for(8, 256));
+      SpecModels models{*pair().target, tc, pair().draft.get(), &dc};
+      for (size_t first = 0; first < prompts.size(); first += batch) {
+        std::vector<DriverRequest> reqs;
+        for (size_t i = first; i < std::min(prompts.size(), first + batch); ++i) {
+          DriverRequest r;
+          r.prompt = prompts[i];
+          r.max_tokens = 24;
+          r.spec.k = 3;
+          r.spec.tree = tree;
+          reqs.push_back(r);
+        }
+        auto results = generate_speculative(models, reqs, nullptr);
+        for (size_t i = 0; i < results.size(); ++i) {
+          CHECK(results[i].tokens == expected[first + i]);
+          totals.add(results[i].stats);
+        }
+      }
+    }
+  }
+  MESSAGE("default pair greedy trees: " << totals.accepted << " accepted of " << totals.drafted << " nodes, "
+                                        << totals.tokens_per_round() << " tokens per round");
+  CHECK(totals.accepted > 0);
+}
+
 TEST_CASE("sampled speculation on the default pair matches target-only in distribution (chi-square, p < 0.001)") {
   // Exact target-only probabilities of the first three tokens under top-k 3 against
   // N speculative samples with K = 2 (tokens 2 and 3 come from one speculative round).

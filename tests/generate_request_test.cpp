@@ -77,6 +77,10 @@ TEST_CASE("limits, stop strings and K") {
   CHECK(refusal(r) == "bad_value: speculative.k must be in [0, 8]");
   r.spec.enabled = false;  // K is not used
   CHECK(refusal(r) == "");
+  r = good();
+  r.spec.tree.mode = TreeMode::fixed;
+  r.spec.tree.widths.assign(9, 1);
+  CHECK(refusal(r) == "bad_value: speculative.tree is deeper than the engine's k_max 8");
 }
 
 TEST_CASE("the input: exactly one, its ids in the vocabulary, fitting max_seq_len") {

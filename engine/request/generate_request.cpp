@@ -32,6 +32,8 @@ void validate_spec(const SpecSettings& spec, const RequestLimits& limits) {
   if (spec.k < 0 || spec.k > limits.k_max) refuse("speculative.k must be in " + bound);
   if (spec.adaptive && (spec.k_max < 0 || spec.k_max > limits.k_max))
     refuse("the bound of K = auto must be in " + bound);
+  if (spec.tree.mode == TreeMode::fixed && static_cast<int32_t>(spec.tree.widths.size()) > limits.k_max)
+    refuse("speculative.tree is deeper than the engine's k_max " + std::to_string(limits.k_max));
 }
 
 }  // namespace

@@ -197,6 +197,7 @@ void run_bench(const BenchArgs& a) {
         r.temperature = temperature;
         r.spec.drafter = drafter;
         r.spec.adaptive = true;
+        r.spec.k = 1;
         r.spec.k_max = a.k_max;
         r.spec.tree = pair.spec.tree;
         r.k = "auto";
