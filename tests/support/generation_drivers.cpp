@@ -140,6 +140,7 @@ int32_t largest_k(const std::vector<DriverRequest>& requests) {
   for (const auto& r : requests) {
     // An adaptive request without its own bound takes the engine's (EngineConfig's 8).
     k_max = std::max(k_max, r.spec.adaptive ? (r.spec.k_max > 0 ? r.spec.k_max : 8) : r.spec.k);
+    k_max = std::max(k_max, static_cast<int32_t>(r.spec.tree.widths.size()));  // a fixed tree's depth
   }
   return k_max;
 }
