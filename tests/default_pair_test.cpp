@@ -119,7 +119,8 @@ TEST_CASE("greedy speculation on the default pair equals target-only: 22 prompts
   CHECK(totals.accepted > 0);
 }
 
-TEST_CASE("greedy token trees on the default pair equal target-only: 22 prompts x trees 3,2,1 / 4 / auto x batches 1/4") {
+TEST_CASE(
+    "greedy token trees on the default pair equal target-only: 22 prompts x trees 3,2,1 / 4 / auto x batches 1/4") {
   const auto prompts = encoded_prompts();
   std::vector<std::vector<int32_t>> expected;
   for (const auto& p : prompts) expected.push_back(target_only(p, 24));

@@ -17,27 +17,6 @@ using namespace specd::testing;
 
 namespace {
 
-std::vector<std::vector<int32_t>> mixed_prompts() {
-  std::vector<std::vector<int32_t>> prompts;
-  for (int i = 0; i < 12; ++i) {
-    std::vector<int32_t> p = {1};
-    const int len = 1 + (i * 17) % 43;
-    for (int j = 1; j < len; ++j) p.push_back((i * 29 + j * 5 + j * j) % 97);
-    prompts.push_back(p);
-  }
-  return prompts;
-}
-
-std::vector<int32_t> target_only(LlamaModel& target, const std::vector<int32_t>& prompt, int32_t max_tokens,
-                                 double repetition_penalty = 1.0) {
-  KvCache cache(target.config(), 1, 128, KvCache::blocks_for(1, 128));
-  GenerationRequest r;
-  r.prompt = prompt;
-  r.max_tokens = max_tokens;
-  r.sampling.repetition_penalty = repetition_penalty;
-  return generate_target_only(target, cache, r).tokens;
-}
-
 TreeSettings tree(const std::string& text) {
   std::string error;
   const auto parsed = parse_tree_settings(text, error);
@@ -127,7 +106,7 @@ TEST_CASE("with the same depth a tree accepts more per round than a chain (pertu
   auto tokens_per_round = [&](const std::string& shape) {
     SpecStats total;
     std::vector<DriverRequest> reqs;
-    for (const auto& p : prompts) reqs.push_back(tree_request(p, shape, 40));
+    for (size_t i = 0; i < 12; ++i) reqs.push_back(tree_request(prompts[i], shape, 40));
     SpecModels models = pair.models();
     for (const auto& r : generate_speculative(models, reqs, nullptr)) total.add(r.stats);
     return total.tokens_per_round();

@@ -50,4 +50,27 @@ inline TestPair make_pair(bool perturbed, int32_t slots, int64_t max_seq = 128) 
   return p;
 }
 
+// 24 prompts of mixed lengths 1..47 over the tiny vocabulary.
+inline std::vector<std::vector<int32_t>> mixed_prompts() {
+  std::vector<std::vector<int32_t>> prompts;
+  for (int i = 0; i < 24; ++i) {
+    std::vector<int32_t> p = {1};
+    const int len = 1 + (i * 13) % 47;
+    for (int j = 1; j < len; ++j) p.push_back((i * 31 + j * 7 + j * j) % 97);
+    prompts.push_back(p);
+  }
+  return prompts;
+}
+
+// Target-only greedy ids on a cache of its own: the reference speculation must equal.
+inline std::vector<int32_t> target_only(LlamaModel& target, const std::vector<int32_t>& prompt, int32_t max_tokens,
+                                        double repetition_penalty = 1.0) {
+  KvCache cache(target.config(), 1, 128, KvCache::blocks_for(1, 128));
+  GenerationRequest r;
+  r.prompt = prompt;
+  r.max_tokens = max_tokens;
+  r.sampling.repetition_penalty = repetition_penalty;
+  return generate_target_only(target, cache, r).tokens;
+}
+
 }  // namespace specd::testing
