@@ -1,0 +1,46 @@
+#!/usr/bin/env python3
+"""Accepted tokens per round of token trees against chains with the same number of
+verified nodes (issue 24), counted from `specd generate --json` on the first prompts of
+conf/bench_prompts.txt. Counts, not times: the host's noise does not move them. Prints
+one JSON object: per temperature and shape, tokens and nodes per round."""
+import argparse
+import json
+import pathlib
+import subprocess
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+SHAPES = [("chain", "4"), ("tree", "4"), ("tree", "2,1"), ("chain", "6"), ("tree", "2,2"), ("tree", "3,1"),
+          ("chain", "8"), ("tree", "2,1,1,1"), ("tree", "4,1")]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--specd", default=str(ROOT / "build" / "specd"))
+    ap.add_argument("--prompts", type=int, default=8)
+    ap.add_argument("--max-tokens", type=int, default=64)
+    ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("extra", nargs="*", help="more generate options, e.g. --model DIR --draft DIR")
+    a = ap.parse_args()
+    lines = (ROOT / "conf" / "bench_prompts.txt").read_text().splitlines()
+    prompts = [l.replace("\\n", "\n") for l in lines if l.strip()][: a.prompts]
+    rows = []
+    for temperature in (0, 1):
+        for kind, value in SHAPES:
+            emitted = rounds = nodes = 0
+            for p in prompts:
+                option = ["--k", value] if kind == "chain" else ["--tree", value]
+                out = subprocess.run([a.specd, "generate", "--prompt", p, "--max-tokens", str(a.max_tokens),
+                                      "--temperature", str(temperature), "--seed", str(a.seed), "--json"] + option +
+                                     a.extra, capture_output=True, text=True, check=True)
+                spec = json.loads(out.stdout)["spec"]
+                emitted += spec["tokens_per_round"] * spec["rounds"]
+                rounds += spec["rounds"]
+                nodes += spec["drafted"]
+            rows.append({"temperature": temperature, "shape": f"{kind} {value}",
+                         "tokens_per_round": emitted / rounds if rounds else 0,
+                         "nodes_per_round": nodes / rounds if rounds else 0})
+    print(json.dumps({"prompts": len(prompts), "max_tokens": a.max_tokens, "rows": rows}))
+
+
+if __name__ == "__main__":
+    main()
