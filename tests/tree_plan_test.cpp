@@ -26,8 +26,8 @@ TEST_CASE("cheap verify rows and a measured gain give an expand-and-rerank tree 
   const RoundCostModel c = costs(0.100, 0.002);  // a 5-row pass 0.110 s; 25% of it buys 13 rows
   const TreePricing pricing{&c, 5, 1, 0.040};
   CHECK(affordable_extra_nodes(4, pricing) == 8);  // capped at 2K
-  // 8 extra rows cost 16 ms and 3 draft levels of 2 more rows 6 ms; a token is worth 40 ms.
-  const TreeShape shape = choose_auto_tree(4, DrafterKind::model, 1.0, false, pricing);
+  // 8 extra rows cost 16 ms (one expanded node per depth adds no draft rows); a token is worth 40 ms.
+  const TreeShape shape = choose_auto_tree(4, DrafterKind::model, 0.5, false, pricing);
   CHECK(shape.widths == std::vector<int32_t>(4, AutoTree::kChildren));
   CHECK(shape.beam == AutoTree::kBeam);
   CHECK(shape.nodes == 12);
@@ -37,8 +37,8 @@ TEST_CASE("cheap verify rows and a measured gain give an expand-and-rerank tree 
 TEST_CASE("a gain worth less than the extra rows cost keeps the chain, and a probe still drafts a tree") {
   const RoundCostModel c = costs(0.100, 0.002);
   const TreePricing pricing{&c, 5, 1, 0.040};
-  // The extra rows cost 22 ms (above); 0.5 token at 40 ms is worth 20 ms.
-  CHECK(choose_auto_tree(4, DrafterKind::model, 0.5, false, pricing).widths.empty());
+  // The extra rows cost 16 ms (above); 0.3 token at 40 ms is worth 12 ms.
+  CHECK(choose_auto_tree(4, DrafterKind::model, 0.3, false, pricing).widths.empty());
   CHECK_FALSE(choose_auto_tree(4, DrafterKind::model, 0.1, true, pricing).chain());
   TreeGain gain;
   CHECK(gain.estimate() == TreeGain::kPrior);

@@ -58,9 +58,12 @@ struct TreePricing {
 // The auto shape for a row of depth K: a chain, or a tree expanding the kBeam most
 // probable nodes of each depth with kChildren children each, of which the K + extra most
 // probable are verified; extra is the most rows the verify curve adds within
-// kVerifyShare of the pass (2K without curves). `probe` forces the tree.
+// kVerifyShare of the pass (2K without curves). `probe` forces the tree. One expanded
+// node per depth drafts exactly the chain's rows: the extra nodes are the siblings of
+// its path and cost verify rows only (a beam of 3 on the padded 1B draft cost more in
+// draft rows than its nodes returned, BENCHMARKS "Token trees against chains").
 struct AutoTree {
-  static constexpr int32_t kBeam = 3;
+  static constexpr int32_t kBeam = 1;
   static constexpr int32_t kChildren = 3;
   static constexpr double kVerifyShare = 0.25;
   static constexpr int32_t kMaxExtra = 16;
