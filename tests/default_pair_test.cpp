@@ -85,53 +85,20 @@ TEST_CASE("the default tokenizer round-trips text and has the trained special id
   CHECK(tok.encode("ROMEO:", true).front() == 1);
 }
 
-TEST_CASE("greedy speculation on the default pair equals target-only: 22 prompts x K 1/2/4/8 x batches 1/3/8") {
-  const auto prompts = encoded_prompts();
-  std::vector<std::vector<int32_t>> expected;
-  for (const auto& p : prompts) expected.push_back(target_only(p, 24));
-  SpecStats totals;
-  for (int32_t k : {1, 2, 4, 8}) {
-    for (size_t batch : {1, 3, 8}) {
-      CAPTURE(k);
-      CAPTURE(batch);
-      KvCache tc(pair().target->config(), 8, 256, KvCache::blocks_for(8, 256)),
-          dc(pair().draft->config(), 8, 256, KvCache::blocks_for(8, 256));
-      SpecModels models{*pair().target, tc, pair().draft.get(), &dc};
-      for (size_t first = 0; first < prompts.size(); first += batch) {
-        std::vector<DriverRequest> reqs;
-        for (size_t i = first; i < std::min(prompts.size(), first + batch); ++i) {
-          DriverRequest r;
-          r.prompt = prompts[i];
-          r.max_tokens = 24;
-          r.spec.k = k;
-          reqs.push_back(r);
-        }
-        auto results = generate_speculative(models, reqs, nullptr);
-        for (size_t i = 0; i < results.size(); ++i) {
-          CHECK(results[i].tokens == expected[first + i]);
-          totals.drafted += results[i].stats.drafted;
-          totals.accepted += results[i].stats.accepted;
-        }
-      }
-    }
-  }
-  MESSAGE("default pair greedy acceptance over the grid: " << totals.acceptance_rate());
-  CHECK(totals.accepted > 0);
-}
+namespace {
 
-TEST_CASE(
-    "greedy token trees on the default pair equal target-only: 22 prompts x trees 3,2,1 / 4 / auto x batches 1/4") {
+// Every prompt, in batches of each size, generated with each of `settings` (one CAPTURE
+// name per setting), equals target-only greedy; returns the statistics summed.
+SpecStats check_greedy_grid(const std::vector<std::pair<std::string, SpecSettings>>& settings,
+                            const std::vector<size_t>& batches) {
   const auto prompts = encoded_prompts();
   std::vector<std::vector<int32_t>> expected;
   for (const auto& p : prompts) expected.push_back(target_only(p, 24));
   SpecStats totals;
-  for (const char* shape : {"3,2,1", "4", "auto"}) {
-    for (size_t batch : {1, 4}) {
-      const std::string name = shape;
+  for (const auto& [name, spec] : settings) {
+    for (size_t batch : batches) {
       CAPTURE(name);
       CAPTURE(batch);
-      std::string error;
-      const TreeSettings tree = *parse_tree_settings(shape, error);
       KvCache tc(pair().target->config(), 8, 256, KvCache::blocks_for(8, 256)),
           dc(pair().draft->config(), 8, 256, KvCache::blocks_for(8, 256));
       SpecModels models{*pair().target, tc, pair().draft.get(), &dc};
@@ -141,8 +108,7 @@ TEST_CASE(
           DriverRequest r;
           r.prompt = prompts[i];
           r.max_tokens = 24;
-          r.spec.k = 3;
-          r.spec.tree = tree;
+          r.spec = spec;
           reqs.push_back(r);
         }
         auto results = generate_speculative(models, reqs, nullptr);
@@ -153,6 +119,29 @@ TEST_CASE(
       }
     }
   }
+  return totals;
+}
+
+}  // namespace
+
+TEST_CASE("greedy speculation on the default pair equals target-only: 22 prompts x K 1/2/4/8 x batches 1/3/8") {
+  std::vector<std::pair<std::string, SpecSettings>> chains;
+  for (int32_t k : {1, 2, 4, 8}) chains.emplace_back("k " + std::to_string(k), chain_of(k));
+  const SpecStats totals = check_greedy_grid(chains, {1, 3, 8});
+  MESSAGE("default pair greedy acceptance over the grid: " << totals.acceptance_rate());
+  CHECK(totals.accepted > 0);
+}
+
+TEST_CASE(
+    "greedy token trees on the default pair equal target-only: 22 prompts x trees 3,2,1 / 4 / auto x batches 1/4") {
+  std::vector<std::pair<std::string, SpecSettings>> trees;
+  for (const char* shape : {"3,2,1", "4", "auto"}) {
+    SpecSettings spec = chain_of(3);
+    std::string error;
+    spec.tree = *parse_tree_settings(shape, error);
+    trees.emplace_back(shape, spec);
+  }
+  const SpecStats totals = check_greedy_grid(trees, {1, 4});
   MESSAGE("default pair greedy trees: " << totals.accepted << " accepted of " << totals.drafted << " nodes, "
                                         << totals.tokens_per_round() << " tokens per round");
   CHECK(totals.accepted > 0);

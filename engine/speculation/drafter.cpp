@@ -36,11 +36,7 @@ struct Growing {
 void add_children(Growing& g, int32_t parent, const at::Tensor& logits, int32_t count, bool need_probs) {
   DraftedRow& row = *g.row;
   const SamplingParams& sp = row.plan.sampling;
-  std::vector<int32_t> context = row.plan.context;
-  if (parent >= 0) {
-    const std::vector<int32_t> path = row.path_tokens(parent);
-    context.insert(context.end(), path.begin(), path.end());
-  }
+  const std::vector<int32_t> context = row.penalty_context(parent);
   const double base = parent >= 0 ? g.path_prob[static_cast<size_t>(parent)] : 1.0;
   auto add = [&](int32_t token, at::Tensor q, double prob) {
     row.drafts.push_back(token);
@@ -75,11 +71,10 @@ void add_children(Growing& g, int32_t parent, const at::Tensor& logits, int32_t 
 }
 
 // Keeps the `nodes` nodes of highest path probability (ancestors before descendants on
-// ties, so the kept set is a tree), renumbered level by level as before. Sampling rows
-// keep the first `nodes` in level order instead, as they expand the first `beam` nodes
-// of a level: a drawn child must be verified whatever token was drawn (kept for being
-// likely, it would no longer be a draw from q), and nothing tested before it may depend
-// on its value either.
+// ties, so the kept set is a tree). Sampling rows keep the first `nodes` in level order
+// instead, as they expand the first `beam` nodes of a level: a drawn child must be
+// verified whatever token was drawn (kept for being likely, it would no longer be a draw
+// from q), and nothing tested before it may depend on its value either.
 void keep_most_probable(Growing& g, int32_t nodes) {
   DraftedRow& row = *g.row;
   const auto n = static_cast<int32_t>(row.drafts.size());
@@ -93,22 +88,7 @@ void keep_most_probable(Growing& g, int32_t nodes) {
   }
   std::vector<bool> keep(static_cast<size_t>(n), false);
   for (int32_t i = 0; i < nodes; ++i) keep[static_cast<size_t>(order[static_cast<size_t>(i)])] = true;
-  std::vector<int32_t> renumbered(static_cast<size_t>(n), -1);
-  DraftedRow kept;
-  std::vector<double> kept_prob;
-  for (int32_t i = 0; i < n; ++i) {
-    const int32_t parent = row.parents[static_cast<size_t>(i)];
-    if (!keep[static_cast<size_t>(i)] || (parent >= 0 && renumbered[static_cast<size_t>(parent)] < 0)) continue;
-    renumbered[static_cast<size_t>(i)] = static_cast<int32_t>(kept.drafts.size());
-    kept.drafts.push_back(row.drafts[static_cast<size_t>(i)]);
-    kept.parents.push_back(parent < 0 ? -1 : renumbered[static_cast<size_t>(parent)]);
-    if (!row.draft_q.empty()) kept.draft_q.push_back(row.draft_q[static_cast<size_t>(i)]);
-    kept_prob.push_back(g.path_prob[static_cast<size_t>(i)]);
-  }
-  row.drafts = std::move(kept.drafts);
-  row.parents = std::move(kept.parents);
-  row.draft_q = std::move(kept.draft_q);
-  g.path_prob = std::move(kept_prob);
+  row.keep_nodes(keep);
 }
 
 }  // namespace
@@ -209,9 +189,8 @@ RoundDrafts Drafter::propose(RoundPlan& plan) {
       LookupTree tree = propose_tree_by_lookup(row.plan.context, row.plan.k, continuations, row.plan.lookup_max_ngram);
       row.drafts = std::move(tree.tokens);
       row.parents = std::move(tree.parents);
-      int32_t depth = 0;
-      for (size_t i = 0; i < row.drafts.size(); ++i) depth = std::max(depth, row.depth_of(static_cast<int32_t>(i)));
-      row.plan.k = depth;
+      // Nodes come level by level: the last is the deepest.
+      row.plan.k = row.drafts.empty() ? 0 : row.depth_of(static_cast<int32_t>(row.drafts.size()) - 1);
     } else if (model_ && row.plan.draft_slot >= 0) {
       model_rows.push_back(&row);
     } else {

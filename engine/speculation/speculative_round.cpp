@@ -25,11 +25,30 @@ KRow k_row(SpecSequence& seq, int32_t max_new) {
   return {&seq.k_state, static_cast<int64_t>(seq.tokens.size()), max_new};
 }
 
-std::vector<int32_t> DraftedRow::path_tokens(int32_t node) const {
+std::vector<int32_t> DraftedRow::penalty_context(int32_t node) const {
+  if (plan.sampling.repetition_penalty == 1.0) return {};
   std::vector<int32_t> path;
   for (int32_t n = node; n >= 0; n = parents[static_cast<size_t>(n)]) path.push_back(drafts[static_cast<size_t>(n)]);
-  std::reverse(path.begin(), path.end());
-  return path;
+  std::vector<int32_t> context = plan.context;
+  context.insert(context.end(), path.rbegin(), path.rend());
+  return context;
+}
+
+void DraftedRow::keep_nodes(const std::vector<bool>& keep) {
+  std::vector<int32_t> renumbered(drafts.size(), -1);
+  size_t kept = 0;
+  for (size_t i = 0; i < drafts.size(); ++i) {
+    const int32_t parent = parents[i];
+    if (!keep[i] || (parent >= 0 && renumbered[static_cast<size_t>(parent)] < 0)) continue;
+    renumbered[i] = static_cast<int32_t>(kept);
+    drafts[kept] = drafts[i];
+    parents[kept] = parent < 0 ? -1 : renumbered[static_cast<size_t>(parent)];
+    if (!draft_q.empty()) draft_q[kept] = draft_q[i];
+    ++kept;
+  }
+  drafts.resize(kept);
+  parents.resize(kept);
+  if (!draft_q.empty()) draft_q.resize(kept);
 }
 
 int32_t DraftedRow::depth_of(int32_t node) const {

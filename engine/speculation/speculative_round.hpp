@@ -63,9 +63,12 @@ struct DraftedRow {
   DraftedRow(DraftedRow&&) noexcept;
   DraftedRow& operator=(DraftedRow&&) noexcept;
 
-  // The path of node i: its ancestors' tokens and its own, root down.
-  std::vector<int32_t> path_tokens(int32_t node) const;
+  // What the repetition penalty sees at a node (-1: the root g): the context, then the
+  // node's path. Empty when the row has no penalty, as nothing reads it then.
+  std::vector<int32_t> penalty_context(int32_t node) const;
   int32_t depth_of(int32_t node) const;
+  // Keeps the nodes marked in `keep` whose ancestors are all kept, renumbered in order.
+  void keep_nodes(const std::vector<bool>& keep);
 
   RowPlan plan;                  // plan.context ends with g; plan.k is the depth found
   std::vector<int32_t> drafts;   // the nodes' tokens, level by level (a chain: t1..tk)

@@ -20,17 +20,6 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-// The context a target row sees: row 0 (the root g) the context, row i + 1 the context
-// and node i's path, as target-only decoding would have.
-std::vector<int32_t> row_context(const DraftedRow& row, int32_t r) {
-  std::vector<int32_t> context = row.plan.context;
-  if (r > 0) {
-    const std::vector<int32_t> path = row.path_tokens(r - 1);
-    context.insert(context.end(), path.begin(), path.end());
-  }
-  return context;
-}
-
 TreeOutcome accept_reject(DraftedRow& row, const at::Tensor& logits) {
   const SamplingParams& sp = row.plan.sampling;
   const DraftTree tree{row.drafts, row.parents};
@@ -42,30 +31,27 @@ TreeOutcome accept_reject(DraftedRow& row, const at::Tensor& logits) {
   if (sp.greedy()) {
     return verify_tree_greedy(
         [&](int32_t r) {
-          return static_cast<int32_t>(penalized_logits(logits[r], sp, row_context(row, r)).argmax().item<int64_t>());
+          return static_cast<int32_t>(
+              penalized_logits(logits[r], sp, row.penalty_context(r - 1)).argmax().item<int64_t>());
         },
         tree);
   }
-  return verify_tree_sampled([&](int32_t r) { return sampling_distribution(logits[r], sp, row_context(row, r)); },
-                             row.draft_q, tree, row.plan.rng);
+  return verify_tree_sampled(
+      [&](int32_t r) { return sampling_distribution(logits[r], sp, row.penalty_context(r - 1)); }, row.draft_q, tree,
+      row.plan.rng);
 }
 
 // Keeps the nodes on the path to the first leaf (a chain: what a tree shrinks to when the
 // pool has no blocks for its branches).
 void keep_first_path(DraftedRow& row) {
-  std::vector<int32_t> keep;
-  for (int32_t i = 0; i < static_cast<int32_t>(row.drafts.size()); ++i) {
-    if (row.parents[static_cast<size_t>(i)] == (keep.empty() ? -1 : keep.back())) keep.push_back(i);
+  std::vector<bool> keep(row.drafts.size(), false);
+  int32_t last = -1;
+  for (size_t i = 0; i < row.drafts.size(); ++i) {
+    if (row.parents[i] != last) continue;
+    keep[i] = true;
+    last = static_cast<int32_t>(i);
   }
-  DraftedRow chain;
-  for (size_t j = 0; j < keep.size(); ++j) {
-    chain.drafts.push_back(row.drafts[static_cast<size_t>(keep[j])]);
-    chain.parents.push_back(static_cast<int32_t>(j) - 1);
-    if (!row.draft_q.empty()) chain.draft_q.push_back(row.draft_q[static_cast<size_t>(keep[j])]);
-  }
-  row.drafts = std::move(chain.drafts);
-  row.parents = std::move(chain.parents);
-  row.draft_q = std::move(chain.draft_q);
+  row.keep_nodes(keep);
   row.plan.k = static_cast<int32_t>(row.drafts.size());
 }
 
