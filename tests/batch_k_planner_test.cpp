@@ -138,3 +138,49 @@ TEST_CASE("a drafting plan runs undrafted once the undrafted pass's price has go
   costs.observe_verify(24, 1.024);
   CHECK(plan_batch_k(rows, costs, 8, {10}).refresh);
 }
+
+TEST_CASE("a stale undrafted price measured on a slow minute is replaced before the plan drafts on it again") {
+  // Drafting pays at 4 rows only while the undrafted pass costs 1.3 (a slow minute).
+  RoundCostModel costs(4, 8);
+  for (int32_t t = 1; t <= 36; ++t) costs.observe_verify(t, t == 4 ? 1.3 : 1.0 + 0.08 * t);
+  for (int32_t r = 1; r <= 4; ++r) costs.observe_draft_step(r, 0.1);
+  for (int i = 0; i < 8; ++i) costs.observe_verify(4, 1.3);
+  const std::vector<PlanRow> rows(4, plannable(0.5));
+  const PlanOptions options{kRefreshUndraftedAfter};
+  REQUIRE(plan_batch_k(rows, costs, 8, options).k[0] > 0);
+  for (int64_t i = 0; i <= kRefreshUndraftedAfter; ++i) costs.observe_verify(8, 1.64);  // drafting rounds only
+  BatchPlan plan = plan_batch_k(rows, costs, 8, options);
+  CHECK(plan.refresh);
+  CHECK(plan.k == std::vector<int32_t>(4, 0));
+  // The host is fast again: each undrafted round costs 1.0. One measurement does not
+  // outvote nine old ones, so the plan keeps measuring until three have replaced them.
+  costs.observe_verify(4, 1.0);
+  CHECK(costs.verify_settling(4));
+  CHECK(plan_batch_k(rows, costs, 8, options).refresh);
+  costs.observe_verify(4, 1.0);
+  CHECK(plan_batch_k(rows, costs, 8, options).refresh);
+  costs.observe_verify(4, 1.0);
+  CHECK_FALSE(costs.verify_settling(4));
+  plan = plan_batch_k(rows, costs, 8, options);
+  CHECK_FALSE(plan.refresh);
+  CHECK(plan.k == std::vector<int32_t>(4, 0));  // at its true price drafting does not pay
+  CHECK(plan.expected_seconds == doctest::Approx(1.0));
+}
+
+TEST_CASE("a row whose draft cache lags after undrafted rounds pays its catch-up in the first draft step") {
+  // Draft steps cost 0.05 + 0.05 a token fed; verify 1.0 + 0.001 a token: drafting pays
+  // for rows in step, not for a row that must first feed 60 missed tokens.
+  const RoundCostModel costs = linear_costs(64, 8, 1.0, 0.001, 0.05, 0.05);
+  PlanRow in_step = plannable(0.8), lagging = plannable(0.8);
+  lagging.draft_lag = 60;
+  const BatchPlan caught_up = plan_batch_k(std::vector<PlanRow>{in_step}, costs, 8);
+  CHECK(caught_up.k[0] > 0);
+  const BatchPlan behind = plan_batch_k(std::vector<PlanRow>{lagging}, costs, 8);
+  CHECK(behind.k[0] == 0);
+  CHECK(behind.expected_seconds == doctest::Approx(1.001));
+  // Priced exactly: K = 1 costs verify(2) + one step over 3 tokens.
+  lagging.draft_lag = 2;
+  const BatchPlan near = plan_batch_k(std::vector<PlanRow>{lagging}, costs, 1);
+  REQUIRE(near.k[0] == 1);
+  CHECK(near.expected_seconds == doctest::Approx(1.002 + 0.05 + 0.05 * 3));
+}

@@ -110,3 +110,31 @@ TEST_CASE("staleness counts the observations since a size's bucket was last fed"
   CHECK(curve.staleness(8) == 0);
   CHECK(curve.staleness(32) == 1);
 }
+
+TEST_CASE("a bucket fed after going stale keeps its old samples until three new ones replace them") {
+  CostCurve curve(64, 10);
+  for (int i = 0; i < 9; ++i) curve.observe(4, 2.0);  // measured while the host was slow
+  for (int i = 0; i < 10; ++i) curve.observe(32, 5.0);
+  curve.observe(4, 40.0);  // 10 observations old: not yet stale, an ordinary stall
+  CHECK_FALSE(curve.settling(4));
+  CHECK(curve.at(4) == doctest::Approx(2.0));
+  for (int i = 0; i < 11; ++i) curve.observe(32, 5.0);
+  curve.observe(4, 40.0);  // 11 old: stale; a stall first does not move the price
+  CHECK(curve.settling(4));
+  CHECK(curve.at(4) == doctest::Approx(2.0));
+  curve.observe(4, 1.0);
+  CHECK(curve.settling(4));
+  CHECK(curve.at(4) == doctest::Approx(2.0));
+  curve.observe(4, 1.0);  // three new samples: only they count
+  CHECK_FALSE(curve.settling(4));
+  CHECK(curve.at(4) == doctest::Approx(1.0));
+  curve.observe(4, 1.0);
+  curve.observe(4, 3.0);
+  CHECK(curve.at(4) == doctest::Approx(1.0));  // median of 40 1 1 1 3
+  CostCurve never(64);                          // forget_after 0
+  for (int i = 0; i < 9; ++i) never.observe(4, 2.0);
+  for (int i = 0; i < 1000; ++i) never.observe(32, 5.0);
+  never.observe(4, 1.0);
+  CHECK_FALSE(never.settling(4));
+  CHECK(never.at(4) == doctest::Approx(2.0));
+}

@@ -253,3 +253,27 @@ TEST_CASE("bad requests are refused before any slot is taken") {
   r.spec.k = -1;
   expect_invalid(r);
 }
+
+TEST_CASE("a row's draft lag counts what rounds without its draft model appended; drafting clears it") {
+  KPlanner planner({8, std::nullopt}, {1024, true});
+  SpecSettings spec;
+  spec.k = 4;
+  SpecSequence seq({1, 2, 3}, 0, 0, SamplingParams{}, spec, planner.start(spec, true));
+  RoundOutput plain;
+  plain.tokens = {4};
+  apply_output(seq, plain);
+  apply_output(seq, plain);
+  CHECK(seq.draft_lag == 2);
+  CHECK(k_row(seq, 10).draft_lag == 2);
+  RoundOutput drafted;
+  drafted.tokens = {5, 6};
+  drafted.drafted = 3;
+  drafted.accepted = 1;
+  apply_output(seq, drafted);
+  CHECK(seq.draft_lag == 0);
+  SpecSettings lookup = spec;
+  lookup.drafter = DrafterKind::lookup;
+  SpecSequence by_lookup({1, 2, 3}, 0, -1, SamplingParams{}, lookup, planner.start(lookup, false));
+  apply_output(by_lookup, plain);
+  CHECK(by_lookup.draft_lag == 0);
+}

@@ -21,21 +21,23 @@ namespace {
 struct RoundShape {
   int32_t tokens = 0;                // fed to the verify pass: sum of K + 1
   std::vector<int32_t> active_rows;  // per draft step: rows with a draft-model K beyond it
+  int32_t catch_up = 0;              // tokens the first draft step feeds beyond one a row
 
   explicit RoundShape(int32_t k_max) : active_rows(static_cast<size_t>(std::max(k_max, 0)), 0) {}
 
-  void add(int32_t k, bool draft_model) {
+  void add(int32_t k, bool draft_model, int32_t draft_lag = 0) {
     tokens += k + 1;
-    if (!draft_model) return;
+    if (!draft_model || k == 0) return;
     if (static_cast<size_t>(k) > active_rows.size()) active_rows.resize(static_cast<size_t>(k), 0);
     for (int32_t step = 0; step < k; ++step) active_rows[static_cast<size_t>(step)] += 1;
+    catch_up += draft_lag;
   }
 
+  // A draft step is priced by the tokens it feeds: one a row, and the catch-up at first.
   double seconds(const RoundCostModel& m) const {
     double total = m.verify_seconds(tokens) + m.overhead_seconds();
-    for (int32_t rows : active_rows) {
-      if (rows == 0) break;  // non-increasing in the step
-      total += m.draft_step_seconds(rows);
+    for (size_t step = 0; step < active_rows.size() && active_rows[step] > 0; ++step) {
+      total += m.draft_step_seconds(active_rows[step] + (step == 0 ? catch_up : 0));
     }
     return total;
   }
@@ -83,7 +85,7 @@ BatchPlan plan_batch_k(std::span<const PlanRow> rows, const RoundCostModel& mode
       const PlanRow& row = rows[plannable[m]];
       const int32_t row_k = std::min(common, row.k_cap);
       shape.tokens -= 1;  // the row was counted at K = 0
-      shape.add(row_k, row.draft_model);
+      shape.add(row_k, row.draft_model, row.draft_lag);
       tokens += expected_round_tokens(row.acceptance, row_k) - 1;
       const double seconds = shape.seconds(model);
       if (tokens / seconds > best_rate * (1 + kMargin)) {
@@ -95,7 +97,9 @@ BatchPlan plan_batch_k(std::span<const PlanRow> rows, const RoundCostModel& mode
       }
     }
   }
-  if (best_rows > 0 && options.refresh_after > 0 && model.verify_staleness(undrafted.tokens) > options.refresh_after) {
+  const bool stale = options.refresh_after > 0 && (model.verify_staleness(undrafted.tokens) > options.refresh_after ||
+                                                   model.verify_settling(undrafted.tokens));
+  if (best_rows > 0 && stale) {
     best.expected_tokens = undrafted_tokens;
     best.expected_seconds = best.undrafted_seconds;
     best.refresh = true;

@@ -21,6 +21,9 @@ struct PlanRow {
   bool draft_model = true;  // its drafts cost draft-model steps (false: prompt lookup, free)
   double acceptance = 0;    // the request's per-token acceptance estimate
   int32_t k_cap = 0;        // plannable rows: room left (cache, max_tokens), at most k_max
+  // Tokens its draft cache lacks after undrafted rounds: if it drafts, the first draft
+  // step feeds them as well, and that catch-up is priced as the wider step it is.
+  int32_t draft_lag = 0;
 };
 
 struct BatchPlan {
@@ -35,8 +38,9 @@ struct BatchPlan {
 // is not re-measured: it keeps whatever the machine's speed was when it last ran (on a
 // shared host, +-20% between minutes), and a stale high price keeps the planner drafting
 // where it no longer pays. Once that price has gone `refresh_after` verify passes
-// without a measurement, one round runs undrafted to measure it. 0: never.
-inline constexpr int64_t kRefreshUndraftedAfter = 128;
+// without a measurement, rounds run undrafted to measure it until its bucket has
+// settled (CostCurve: kSettleSamples new passes replace the old ones). 0: never.
+inline constexpr int64_t kRefreshUndraftedAfter = RoundCostModel::kVerifyForgetAfter;
 
 struct PlanOptions {
   int64_t refresh_after = 0;

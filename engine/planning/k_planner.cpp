@@ -96,6 +96,7 @@ std::optional<BatchPlan> KPlanner::plan_batch(std::span<const KRow> rows, std::v
     PlanRow p;
     p.acceptance = r.acceptance();
     p.draft_model = r.drafter_ == DrafterKind::model;
+    p.draft_lag = p.draft_model ? row.draft_lag : 0;
     if (r.drafts_ && r.adaptive_) {
       // Lookup rows too: their drafts cost no draft steps, but each widens the verify
       // pass, which on a busy batch costs more than the drafts are expected to return.

@@ -19,7 +19,7 @@ double median_of(const std::array<double, N>& values, int count) {
 
 }  // namespace
 
-CostCurve::CostCurve(int32_t max_size) {
+CostCurve::CostCurve(int32_t max_size, int64_t forget_after) : forget_after_(forget_after) {
   // 1, 2, 3, 4, 6, 8, 12, 16, 24, ...: exact where the CPU kernels change paths.
   for (int32_t s = 1; s < max_size;) {
     buckets_.push_back({s});
@@ -42,11 +42,23 @@ void CostCurve::observe(int32_t size, double seconds) {
   // The bucket keeps the sizes it saw, so a size between buckets is a point at its own
   // size, not bent to the bucket's.
   Bucket& b = buckets_[nearest(size)];
+  if (forget_after_ > 0 && b.count > 0 && observations_ - 1 - b.last_seen > forget_after_) b.fresh = 0;
   b.last_seen = observations_++;
   b.sizes[b.next] = x;
   b.seconds[b.next] = seconds;
   b.next = (b.next + 1) % kWindow;
   b.count = std::min(b.count + 1, kWindow);
+  if (b.fresh >= 0 && ++b.fresh == kSettleSamples) {  // settled: keep only the new samples
+    Bucket settled{b.size};
+    for (int i = kSettleSamples; i > 0; --i) {
+      const int at = (b.next - i + kWindow) % kWindow;
+      settled.sizes[kSettleSamples - i] = b.sizes[at];
+      settled.seconds[kSettleSamples - i] = b.seconds[at];
+    }
+    settled.count = settled.next = kSettleSamples;
+    settled.last_seen = b.last_seen;
+    b = settled;
+  }
   b.x = median_of(b.sizes, b.count);
   b.y = median_of(b.seconds, b.count);
 }
@@ -82,8 +94,10 @@ int64_t CostCurve::staleness(int32_t size) const {
   return b.last_seen < 0 ? observations_ + 1 : observations_ - 1 - b.last_seen;
 }
 
+bool CostCurve::settling(int32_t size) const { return buckets_[nearest(size)].fresh >= 0; }
+
 RoundCostModel::RoundCostModel(int32_t max_batch, int32_t k_max, int32_t prompt_rows)
-    : verify_(std::max(max_batch, 1) * (std::max(k_max, 0) + 1) + std::max(prompt_rows, 0)),
+    : verify_(std::max(max_batch, 1) * (std::max(k_max, 0) + 1) + std::max(prompt_rows, 0), kVerifyForgetAfter),
       draft_step_(std::max(max_batch, 1)) {}
 
 void RoundCostModel::observe_overhead(double seconds) {

@@ -19,10 +19,17 @@ namespace specd {
 // the plan for good (the planner stops using it, so it is never measured again). The
 // shape is not assumed: on CPU a one-row pass takes a gemv path and is far cheaper per
 // token than a 4-row GEMM, and large passes turn compute-bound.
+//
+// On a shared host a pass's price drifts by +-20% between minutes, and a bucket the plan
+// stops using (the undrafted pass while every row drafts) keeps its old price. So a
+// bucket fed after more than `forget_after` other observations settles: it keeps its old
+// samples until kSettleSamples new ones have come, then holds only those. Until then the
+// old samples outvote one new pass, so a single stall cannot price a size out.
 class CostCurve {
  public:
-  // Sizes 1..max_size; observations above max_size land in the last bucket.
-  explicit CostCurve(int32_t max_size);
+  static constexpr int kSettleSamples = 3;
+  // Sizes 1..max_size; observations above max_size land in the last bucket. 0: never forget.
+  explicit CostCurve(int32_t max_size, int64_t forget_after = 0);
 
   void observe(int32_t size, double seconds);
   bool empty() const;
@@ -32,6 +39,8 @@ class CostCurve {
   // Observations (of any size) since the bucket `size` falls in was last fed; the
   // total count plus one when it never was.
   int64_t staleness(int32_t size) const;
+  // True while the bucket `size` falls in is settling after going stale.
+  bool settling(int32_t size) const;
 
  private:
   static constexpr int kWindow = 9;  // observations a bucket remembers
@@ -44,17 +53,22 @@ class CostCurve {
     double x = 0;            // median size held
     double y = 0;            // median seconds held
     int64_t last_seen = -1;  // observations_ when it was last fed
+    int fresh = -1;          // settling: samples since it went stale; -1 when not settling
   };
   // The bucket nearest a size on a log scale.
   std::size_t nearest(int32_t size) const;
   std::vector<Bucket> buckets_;
   int64_t observations_ = 0;
+  int64_t forget_after_ = 0;
 };
 
 class RoundCostModel {
  public:
   // The pass curve reaches max_batch x (k_max + 1) verify rows plus `prompt_rows` (a
-  // round's prompt chunk rides in the same pass).
+  // round's prompt chunk rides in the same pass). Its buckets settle after
+  // kVerifyForgetAfter passes without a measurement; the draft-step curve never forgets
+  // (a plan that stops drafting does not measure it again).
+  static constexpr int64_t kVerifyForgetAfter = 128;
   RoundCostModel(int32_t max_batch, int32_t k_max, int32_t prompt_rows = 0);
 
   void observe_verify(int32_t tokens, double seconds) { verify_.observe(tokens, seconds); }
@@ -70,6 +84,7 @@ class RoundCostModel {
   double draft_step_seconds(int32_t rows) const { return draft_step_.at(rows); }
   double overhead_seconds() const { return overhead_; }
   int64_t verify_staleness(int32_t tokens) const { return verify_.staleness(tokens); }
+  bool verify_settling(int32_t tokens) const { return verify_.settling(tokens); }
 
  private:
   CostCurve verify_;

@@ -22,7 +22,7 @@ SpecSequence::SpecSequence(std::vector<int32_t> context, int32_t target_slot_, i
       k_state(std::move(k_state_)) {}
 
 KRow k_row(SpecSequence& seq, int32_t max_new) {
-  return {&seq.k_state, static_cast<int64_t>(seq.tokens.size()), max_new};
+  return {&seq.k_state, static_cast<int64_t>(seq.tokens.size()), max_new, seq.draft_lag};
 }
 
 std::vector<int32_t> DraftedRow::penalty_context(int32_t node) const {
@@ -91,6 +91,9 @@ RoundDrafts undrafted(RoundPlan& plan) {
 void apply_output(SpecSequence& seq, const RoundOutput& out) {
   seq.tokens.insert(seq.tokens.end(), out.tokens.begin(), out.tokens.end());
   seq.rng = out.rng;
+  if (seq.spec.drafter == DrafterKind::model) {
+    seq.draft_lag = out.drafted > 0 ? 0 : seq.draft_lag + static_cast<int32_t>(out.tokens.size());
+  }
 }
 
 KOutcome k_outcome(SpecSequence& seq, const RoundOutput& out) {

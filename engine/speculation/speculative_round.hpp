@@ -37,6 +37,9 @@ struct SpecSequence {
   Rng rng;
   SpecSettings spec;
   RequestK k_state;  // from KPlanner::start; only the planner changes it
+  // Tokens appended by rounds in which the draft model did not draft for this row: its
+  // draft cache lacks them, and its next first draft step feeds them too.
+  int32_t draft_lag = 0;
 };
 
 // One row of a round, by value: everything the lanes need and nothing they keep.
