@@ -449,12 +449,18 @@ awaitable<SchedulerActor::RoundOutcome> SchedulerActor::execute(RoundPlan& plan)
   }
   // The draft prefill follows where the target's went (a prefix hit moves a chunk on).
   // While the planner keeps the batch at K = 0 a draft prefill is wasted work on a busy
-  // machine; the draft slot then catches up lazily if drafting resumes.
+  // machine; the draft slot then catches up lazily if drafting resumes, and the planner
+  // prices that catch-up (SpecSequence::draft_lag).
   std::vector<DraftPrefill> prompts;
   auto draft_prompts = [&] {
     for (size_t i = 0; i < prefills.size(); ++i) {
-      const int32_t slot = out.chunked[i]->seq->draft_slot;
-      if (slot >= 0 && batch_drafting_) prompts.push_back({slot, prefills[i].prompt, prefills[i].chunk_end()});
+      SpecSequence& seq = *out.chunked[i]->seq;
+      if (seq.draft_slot < 0) continue;
+      if (batch_drafting_) {
+        prompts.push_back({seq.draft_slot, prefills[i].prompt, prefills[i].chunk_end()});
+      } else {
+        seq.draft_lag += static_cast<int32_t>(prefills[i].chunk_end() - prefills[i].start);
+      }
     }
   };
   const bool drafting = std::any_of(plan.rows.begin(), plan.rows.end(), [](const RowPlan& r) { return r.k > 0; });
