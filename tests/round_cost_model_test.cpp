@@ -94,6 +94,10 @@ TEST_CASE("non-finite or negative times are ignored, and the overhead is an expo
   model.observe_overhead(0.001);
   model.observe_overhead(0.002);
   CHECK(model.overhead_seconds() == doctest::Approx(0.0012));
+  CHECK(model.overhead_seconds(true) == doctest::Approx(0.0012));  // no drafting round yet
+  model.observe_overhead(0.005, true);
+  CHECK(model.overhead_seconds(true) == doctest::Approx(0.005));
+  CHECK(model.overhead_seconds() == doctest::Approx(0.0012));
 }
 
 TEST_CASE("staleness counts the observations since a size's bucket was last fed") {

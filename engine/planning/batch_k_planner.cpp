@@ -35,7 +35,8 @@ struct RoundShape {
 
   // A draft step is priced by the tokens it feeds: one a row, and the catch-up at first.
   double seconds(const RoundCostModel& m) const {
-    double total = m.verify_seconds(tokens) + m.overhead_seconds();
+    const bool drafting = !active_rows.empty() && active_rows[0] > 0;
+    double total = m.verify_seconds(tokens) + m.overhead_seconds(drafting);
     for (size_t step = 0; step < active_rows.size() && active_rows[step] > 0; ++step) {
       total += m.draft_step_seconds(active_rows[step] + (step == 0 ? catch_up : 0));
     }

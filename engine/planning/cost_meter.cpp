@@ -11,7 +11,8 @@ void CostMeter::observe(const RoundCosts& round, double round_seconds) {
     if (round.verify_tokens > 0)
       rounds->observe_verify(round.verify_tokens + round.chunk_tokens, round.verify_phase_seconds);
     if (round_seconds > 0)
-      rounds->observe_overhead(std::max(0.0, round_seconds - round.draft_seconds - round.verify_phase_seconds));
+      rounds->observe_overhead(std::max(0.0, round_seconds - round.draft_seconds - round.verify_phase_seconds),
+                               round.draft_steps > 0);
   }
   // Exponential averages: recent rounds matter most, one outlier does not swing K.
   constexpr double w = 0.1;

@@ -50,7 +50,7 @@ void KPlanner::plan_trees(std::span<const KRow> rows, KPlan& plan) const {
   if (meter_.rounds && meter_.rounds->verify_ready()) {
     const RoundCostModel& c = *meter_.rounds;
     pricing.costs = &c;
-    double seconds = c.verify_seconds(pricing.verify_rows) + c.overhead_seconds();
+    double seconds = c.verify_seconds(pricing.verify_rows) + c.overhead_seconds(pricing.draft_rows > 0);
     if (pricing.draft_rows > 0 && c.draft_ready()) seconds += deepest * c.draft_step_seconds(pricing.draft_rows);
     pricing.seconds_per_token = tokens > 0 ? seconds / tokens : 0;
   }

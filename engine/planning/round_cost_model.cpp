@@ -100,9 +100,10 @@ RoundCostModel::RoundCostModel(int32_t max_batch, int32_t k_max, int32_t prompt_
     : verify_(std::max(max_batch, 1) * (std::max(k_max, 0) + 1) + std::max(prompt_rows, 0), kVerifyForgetAfter),
       draft_step_(std::max(max_batch, 1)) {}
 
-void RoundCostModel::observe_overhead(double seconds) {
+void RoundCostModel::observe_overhead(double seconds, bool drafting) {
   if (!(seconds >= 0) || !std::isfinite(seconds)) return;
-  overhead_ = overhead_ == 0 ? seconds : (1 - kNewWeight) * overhead_ + kNewWeight * seconds;
+  double& average = drafting ? drafting_overhead_ : overhead_;
+  average = average == 0 ? seconds : (1 - kNewWeight) * average + kNewWeight * seconds;
 }
 
 }  // namespace specd

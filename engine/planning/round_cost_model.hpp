@@ -73,7 +73,11 @@ class RoundCostModel {
 
   void observe_verify(int32_t tokens, double seconds) { verify_.observe(tokens, seconds); }
   void observe_draft_step(int32_t rows, double seconds) { draft_step_.observe(rows, seconds); }
-  void observe_overhead(double seconds);
+  // Seconds of a round outside its passes (scheduling, messages, bookkeeping). A round
+  // with a draft phase also pays the trip to the draft lane and back, so it keeps its
+  // own average: from plain rounds' alone, drafting rounds were priced 5% under what
+  // they took at 2 rows on the committed pair.
+  void observe_overhead(double seconds, bool drafting = false);
 
   // True once both curves hold a measurement: until then callers plan K per request.
   // Prompt-lookup rows draft without the draft model and need the verify curve only.
@@ -82,7 +86,10 @@ class RoundCostModel {
   bool draft_ready() const { return !draft_step_.empty(); }
   double verify_seconds(int32_t tokens) const { return verify_.at(tokens); }
   double draft_step_seconds(int32_t rows) const { return draft_step_.at(rows); }
-  double overhead_seconds() const { return overhead_; }
+  // A drafting round's, the plain round's until one has been measured.
+  double overhead_seconds(bool drafting = false) const {
+    return drafting && drafting_overhead_ > 0 ? drafting_overhead_ : overhead_;
+  }
   int64_t verify_staleness(int32_t tokens) const { return verify_.staleness(tokens); }
   bool verify_settling(int32_t tokens) const { return verify_.settling(tokens); }
 
@@ -90,6 +97,7 @@ class RoundCostModel {
   CostCurve verify_;
   CostCurve draft_step_;
   double overhead_ = 0;
+  double drafting_overhead_ = 0;
 };
 
 }  // namespace specd
