@@ -16,6 +16,9 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <cstring>
+#include <functional>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -96,6 +99,55 @@ TEST_CASE("PackedWeight keeps the checkpoint dtype and every stored value") {
         REQUIRE(w.at(o, i) == want);
       }
     }
+  }
+}
+
+TEST_CASE("a matrix packed part by part, ranges in any order, equals it packed at once; each source byte reported once") {
+  const int64_t in = 64, out = 37;
+  const std::vector<float> f = random_floats(out * in, 11);
+  for (Dtype d : {Dtype::f32, Dtype::f16, Dtype::bf16, Dtype::q8_0, Dtype::q4_0}) {
+    CAPTURE(dtype_name(d));
+    std::vector<std::byte> source;  // row-major rows of the dtype (the block formats: llama.cpp blocks)
+    const size_t row_bytes = is_quantized(d) ? in / kQuantGroup * quant_block_bytes(d) : in * dtype_size(d);
+    source.resize(out * row_bytes);
+    for (int64_t o = 0; o < out; ++o) {
+      std::byte* row = source.data() + o * row_bytes;
+      if (is_quantized(d)) {
+        quantize_row(f.data() + o * in, in, d, row);
+        continue;
+      }
+      for (int64_t i = 0; i < in; ++i) {
+        const float x = f[o * in + i];
+        const uint16_t h = d == Dtype::f16 ? float_to_f16(x) : float_to_bf16(x);
+        if (d == Dtype::f32) {
+          std::memcpy(row + i * 4, &x, 4);
+        } else {
+          std::memcpy(row + i * 2, &h, 2);
+        }
+      }
+    }
+    const PackedWeight whole = PackedWeight::pack(source.data(), out, in, d);
+    std::vector<int> reported(source.size(), 0);
+    PackOptions options;
+    options.parallel = [](int64_t n, const std::function<void(int64_t, int64_t)>& body) {
+      for (int64_t b = n; b-- > 0;) body(b, b + 1);  // one block at a time, last first
+    };
+    options.packed = [&](const std::byte* data, size_t bytes) {
+      for (size_t k = 0; k < bytes; ++k) reported[static_cast<size_t>(data - source.data()) + k] += 1;
+    };
+    PackedWeightBuilder builder(out, in, d);
+    int64_t row = 0;
+    for (int64_t rows : {5, 20, 12}) {  // parts that start and end inside blocks
+      builder.add(source.data() + row * row_bytes, rows, options);
+      row += rows;
+    }
+    const PackedWeight parts = std::move(builder).finish();
+    REQUIRE(parts.bytes() == whole.bytes());
+    CHECK(std::memcmp(parts.data(), whole.data(), whole.bytes()) == 0);
+    CHECK(std::all_of(reported.begin(), reported.end(), [](int n) { return n == 1; }));
+    PackedWeightBuilder short_of_rows(out, in, d);
+    short_of_rows.add(source.data(), out - 1);
+    CHECK_THROWS_AS(std::move(short_of_rows).finish(), std::logic_error);
   }
 }
 

@@ -1,5 +1,6 @@
 #include "engine/kernels/packed_weight.hpp"
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdlib>
@@ -7,6 +8,8 @@
 #include <new>
 #include <stdexcept>
 #include <string>
+
+#include <sys/mman.h>
 
 namespace specd::kernels {
 
@@ -80,7 +83,13 @@ uint16_t float_to_f16(float f) {
   return sign | uint16_t(round_shift_rne(mant, shift));
 }
 
-void PackedWeight::Free::operator()(std::byte* p) const { std::free(p); }
+void PackedWeight::Free::operator()(std::byte* p) const {
+  if (mapped > 0) {
+    munmap(p, mapped);
+  } else {
+    std::free(p);
+  }
+}
 
 namespace {
 
@@ -107,33 +116,113 @@ int64_t lane_offset(Dtype d, int64_t o, int64_t i) {
 
 }  // namespace
 
-PackedWeight PackedWeight::allocate(int64_t out, int64_t in, Dtype dtype, int64_t block_bytes) {
+int64_t PackedWeight::block_bytes_for(int64_t in, Dtype dtype) {
+  if (is_quantized(dtype)) {
+    const int64_t group_bytes = (dtype == Dtype::q8_0 ? 512 : 256) + 32;  // quants and scales
+    return (in / kQuantGroup * group_bytes + 63) / 64 * 64;
+  }
+  const int64_t steps = dtype == Dtype::f32 ? in : (in + 1) / 2 * 2;
+  return steps * kBlock * static_cast<int64_t>(dtype_size(dtype));
+}
+
+PackedWeight PackedWeight::allocate(int64_t out, int64_t in, Dtype dtype) {
   if (out <= 0 || in <= 0) throw std::invalid_argument("PackedWeight: empty matrix");
+  if (is_quantized(dtype) && in % kQuantGroup != 0) {
+    throw std::invalid_argument(std::string("PackedWeight: ") + dtype_name(dtype) + " needs in a multiple of 32, got " +
+                                std::to_string(in));
+  }
   PackedWeight w;
   w.out_ = out;
   w.in_ = in;
   w.dtype_ = dtype;
-  w.block_bytes_ = block_bytes;
-  void* p = std::aligned_alloc(64, w.bytes());
-  if (!p) throw std::bad_alloc();
-  w.data_.reset(static_cast<std::byte*>(p));
-  std::memset(p, 0, w.bytes());  // padding outputs and the pad input stay zero
+  w.block_bytes_ = block_bytes_for(in, dtype);
+  // A large matrix comes straight from mmap, on 2 MB pages where transparent huge pages
+  // are on or on madvise: the kernel hands out zeroed pages at first touch (no memset
+  // pass over gigabytes), and a decode step, which streams every weight, takes a TLB
+  // miss per 2 MB instead of per 4 KB. At load, page faults and the zeroing memset took
+  // 60% of loading an int8 3B checkpoint (perf, this VM).
+  // The mapping starts on a 2 MB boundary and ends at the next 4 KB one: the tail short
+  // of 2 MB stays in small pages, so a matrix costs no more memory than its bytes.
+  constexpr size_t kHugePage = size_t{2} << 20, kPage = 4096;
+  if (w.bytes() >= kHugePage) {
+    const size_t mapped = (w.bytes() + kPage - 1) / kPage * kPage;
+    void* p = mmap(nullptr, mapped + kHugePage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) throw std::bad_alloc();
+    auto* base = static_cast<std::byte*>(p);
+    const size_t head = (kHugePage - reinterpret_cast<uintptr_t>(base) % kHugePage) % kHugePage;
+    if (head > 0) munmap(base, head);
+    if (kHugePage - head > 0) munmap(base + head + mapped, kHugePage - head);
+    madvise(base + head, mapped, MADV_HUGEPAGE);  // advice: small pages where it is refused
+    w.data_ = std::unique_ptr<std::byte, Free>(base + head, Free{mapped});
+  } else {
+    void* p = std::aligned_alloc(64, w.bytes());
+    if (!p) throw std::bad_alloc();
+    w.data_.reset(static_cast<std::byte*>(p));
+    std::memset(p, 0, w.bytes());
+  }
+  // Padding outputs and the pad input stay zero. Q8_0 quants are stored as q + 128, so
+  // the padding outputs of the last block hold 128 (the rows packed overwrite their lanes).
+  if (dtype == Dtype::q8_0 && out % kBlock != 0) {
+    std::memset(w.data_.get() + (w.blocks() - 1) * w.block_bytes_, 0x80, in / kQuantGroup * 512);
+  }
   return w;
 }
 
-PackedWeight PackedWeight::pack(const void* data, int64_t out, int64_t in, Dtype dtype) {
-  if (is_quantized(dtype)) return pack_blocks(static_cast<const std::byte*>(data), out, in, dtype);
-  const int64_t steps = dtype == Dtype::f32 ? in : (in + 1) / 2 * 2;
-  PackedWeight w = allocate(out, in, dtype, steps * kBlock * static_cast<int64_t>(dtype_size(dtype)));
-  const size_t esize = dtype_size(dtype);
-  const auto* src = static_cast<const std::byte*>(data);
-  for (int64_t o = 0; o < out; ++o) {
-    std::byte* dst = w.data_.get() + (o / kBlock) * w.block_bytes_;
-    for (int64_t i = 0; i < in; ++i) {  // a byte copy: the stored value, never converted
-      std::memcpy(dst + lane_offset(dtype, o % kBlock, i) * esize, src + (o * in + i) * esize, esize);
-    }
+// Byte copies of the stored values, never converted: a row's weights go to lane `lane`
+// of each 64-byte step (the layout above).
+void PackedWeight::pack_row(const std::byte* src, int64_t in, Dtype dtype, int64_t lane, std::byte* block) {
+  if (is_quantized(dtype)) return pack_quant_row(src, in, dtype, lane, block);
+  if (dtype == Dtype::bf16) {  // pairs of inputs: 4 bytes a step; an odd last input leaves its pad zero
+    for (int64_t i = 0; i < in; i += 2) std::memcpy(block + i * 32 + lane * 4, src + i * 2, i + 1 < in ? 4 : 2);
+    return;
   }
-  return w;
+  const size_t esize = dtype_size(dtype);
+  for (int64_t i = 0; i < in; ++i) std::memcpy(block + (i * kBlock + lane) * esize, src + i * esize, esize);
+}
+
+PackedWeight PackedWeight::pack(const void* data, int64_t out, int64_t in, Dtype dtype, const PackOptions& options) {
+  PackedWeightBuilder b(out, in, dtype);
+  b.add(data, out, options);
+  return std::move(b).finish();
+}
+
+PackedWeightBuilder::PackedWeightBuilder(int64_t out, int64_t in, Dtype dtype) : w_(PackedWeight::allocate(out, in, dtype)) {}
+
+void PackedWeightBuilder::add(const void* data, int64_t rows, const PackOptions& options) {
+  if (rows < 0 || next_ + rows > w_.out_) throw std::logic_error("PackedWeightBuilder: more rows than the matrix has");
+  const int64_t in = w_.in_, first = next_;
+  const Dtype dtype = w_.dtype_;
+  const size_t row_bytes = is_quantized(dtype) ? static_cast<size_t>(in / kQuantGroup) * quant_block_bytes(dtype)
+                                               : static_cast<size_t>(in) * dtype_size(dtype);
+  const auto* src = static_cast<const std::byte*>(data);
+  // The part's blocks (its first and last may be shared with its neighbours', which
+  // are added before and after, never at once) in chunks of about 1 MB of source, each
+  // reported once packed: the pages a loader drops stay a chunk behind the packing.
+  const int64_t b_first = first / PackedWeight::kBlock, blocks = (first + rows + PackedWeight::kBlock - 1) / PackedWeight::kBlock - b_first;
+  const int64_t chunk = std::max<int64_t>(1, (int64_t{1} << 20) / static_cast<int64_t>(row_bytes * PackedWeight::kBlock));
+  auto body = [&](int64_t b_begin, int64_t b_end) {
+    for (int64_t c = b_begin; c < b_end; c += chunk) {
+      const int64_t o_begin = std::max((b_first + c) * PackedWeight::kBlock, first);
+      const int64_t o_end = std::min((b_first + std::min(c + chunk, b_end)) * PackedWeight::kBlock, first + rows);
+      const std::byte* part = src + static_cast<size_t>(o_begin - first) * row_bytes;
+      for (int64_t o = o_begin; o < o_end; ++o) {
+        PackedWeight::pack_row(src + static_cast<size_t>(o - first) * row_bytes, in, dtype, o % PackedWeight::kBlock,
+                 w_.data_.get() + (o / PackedWeight::kBlock) * w_.block_bytes_);
+      }
+      if (options.packed && o_end > o_begin) options.packed(part, static_cast<size_t>(o_end - o_begin) * row_bytes);
+    }
+  };
+  if (options.parallel) {
+    options.parallel(blocks, body);
+  } else {
+    body(0, blocks);
+  }
+  next_ += rows;
+}
+
+PackedWeight PackedWeightBuilder::finish() && {
+  if (next_ != w_.out_) throw std::logic_error("PackedWeightBuilder: rows missing");
+  return std::move(w_);
 }
 
 float PackedWeight::at(int64_t o, int64_t i) const {

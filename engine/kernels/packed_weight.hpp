@@ -4,6 +4,7 @@
 // any number of threads may read it at once.
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 
 namespace specd::kernels {
@@ -47,6 +48,16 @@ uint16_t float_to_f16(float f);   // round to nearest even; for tests and benchm
 //     scales, G x 16 F16 (32 bytes a group, d of output lanes 0..15); the block rounded
 //       up to 64 bytes. Quants apart from scales keep every quant vector 64-aligned.
 // The same layout serves every ISA, so one packed matrix can be checked on all of them.
+
+struct PackOptions {
+  // Runs body over [0, n) in disjoint ranges, on any threads, returning when all are
+  // done (the model loader passes at::parallel_for). Empty: on the caller's thread.
+  std::function<void(int64_t n, const std::function<void(int64_t, int64_t)>& body)> parallel;
+  // Told each span of source rows once packed, on the thread that packed it: a loader
+  // drops those file pages then, so a large matrix is never resident twice.
+  std::function<void(const std::byte* data, size_t bytes)> packed;
+};
+
 class PackedWeight {
  public:
   static constexpr int64_t kBlock = 16;
@@ -54,7 +65,8 @@ class PackedWeight {
   PackedWeight() = default;
   // `data` is row-major [out, in] of `dtype` (a checkpoint tensor's raw bytes); for
   // q8_0 and q4_0, out rows of in / 32 llama.cpp blocks (a GGUF tensor's bytes).
-  static PackedWeight pack(const void* data, int64_t out, int64_t in, Dtype dtype);
+  static PackedWeight pack(const void* data, int64_t out, int64_t in, Dtype dtype, const PackOptions& options = {});
+
   // Row-major [out, in] weights of `source` (f32, f16 or bf16) quantized to `dtype`
   // (q8_0 or q4_0) with llama.cpp's rounding (quantize_row), then packed.
   static PackedWeight quantize(const void* data, Dtype source, int64_t out, int64_t in, Dtype dtype);
@@ -77,14 +89,34 @@ class PackedWeight {
   float scale_at(int64_t o, int64_t i) const;
 
  private:
-  static PackedWeight allocate(int64_t out, int64_t in, Dtype dtype, int64_t block_bytes);  // zeroed
-  static PackedWeight pack_blocks(const std::byte* blocks, int64_t out, int64_t in, Dtype dtype);
+  friend class PackedWeightBuilder;
+  static PackedWeight allocate(int64_t out, int64_t in, Dtype dtype);  // zeroed (Q8_0 quants: q = 0)
+  static int64_t block_bytes_for(int64_t in, Dtype dtype);
+  // One source row (output o, lane o % 16) into its block.
+  static void pack_row(const std::byte* src, int64_t in, Dtype dtype, int64_t lane, std::byte* block);
+  static void pack_quant_row(const std::byte* src, int64_t in, Dtype dtype, int64_t lane, std::byte* block);
   struct Free {
+    size_t mapped;  // bytes mapped with mmap; 0 (value-initialized): from aligned_alloc
     void operator()(std::byte* p) const;
   };
   std::unique_ptr<std::byte, Free> data_;  // 64-byte aligned
   int64_t out_ = 0, in_ = 0, block_bytes_ = 0;
   Dtype dtype_ = Dtype::f32;
+};
+
+// Packs a matrix part by part as its rows arrive (q, k and v fused; gate and up): each
+// part's memory may go once add returns.
+class PackedWeightBuilder {
+ public:
+  PackedWeightBuilder(int64_t out, int64_t in, Dtype dtype);
+  // The next `rows` rows: row-major [rows, in] of the dtype (the block formats: rows of
+  // in / 32 llama.cpp blocks).
+  void add(const void* data, int64_t rows, const PackOptions& options = {});
+  PackedWeight finish() &&;  // throws std::logic_error unless every row was added
+
+ private:
+  PackedWeight w_;
+  int64_t next_ = 0;
 };
 
 }  // namespace specd::kernels

@@ -81,35 +81,21 @@ void quantize_row(const float* x, int64_t n, Dtype d, std::byte* blocks) {
   }
 }
 
-PackedWeight PackedWeight::pack_blocks(const std::byte* blocks, int64_t out, int64_t in, Dtype dtype) {
-  check_quant_shape(in, dtype);
+void PackedWeight::pack_quant_row(const std::byte* src, int64_t in, Dtype dtype, int64_t lane, std::byte* block) {
   const int64_t groups = in / kQuantGroup;
-  const int64_t bytes = (groups * (group_quant_bytes(dtype) + 32) + 63) / 64 * 64;
-  PackedWeight w = allocate(out, in, dtype, bytes);
-  std::byte* base = w.data_.get();
-  if (dtype == Dtype::q8_0) {  // padding outputs hold q = 0, stored as 128
-    for (int64_t b = 0; b < w.blocks(); ++b) std::memset(base + b * bytes, 0x80, groups * 512);
-  }
-  const size_t block_size = quant_block_bytes(dtype);
-  for (int64_t o = 0; o < out; ++o) {
-    std::byte* dst = base + (o / kB) * bytes;
-    const int64_t lane = o % kB;
-    for (int64_t g = 0; g < groups; ++g) {
-      const std::byte* src = blocks + (o * groups + g) * block_size;
-      std::memcpy(dst + scale_offset(in, dtype, lane, g * kQuantGroup), src, 2);
-      bool high = false;
-      for (int64_t j = 0; j < kQuantGroup; ++j) {
-        const int64_t at = quant_offset(dtype, lane, g * kQuantGroup + j, &high);
-        if (dtype == Dtype::q8_0) {
-          dst[at] = src[2 + j] ^ std::byte{0x80};  // q + 128 as an unsigned byte
-        } else {
-          const auto nibble = j < 16 ? src[2 + j] & std::byte{0x0f} : src[2 + j - 16] >> 4;
-          dst[at] |= high ? nibble << 4 : nibble;
-        }
-      }
+  const int64_t quant_bytes = group_quant_bytes(dtype), block_size = static_cast<int64_t>(quant_block_bytes(dtype));
+  for (int64_t g = 0; g < groups; ++g, src += block_size) {
+    std::memcpy(block + scale_offset(in, dtype, lane, g * kQuantGroup), src, 2);
+    std::byte* quants = block + g * quant_bytes + lane * 4;
+    // Four inputs a 64-byte vector: Q8_0 as q + 128, 8 vectors; Q4_0's qs bytes as they
+    // are (qs[j] holds inputs j and j + 16, the pair the layout puts in one byte), 4.
+    for (int64_t s = 0; s < quant_bytes / 64; ++s) {
+      uint32_t four;
+      std::memcpy(&four, src + 2 + s * 4, 4);
+      if (dtype == Dtype::q8_0) four ^= 0x80808080u;
+      std::memcpy(quants + s * 64, &four, 4);
     }
   }
-  return w;
 }
 
 PackedWeight PackedWeight::quantize(const void* data, Dtype source, int64_t out, int64_t in, Dtype dtype) {
@@ -127,7 +113,7 @@ PackedWeight PackedWeight::quantize(const void* data, Dtype source, int64_t out,
     }
     quantize_row(row.data(), in, dtype, blocks.data() + o * row_bytes);
   }
-  return pack_blocks(blocks.data(), out, in, dtype);
+  return pack(blocks.data(), out, in, dtype);
 }
 
 int32_t PackedWeight::quant_at(int64_t o, int64_t i) const {

@@ -166,7 +166,7 @@ class GgufTensorSource {
     previous_ = t;
     progress_.advance(t->nbytes);
     const bool q = name->ends_with("attn_q.weight"), k = name->ends_with("attn_k.weight");
-    if (!q && !k) return RawTensor{t->data, *dtype};
+    if (!q && !k) return RawTensor{t->data, *dtype, true};
     scratch_.resize(t->nbytes);
     unpermute_rows(t->data, scratch_.data(), shape[0], config_.head_dim, row_bytes(*dtype, shape[1]));
     return RawTensor{scratch_.data(), *dtype};

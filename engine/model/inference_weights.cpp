@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "engine/base/errors.hpp"
+#include "engine/checkpoint/mapped_file.hpp"
 
 namespace specd {
 
@@ -12,6 +13,7 @@ namespace {
 
 using kernels::Dtype;
 using kernels::PackedWeight;
+using kernels::PackedWeightBuilder;
 
 float stored_to_float(const std::byte* p, Dtype dtype) {
   if (dtype == Dtype::f32) {
@@ -54,15 +56,28 @@ void check_quantizable(const std::string& name, int64_t in, Dtype dtype, Quantiz
   }
 }
 
+// Packing spread over the intra-op threads; a source row read from a file mapping has
+// its pages dropped once packed.
+kernels::PackOptions pack_options(const RawTensor& t) {
+  kernels::PackOptions options;
+  options.parallel = [](int64_t n, const std::function<void(int64_t, int64_t)>& body) {
+    at::parallel_for(0, n, 4, body);
+  };
+  if (t.mapped) options.packed = [](const std::byte* data, size_t bytes) { release_pages(data, bytes); };
+  return options;
+}
+
 // Packs the row-wise concatenation of several [rows_i, in] tensors of one dtype, quantized
-// to `to` when given and stored as floats. Each part is copied out (or quantized into
-// blocks, a quarter to a half of its float bytes) before the next is asked for: a source
-// may release a tensor's memory then.
+// to `to` when given and stored as floats. Each part is packed (or quantized into blocks,
+// a quarter to a half of its float bytes, and those packed) before the next is asked
+// for: a source may release a tensor's memory then.
 PackedWeight pack_stacked(const TensorSource& source, const std::vector<std::pair<std::string, int64_t>>& parts,
                           int64_t in, QuantizeTo to) {
-  std::vector<std::byte> stacked;
+  int64_t total = 0;
+  for (const auto& part : parts) total += part.second;
+  std::optional<PackedWeightBuilder> builder;
   std::optional<Dtype> dtype;
-  int64_t rows = 0;
+  std::vector<std::byte> blocks;  // a part quantized here
   for (const auto& [name, part_rows] : parts) {
     const RawTensor t = source(name, {part_rows, in});
     if (dtype && *dtype != t.dtype) {
@@ -72,18 +87,18 @@ PackedWeight pack_stacked(const TensorSource& source, const std::vector<std::pai
     }
     dtype = t.dtype;
     check_quantizable(name, in, t.dtype, to);
-    const auto* p = static_cast<const std::byte*>(t.data);
-    if (to && !kernels::is_quantized(t.dtype)) {
-      append_quantized(t, part_rows, in, *to, stacked);
-    } else if (parts.size() == 1) {
-      return PackedWeight::pack(p, part_rows, in, t.dtype);
+    const bool quantize_here = to && !kernels::is_quantized(t.dtype);
+    if (!builder) builder.emplace(total, in, quantize_here ? *to : t.dtype);
+    if (quantize_here) {
+      blocks.clear();
+      append_quantized(t, part_rows, in, *to, blocks);
+      if (t.mapped) release_pages(static_cast<const std::byte*>(t.data), matrix_bytes(t.dtype, part_rows, in));
+      builder->add(blocks.data(), part_rows, pack_options(RawTensor{}));
     } else {
-      stacked.insert(stacked.end(), p, p + matrix_bytes(t.dtype, part_rows, in));
+      builder->add(t.data, part_rows, pack_options(t));
     }
-    rows += part_rows;
   }
-  const bool quantized_here = to && !kernels::is_quantized(*dtype);
-  return PackedWeight::pack(stacked.data(), rows, in, quantized_here ? *to : *dtype);
+  return std::move(*builder).finish();
 }
 
 std::vector<float> norm_weights(const TensorSource& source, const std::string& name, int64_t n) {

@@ -38,6 +38,7 @@ struct InferenceWeights {
 struct RawTensor {
   const void* data = nullptr;
   kernels::Dtype dtype = kernels::Dtype::f32;
+  bool mapped = false;  // data lies in a read-only file mapping: pages once read may be dropped
 };
 
 // Gives the tensor of a Hugging Face name (`model.layers.3.mlp.up_proj.weight`) after

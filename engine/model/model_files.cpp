@@ -80,7 +80,7 @@ RawTensor quantized_tensor(const WeightFiles& files, const TensorView& view, con
                                                     shape_text(view.shape) + ", " + format + " blocks of " +
                                                     shape_text(shape) + " need " + shape_text(blocks));
   }
-  return {view.data, dtype};
+  return {view.data, dtype, true};
 }
 
 // Packs straight from the mapped files, one tensor at a time; a tensor's file pages
@@ -95,7 +95,7 @@ InferenceWeights pack_from_files(const ModelConfig& config, const WeightFiles& f
     previous = &view;
     progress.advance(view.nbytes);
     if (view.dtype == DType::U8) return quantized_tensor(files, view, shape);
-    return RawTensor{checked_tensor(files, name, shape).data, kernel_dtype(view.dtype)};
+    return RawTensor{checked_tensor(files, name, shape).data, kernel_dtype(view.dtype), true};
   };
   InferenceWeights weights = pack_inference_weights(config, source, format);
   if (previous) files.release(*previous);
