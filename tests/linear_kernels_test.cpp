@@ -102,7 +102,8 @@ TEST_CASE("PackedWeight keeps the checkpoint dtype and every stored value") {
   }
 }
 
-TEST_CASE("a matrix packed part by part, ranges in any order, equals it packed at once; each source byte reported once") {
+TEST_CASE(
+    "a matrix packed part by part, ranges in any order, equals it packed at once; each source byte reported once") {
   const int64_t in = 64, out = 37;
   const std::vector<float> f = random_floats(out * in, 11);
   for (Dtype d : {Dtype::f32, Dtype::f16, Dtype::bf16, Dtype::q8_0, Dtype::q4_0}) {

@@ -135,7 +135,7 @@ TEST_CASE("a bucket fed after going stale keeps its old samples until three new 
   curve.observe(4, 1.0);
   curve.observe(4, 3.0);
   CHECK(curve.at(4) == doctest::Approx(1.0));  // median of 40 1 1 1 3
-  CostCurve never(64);                          // forget_after 0
+  CostCurve never(64);                         // forget_after 0
   for (int i = 0; i < 9; ++i) never.observe(4, 2.0);
   for (int i = 0; i < 1000; ++i) never.observe(32, 5.0);
   never.observe(4, 1.0);

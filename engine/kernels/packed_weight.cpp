@@ -186,7 +186,8 @@ PackedWeight PackedWeight::pack(const void* data, int64_t out, int64_t in, Dtype
   return std::move(b).finish();
 }
 
-PackedWeightBuilder::PackedWeightBuilder(int64_t out, int64_t in, Dtype dtype) : w_(PackedWeight::allocate(out, in, dtype)) {}
+PackedWeightBuilder::PackedWeightBuilder(int64_t out, int64_t in, Dtype dtype)
+    : w_(PackedWeight::allocate(out, in, dtype)) {}
 
 void PackedWeightBuilder::add(const void* data, int64_t rows, const PackOptions& options) {
   if (rows < 0 || next_ + rows > w_.out_) throw std::logic_error("PackedWeightBuilder: more rows than the matrix has");
@@ -198,8 +199,10 @@ void PackedWeightBuilder::add(const void* data, int64_t rows, const PackOptions&
   // The part's blocks (its first and last may be shared with its neighbours', which
   // are added before and after, never at once) in chunks of about 1 MB of source, each
   // reported once packed: the pages a loader drops stay a chunk behind the packing.
-  const int64_t b_first = first / PackedWeight::kBlock, blocks = (first + rows + PackedWeight::kBlock - 1) / PackedWeight::kBlock - b_first;
-  const int64_t chunk = std::max<int64_t>(1, (int64_t{1} << 20) / static_cast<int64_t>(row_bytes * PackedWeight::kBlock));
+  const int64_t b_first = first / PackedWeight::kBlock,
+                blocks = (first + rows + PackedWeight::kBlock - 1) / PackedWeight::kBlock - b_first;
+  const int64_t chunk =
+      std::max<int64_t>(1, (int64_t{1} << 20) / static_cast<int64_t>(row_bytes * PackedWeight::kBlock));
   auto body = [&](int64_t b_begin, int64_t b_end) {
     for (int64_t c = b_begin; c < b_end; c += chunk) {
       const int64_t o_begin = std::max((b_first + c) * PackedWeight::kBlock, first);
@@ -207,7 +210,7 @@ void PackedWeightBuilder::add(const void* data, int64_t rows, const PackOptions&
       const std::byte* part = src + static_cast<size_t>(o_begin - first) * row_bytes;
       for (int64_t o = o_begin; o < o_end; ++o) {
         PackedWeight::pack_row(src + static_cast<size_t>(o - first) * row_bytes, in, dtype, o % PackedWeight::kBlock,
-                 w_.data_.get() + (o / PackedWeight::kBlock) * w_.block_bytes_);
+                               w_.data_.get() + (o / PackedWeight::kBlock) * w_.block_bytes_);
       }
       if (options.packed && o_end > o_begin) options.packed(part, static_cast<size_t>(o_end - o_begin) * row_bytes);
     }

@@ -61,8 +61,8 @@ class RequestK {
 // A running request at a round's start, as the planner reads it.
 struct KRow {
   RequestK* request = nullptr;
-  int64_t context = 0;  // the sequence's tokens, g included
-  int32_t max_new = 0;  // tokens it may still generate: drafts never run past them
+  int64_t context = 0;    // the sequence's tokens, g included
+  int32_t max_new = 0;    // tokens it may still generate: drafts never run past them
   int32_t draft_lag = 0;  // tokens its draft cache lacks beyond a drafting round's (SpecSequence)
 };
 
