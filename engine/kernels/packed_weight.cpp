@@ -117,20 +117,13 @@ int64_t lane_offset(Dtype d, int64_t o, int64_t i) {
 }  // namespace
 
 int64_t PackedWeight::block_bytes_for(int64_t in, Dtype dtype) {
-  if (is_quantized(dtype)) {
-    const int64_t group_bytes = (dtype == Dtype::q8_0 ? 512 : 256) + 32;  // quants and scales
-    return (in / kQuantGroup * group_bytes + 63) / 64 * 64;
-  }
+  if (is_quantized(dtype)) return quant_block_bytes_for(in, dtype);
   const int64_t steps = dtype == Dtype::f32 ? in : (in + 1) / 2 * 2;
   return steps * kBlock * static_cast<int64_t>(dtype_size(dtype));
 }
 
 PackedWeight PackedWeight::allocate(int64_t out, int64_t in, Dtype dtype) {
   if (out <= 0 || in <= 0) throw std::invalid_argument("PackedWeight: empty matrix");
-  if (is_quantized(dtype) && in % kQuantGroup != 0) {
-    throw std::invalid_argument(std::string("PackedWeight: ") + dtype_name(dtype) + " needs in a multiple of 32, got " +
-                                std::to_string(in));
-  }
   PackedWeight w;
   w.out_ = out;
   w.in_ = in;
@@ -193,8 +186,7 @@ void PackedWeightBuilder::add(const void* data, int64_t rows, const PackOptions&
   if (rows < 0 || next_ + rows > w_.out_) throw std::logic_error("PackedWeightBuilder: more rows than the matrix has");
   const int64_t in = w_.in_, first = next_;
   const Dtype dtype = w_.dtype_;
-  const size_t row_bytes = is_quantized(dtype) ? static_cast<size_t>(in / kQuantGroup) * quant_block_bytes(dtype)
-                                               : static_cast<size_t>(in) * dtype_size(dtype);
+  const size_t row_bytes = stored_row_bytes(dtype, in);
   const auto* src = static_cast<const std::byte*>(data);
   // The part's blocks (its first and last may be shared with its neighbours', which
   // are added before and after, never at once) in chunks of about 1 MB of source, each

@@ -23,6 +23,8 @@ bool is_quantized(Dtype d);  // q8_0, q4_0
 // nibble input j + 16.
 constexpr int64_t kQuantGroup = 32;
 size_t quant_block_bytes(Dtype d);
+// Bytes of one row of `in` weights as a checkpoint stores it: in values, or in / 32 blocks.
+size_t stored_row_bytes(Dtype d, int64_t in);
 // One row of n (a multiple of 32) floats into n / 32 blocks, with llama.cpp's rounding
 // (quantize_row_q8_0_ref / quantize_row_q4_0_ref).
 void quantize_row(const float* x, int64_t n, Dtype d, std::byte* blocks);
@@ -92,6 +94,7 @@ class PackedWeight {
   friend class PackedWeightBuilder;
   static PackedWeight allocate(int64_t out, int64_t in, Dtype dtype);  // zeroed (Q8_0 quants: q = 0)
   static int64_t block_bytes_for(int64_t in, Dtype dtype);
+  static int64_t quant_block_bytes_for(int64_t in, Dtype dtype);  // throws unless in is a multiple of 32
   // One source row (output o, lane o % 16) into its block.
   static void pack_row(const std::byte* src, int64_t in, Dtype dtype, int64_t lane, std::byte* block);
   static void pack_quant_row(const std::byte* src, int64_t in, Dtype dtype, int64_t lane, std::byte* block);

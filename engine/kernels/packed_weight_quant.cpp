@@ -69,6 +69,16 @@ size_t quant_block_bytes(Dtype d) {
   return d == Dtype::q8_0 ? 34 : 18;
 }
 
+size_t stored_row_bytes(Dtype d, int64_t in) {
+  if (is_quantized(d)) return static_cast<size_t>(in / kQuantGroup) * quant_block_bytes(d);
+  return static_cast<size_t>(in) * dtype_size(d);
+}
+
+int64_t PackedWeight::quant_block_bytes_for(int64_t in, Dtype dtype) {
+  check_quant_shape(in, dtype);
+  return (in / kQuantGroup * (group_quant_bytes(dtype) + 32) + 63) / 64 * 64;  // quants, then scales
+}
+
 void quantize_row(const float* x, int64_t n, Dtype d, std::byte* blocks) {
   check_quant_shape(n, d);
   const size_t bytes = quant_block_bytes(d);

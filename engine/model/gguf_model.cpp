@@ -117,11 +117,6 @@ std::optional<Dtype> kernel_dtype(uint32_t ggml_type) {
   }
 }
 
-size_t row_bytes(Dtype d, int64_t in) {
-  if (kernels::is_quantized(d)) return static_cast<size_t>(in / kernels::kQuantGroup) * kernels::quant_block_bytes(d);
-  return static_cast<size_t>(in) * kernels::dtype_size(d);
-}
-
 // convert_hf_to_gguf.py permutes q and k rows for llama.cpp's interleaved-pair RoPE:
 // within each head, GGUF row 2j + a holds HF row a * head_dim / 2 + j. Rows move whole, so
 // this holds for block-quantized rows too.
@@ -168,7 +163,7 @@ class GgufTensorSource {
     const bool q = name->ends_with("attn_q.weight"), k = name->ends_with("attn_k.weight");
     if (!q && !k) return RawTensor{t->data, *dtype, true};
     scratch_.resize(t->nbytes);
-    unpermute_rows(t->data, scratch_.data(), shape[0], config_.head_dim, row_bytes(*dtype, shape[1]));
+    unpermute_rows(t->data, scratch_.data(), shape[0], config_.head_dim, kernels::stored_row_bytes(*dtype, shape[1]));
     return RawTensor{scratch_.data(), *dtype};
   }
 

@@ -38,9 +38,7 @@ std::vector<float> to_floats(const RawTensor& t, int64_t n) {
 using QuantizeTo = std::optional<Dtype>;
 
 size_t matrix_bytes(Dtype dtype, int64_t rows, int64_t in) {
-  if (kernels::is_quantized(dtype))
-    return static_cast<size_t>(rows * (in / kernels::kQuantGroup)) * kernels::quant_block_bytes(dtype);
-  return static_cast<size_t>(rows * in) * kernels::dtype_size(dtype);
+  return static_cast<size_t>(rows) * kernels::stored_row_bytes(dtype, in);
 }
 
 void check_quantizable(const std::string& name, int64_t in, Dtype dtype, QuantizeTo to) {
