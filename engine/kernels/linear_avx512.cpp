@@ -84,7 +84,8 @@ void tile(const KernelCall& c, int64_t b0, int64_t r0) {
 
 template <class P>
 void blocks(const KernelCall& c, int64_t b_begin, int64_t b_end) {
-  row_chunks_per_l2_group<avx512_tile_blocks>(c, b_begin, b_end, []<int R, int NV>() { return tile<P, R, NV>; });
+  row_chunks_per_l2_group<kTileRows, avx512_tile_blocks>(c, b_begin, b_end,
+                                                         []<int R, int NV>() { return tile<P, R, NV>; });
 }
 
 }  // namespace

@@ -68,7 +68,7 @@ void tile(const KernelCall& c, int64_t b0, int64_t r0) {
 constexpr int tile_blocks(int rows) { return rows <= 7 ? 4 : rows <= 9 ? 3 : rows <= 14 ? 2 : 1; }
 
 void blocks(const KernelCall& c, int64_t b_begin, int64_t b_end) {
-  row_chunks_per_l2_group<tile_blocks>(c, b_begin, b_end, []<int R, int NV>() { return tile<R, NV>; });
+  row_chunks_per_l2_group<kTileRows, tile_blocks>(c, b_begin, b_end, []<int R, int NV>() { return tile<R, NV>; });
 }
 
 }  // namespace

@@ -128,7 +128,7 @@ constexpr int tile_blocks(int rows) { return rows <= 2 ? 4 : rows <= 4 ? 3 : row
 
 template <Dtype D>
 void blocks(const KernelCall& c, int64_t b_begin, int64_t b_end) {
-  row_chunks_per_l2_group<tile_blocks>(c, b_begin, b_end, []<int R, int NV>() { return tile<D, R, NV>; });
+  row_chunks_per_l2_group<kTileRows, tile_blocks>(c, b_begin, b_end, []<int R, int NV>() { return tile<D, R, NV>; });
 }
 
 }  // namespace

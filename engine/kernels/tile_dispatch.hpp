@@ -44,20 +44,25 @@ void row_chunk(const KernelCall& c, int64_t b_begin, int64_t b_end, int64_t r0) 
 }
 
 template <class Tiles, int (*Width)(int), size_t... I>
-constexpr std::array<ChunkFn, kTileRows> chunk_table(std::index_sequence<I...>) {
-  return {row_chunk<Tiles, Width, static_cast<int>(I) + 1>...};
+constexpr auto chunk_table(std::index_sequence<I...>) {
+  return std::array<ChunkFn, sizeof...(I)>{row_chunk<Tiles, Width, static_cast<int>(I) + 1>...};
 }
 
-// Up to kTileRows rows in one pass over the blocks; more rows in kTileRows-row chunks
-// over groups of at most 512 KB of blocks (half a 1 MB L2) while every chunk reuses them.
-template <int (*Width)(int), class Tiles>
+// Up to kRows rows in one pass over the blocks; more rows in chunks of even size (8 rows
+// of at most 5 as 4 + 4, not 5 + 3: a small chunk leaves the FMA units idle) over groups
+// of at most 512 KB of blocks (half a 1 MB L2) while every chunk reuses them.
+template <int kRows, int (*Width)(int), class Tiles>
 void row_chunks_per_l2_group(const KernelCall& c, int64_t b_begin, int64_t b_end, Tiles) {
-  static constexpr auto table = chunk_table<Tiles, Width>(std::make_index_sequence<kTileRows>());
-  if (c.m <= kTileRows) return table[c.m - 1](c, b_begin, b_end, 0);
-  const int64_t group = std::clamp<int64_t>((512 << 10) / c.w->block_bytes(), 1, 4);
+  static constexpr auto table = chunk_table<Tiles, Width>(std::make_index_sequence<kRows>());
+  if (c.m <= kRows) return table[c.m - 1](c, b_begin, b_end, 0);
+  const int64_t chunks = (c.m + kRows - 1) / kRows, group = std::clamp<int64_t>((512 << 10) / c.w->block_bytes(), 1, 4);
   for (int64_t b = b_begin; b < b_end; b += group) {
     const int64_t be = std::min(b + group, b_end);
-    for (int64_t r0 = 0; r0 < c.m; r0 += kTileRows) table[std::min<int64_t>(kTileRows, c.m - r0) - 1](c, b, be, r0);
+    for (int64_t i = 0, r0 = 0; i < chunks; ++i) {
+      const int64_t rows = c.m / chunks + (i < c.m % chunks ? 1 : 0);
+      table[rows - 1](c, b, be, r0);
+      r0 += rows;
+    }
   }
 }
 
