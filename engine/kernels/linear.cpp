@@ -44,14 +44,20 @@ bool cpu_has_isa(Isa isa) {
 #endif
 }
 
-// SPECD_KERNEL_ISA=reference|avx2|avx512f|avx512bf16 caps the choice (for comparisons).
+// SPECD_KERNEL_ISA=reference|avx2|avx512f|avx512bf16 forces a tier (for comparisons);
+// empty is unset. A misspelt or unsupported tier is refused: running on the reference
+// instead would be silently 100x slower.
 Isa choose_isa() {
-  const char* forced = std::getenv("SPECD_KERNEL_ISA");
-  for (Isa isa : {Isa::avx512bf16, Isa::avx512f, Isa::avx2}) {
-    if (forced && std::string(forced) != isa_name(isa)) continue;
+  const char* env = std::getenv("SPECD_KERNEL_ISA");
+  const std::string forced = env ? env : "";
+  for (Isa isa : {Isa::avx512bf16, Isa::avx512f, Isa::avx2, Isa::reference}) {
+    if (!forced.empty() && forced != isa_name(isa)) continue;
     if (isa_supported(isa)) return isa;
+    if (!forced.empty()) throw std::invalid_argument("SPECD_KERNEL_ISA=" + forced + ": this CPU lacks that tier");
   }
-  return Isa::reference;
+  if (forced.empty()) return Isa::reference;
+  throw std::invalid_argument("SPECD_KERNEL_ISA=" + forced +
+                              ": not a kernel tier (reference, avx2, avx512f, avx512bf16; unset for the best)");
 }
 
 // vpdpbusd on zmm: AVX512-VNNI with AVX512BW's byte operations.

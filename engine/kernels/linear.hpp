@@ -31,7 +31,9 @@ enum class Isa : uint8_t { reference, avx2, avx512f, avx512bf16 };
 
 const char* isa_name(Isa isa);
 bool isa_supported(Isa isa);  // by this CPU (__builtin_cpu_supports)
-Isa best_isa();               // the fastest supported, decided once per process
+// The fastest supported, decided once per process; SPECD_KERNEL_ISA forces one. Throws
+// std::invalid_argument for a tier that is misspelt or that this CPU lacks.
+Isa best_isa();
 
 // x: m rows of w.in() floats, contiguous; y: m rows of w.out() floats, contiguous.
 // Runs on `threads` (nullptr: the calling thread only). Allocation-free after the first

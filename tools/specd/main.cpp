@@ -4,6 +4,7 @@
 
 #include "compute/thread_policy.hpp"
 #include "engine/base/errors.hpp"
+#include "engine/kernels/linear.hpp"
 #include "tools/specd/cli_common.hpp"
 
 int main(int argc, char** argv) {
@@ -17,6 +18,11 @@ int main(int argc, char** argv) {
   specd::cli::add_quantize_command(app);
   specd::cli::add_perplexity_command(app);
   try {
+    try {
+      specd::kernels::best_isa();  // SPECD_KERNEL_ISA's refusal at start, not at the first layer
+    } catch (const std::invalid_argument& e) {
+      throw specd::SpecdError(specd::ErrorCode::bad_value, e.what());
+    }
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
