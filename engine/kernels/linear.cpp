@@ -48,16 +48,21 @@ bool cpu_has_isa(Isa isa) {
 // empty is unset. A misspelt or unsupported tier is refused: running on the reference
 // instead would be silently 100x slower.
 Isa choose_isa() {
-  const char* env = std::getenv("SPECD_KERNEL_ISA");
-  const std::string forced = env ? env : "";
-  for (Isa isa : {Isa::avx512bf16, Isa::avx512f, Isa::avx2, Isa::reference}) {
-    if (!forced.empty() && forced != isa_name(isa)) continue;
-    if (isa_supported(isa)) return isa;
-    if (!forced.empty()) throw std::invalid_argument("SPECD_KERNEL_ISA=" + forced + ": this CPU lacks that tier");
+  const char* forced = std::getenv("SPECD_KERNEL_ISA");
+  if (!forced || !*forced) {
+    for (Isa isa : {Isa::avx512bf16, Isa::avx512f, Isa::avx2}) {
+      if (isa_supported(isa)) return isa;
+    }
+    return Isa::reference;
   }
-  if (forced.empty()) return Isa::reference;
-  throw std::invalid_argument("SPECD_KERNEL_ISA=" + forced +
-                              ": not a kernel tier (reference, avx2, avx512f, avx512bf16; unset for the best)");
+  const std::optional<Isa> isa = isa_named(forced);
+  if (!isa) {
+    throw std::invalid_argument(std::string("SPECD_KERNEL_ISA=") + forced +
+                                ": not a kernel tier (reference, avx2, avx512f, avx512bf16; unset for the best)");
+  }
+  if (!isa_supported(*isa))
+    throw std::invalid_argument(std::string("SPECD_KERNEL_ISA=") + forced + ": this CPU lacks that tier");
+  return *isa;
 }
 
 // vpdpbusd on zmm: AVX512-VNNI with AVX512BW's byte operations.
@@ -175,6 +180,13 @@ const char* isa_name(Isa isa) {
       return "avx512bf16";
   }
   return "?";
+}
+
+std::optional<Isa> isa_named(std::string_view name) {
+  for (Isa isa : {Isa::reference, Isa::avx2, Isa::avx512f, Isa::avx512bf16}) {
+    if (name == isa_name(isa)) return isa;
+  }
+  return std::nullopt;
 }
 
 // Read once: CPUID traps to the hypervisor on a VM (it cost ~6 us a call here, more

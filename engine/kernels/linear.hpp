@@ -20,6 +20,8 @@
 // weight-stationary kernel from M = 8 (DESIGN.md, "Facts measured on this platform").
 // Re-measure: `specd bench --kernels --prefill --threads 1`.
 #include <cstdint>
+#include <optional>
+#include <string_view>
 
 #include "engine/kernels/kernel_threads.hpp"
 #include "engine/kernels/packed_weight.hpp"
@@ -30,7 +32,8 @@ namespace specd::kernels {
 enum class Isa : uint8_t { reference, avx2, avx512f, avx512bf16 };
 
 const char* isa_name(Isa isa);
-bool isa_supported(Isa isa);  // by this CPU (__builtin_cpu_supports)
+std::optional<Isa> isa_named(std::string_view name);  // isa_name's inverse; nullopt for no tier
+bool isa_supported(Isa isa);                          // by this CPU (__builtin_cpu_supports)
 // The fastest supported, decided once per process; SPECD_KERNEL_ISA forces one. Throws
 // std::invalid_argument for a tier that is misspelt or that this CPU lacks.
 Isa best_isa();

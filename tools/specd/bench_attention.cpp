@@ -109,13 +109,6 @@ std::vector<std::string> tiers(const std::string& names) {
   return out;
 }
 
-Isa isa_named(const std::string& name) {
-  for (Isa isa : {Isa::reference, Isa::avx2, Isa::avx512f}) {
-    if (name == isa_name(isa)) return isa;
-  }
-  return Isa::reference;
-}
-
 std::vector<float> random_floats(size_t n, uint32_t seed) {
   std::mt19937 gen(seed);
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
@@ -163,7 +156,7 @@ boost::json::object measure(const KernelBenchArgs& a, const std::string& tier, i
   const Sequence seq(baseline, layers, keys);
   const std::vector<float> q = random_floats(kHeads * kHeadDim, 3);
   std::vector<float> out(q.size());
-  const Isa isa = isa_named(tier);
+  const Isa isa = isa_named(tier).value_or(Isa::reference);  // unused by the baseline
   auto row = [&](int layer) {
     if (baseline) return baseline_attention_row(seq.k[layer].data(), seq.v[layer].data(), keys, q.data(), out.data());
     attention_row(*seq.pool, layer, seq.table.data(), keys, q.data(), out.data(), isa);
