@@ -44,8 +44,12 @@ TreeShape choose_auto_tree(int32_t k, DrafterKind drafter, double gain, bool pro
     }
     if (gain * pricing.seconds_per_token < cost) return shape;
   }
+  return auto_tree_shape(k, drafter, extra);
+}
+
+TreeShape auto_tree_shape(int32_t k, DrafterKind drafter, int32_t extra) {
+  TreeShape shape;
   if (drafter == DrafterKind::lookup) {
-    // Continuations merged into one prefix tree: as many as the extra rows allow.
     shape.widths.assign(static_cast<size_t>(k), 1);
     shape.widths[0] = std::min(1 + extra / std::max(k, 1), AutoTree::kChildren);
     return shape;

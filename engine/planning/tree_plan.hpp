@@ -69,6 +69,10 @@ struct AutoTree {
   static constexpr int32_t kMaxExtra = 16;
 };
 TreeShape choose_auto_tree(int32_t k, DrafterKind drafter, double gain, bool probe, const TreePricing& pricing);
+// The auto tree of depth K with `extra` nodes beyond the chain (extra >= 1, K >= 1), once
+// choose_auto_tree has priced it; for the lookup drafter, continuations merged into one
+// prefix tree, as many as the extra nodes allow.
+TreeShape auto_tree_shape(int32_t k, DrafterKind drafter, int32_t extra);
 
 // Extra nodes the verify curve affords above `rows` (see AutoTree); 2K without curves.
 int32_t affordable_extra_nodes(int32_t k, const TreePricing& pricing);

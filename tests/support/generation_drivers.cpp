@@ -15,6 +15,7 @@
 #include "engine/model/kv_cache.hpp"
 #include "engine/model/llama_model.hpp"
 #include "engine/model/slot_pool.hpp"
+#include "engine/planning/tree_plan.hpp"
 #include "engine/request/request_output.hpp"
 #include "engine/tokenizer/tokenizer.hpp"
 
@@ -115,14 +116,22 @@ std::vector<Active> prefill_all(Verifier& verifier, DriverSlots& slots, std::vec
   return running;
 }
 
+// `auto_tree_extra`: per row, the pinned extra nodes of an `auto` tree (empty: none pinned).
 RoundResult run_planned_round(KPlanner& planner, Drafter& drafter, Verifier& verifier,
-                              std::span<SpecSequence* const> batch, std::span<const int32_t> max_new) {
+                              std::span<SpecSequence* const> batch, std::span<const int32_t> max_new,
+                              std::span<const std::optional<int32_t>> auto_tree_extra = {}) {
   const auto start = Clock::now();
   std::vector<KRow> rows;
   for (size_t i = 0; i < batch.size(); ++i) rows.push_back(k_row(*batch[i], max_new[i]));
   const KPlan planned = planner.plan(rows);
   RoundPlan plan;
-  for (size_t i = 0; i < batch.size(); ++i) plan.rows.push_back(plan_row(*batch[i], planned.k[i], planned.trees[i]));
+  for (size_t i = 0; i < batch.size(); ++i) {
+    TreeShape tree = planned.trees[i];
+    if (i < auto_tree_extra.size() && auto_tree_extra[i] && planned.k[i] > 0) {
+      tree = auto_tree_shape(planned.k[i], batch[i]->spec.drafter, *auto_tree_extra[i]);
+    }
+    plan.rows.push_back(plan_row(*batch[i], planned.k[i], std::move(tree)));
+  }
   RoundDrafts drafts = drafter.propose(plan);
   RoundResult round = verifier.verify(drafts);
   std::vector<KOutcome> outcomes;
@@ -184,11 +193,13 @@ std::vector<SpecResult> generate_speculative(SpecModels& m, const std::vector<Dr
   while (!active.empty()) {
     std::vector<SpecSequence*> seqs;
     std::vector<int32_t> max_new;
+    std::vector<std::optional<int32_t>> auto_tree_extra;
     for (auto& a : active) {
       max_new.push_back(requests[a.index].max_tokens - static_cast<int32_t>(results[a.index].tokens.size()));
       seqs.push_back(a.seq.get());
+      auto_tree_extra.push_back(requests[a.index].auto_tree_extra);
     }
-    const RoundResult round = run_planned_round(planner, drafter, verifier, seqs, max_new);
+    const RoundResult round = run_planned_round(planner, drafter, verifier, seqs, max_new, auto_tree_extra);
     std::vector<Active> running;
     for (size_t b = 0; b < active.size(); ++b) {
       Active& a = active[b];

@@ -10,6 +10,7 @@
 // Programs run requests through the Engine (actors/engine.hpp); these exist for tests.
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -52,6 +53,9 @@ struct DriverRequest {
   std::vector<int32_t> eos_ids;
   std::vector<std::string> stop;  // needs a tokenizer
   SpecSettings spec;
+  // With `tree: auto`, the extra nodes of every round's tree, instead of what the
+  // planner reads off measured timings: pins the shapes a statistical test samples.
+  std::optional<int32_t> auto_tree_extra;
 };
 
 struct GenerationRequest {

@@ -5,6 +5,7 @@
 #include <c10/core/InferenceMode.h>
 
 #include <map>
+#include <optional>
 #include <vector>
 
 #include "engine/model/kv_cache.hpp"
@@ -74,7 +75,7 @@ inline SpecSettings chain_of(int32_t k) {
 // first 3 tokens are counted.
 inline JointSample sample_joint3(SpecModels models, const std::vector<int32_t>& prompt, const SamplingParams& sp,
                                  int64_t n, uint64_t seed0, const SpecSettings& spec = chain_of(2),
-                                 int32_t max_tokens = 3) {
+                                 int32_t max_tokens = 3, std::optional<int32_t> auto_tree_extra = std::nullopt) {
   JointSample out;
   for (int64_t first = 0; first < n; first += 8) {
     std::vector<DriverRequest> reqs;
@@ -83,6 +84,7 @@ inline JointSample sample_joint3(SpecModels models, const std::vector<int32_t>& 
       r.prompt = prompt;
       r.max_tokens = max_tokens;
       r.spec = spec;
+      r.auto_tree_extra = auto_tree_extra;
       r.sampling = sp;
       r.sampling.seed = seed0 + static_cast<uint64_t>(i);
       reqs.push_back(r);
