@@ -1,8 +1,8 @@
 #pragma once
 // Internal to engine/kernels: the order in which the per-ISA linear kernels
 // (linear_*.cpp) run their register tiles over a call's rows and output blocks. A file
-// passes its tiles as a captureless lambda, `[]<int R>() { return tile<..., R>; }` (or
-// `<int R, int NV>` for tiles of NV blocks); the tiles stay in the files. No intrinsics
+// passes its tiles of R rows and NV blocks as a captureless lambda,
+// `[]<int R, int NV>() { return tile<..., R, NV>; }`; the tiles stay in the files. No intrinsics
 // here: every ISA's translation unit includes it.
 #include <algorithm>
 #include <array>
@@ -17,21 +17,6 @@ namespace specd::kernels::detail {
 
 using TileFn = void (*)(const KernelCall& c, int64_t b, int64_t r0);
 using ChunkFn = void (*)(const KernelCall& c, int64_t b_begin, int64_t b_end, int64_t r0);
-
-template <int kRows, class Tiles, size_t... I>
-constexpr std::array<TileFn, kRows> tile_table(std::index_sequence<I...>) {
-  return {Tiles{}.template operator()<static_cast<int>(I) + 1>()...};
-}
-
-// One block at a time, its rows in tiles of kRows and a ragged last one: the block stays
-// in L1/L2 while the rows pass over it.
-template <int kRows, class Tiles>
-void row_tiles_per_block(const KernelCall& c, int64_t b_begin, int64_t b_end, Tiles) {
-  static constexpr auto table = tile_table<kRows, Tiles>(std::make_index_sequence<kRows>());
-  for (int64_t b = b_begin; b < b_end; ++b) {
-    for (int64_t r0 = 0; r0 < c.m; r0 += kRows) table[std::min<int64_t>(kRows, c.m - r0) - 1](c, b, r0);
-  }
-}
 
 // R rows over blocks [b_begin, b_end): tiles of Width(R) blocks, then one block at a time.
 template <class Tiles, int (*Width)(int), int R>
