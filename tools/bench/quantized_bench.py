@@ -49,6 +49,8 @@ def model_figures(args, model, weights):
     verify = {v["rows"]: v["steps"] for v in t["verify"]}
     return {"model": model, "weights": weights, "load_seconds": t["load_seconds"], "packed_gb": t["packed_gb"],
             "peak_rss_gb": out["peak_rss_gb_target"], "rss_over_packed": out["peak_rss_gb_target"] / t["packed_gb"],
+            "rss_before_load_gb": out["peak_rss_gb_before_load"],
+            "rss_above_floor_over_packed": (out["peak_rss_gb_target"] - out["peak_rss_gb_before_load"]) / t["packed_gb"],
             "decode_ms": t["decode_ms_per_token"], "bound_ms": t["bound_ms_per_token"],
             "decode_over_bound": t["decode_ms_per_token"] / t["bound_ms_per_token"], "read_gbps": out["bound_gbps"],
             "verify5_steps": verify[5], "verify8_steps": verify[8],

@@ -241,6 +241,9 @@ void add_model_bench_options(CLI::App& cmd, ModelBenchArgs& a) {
 
 void run_model_bench(const PairArgs& pair, const ModelBenchArgs& a, bool json) {
   const ThreadPolicy threads = apply_cli_thread_policy(pair.threads);
+  // The process's own floor before any weights: the libraries libtorch loads and their
+  // static initialisation (`specd --help` alone peaks near it).
+  const double floor_rss = peak_rss_gb();
   const Figures target = measure_model(pair.model, weight_format_of(pair.weights), a);
   const double target_rss = peak_rss_gb();
   Figures draft;
@@ -258,6 +261,7 @@ void run_model_bench(const PairArgs& pair, const ModelBenchArgs& a, bool json) {
                           {"read_gbps", bw.read_gbps},
                           {"gemv_gbps", bw.gemv_gbps},
                           {"bound_gbps", gbps},
+                          {"peak_rss_gb_before_load", floor_rss},
                           {"peak_rss_gb_target", target_rss},
                           {"peak_rss_gb", rss},
                           {"target", figures_json(pair.model, target, a, gbps)}};
