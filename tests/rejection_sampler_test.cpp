@@ -6,6 +6,7 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -385,6 +386,62 @@ TEST_CASE("tree sampling emits p: one drawn child and deterministic children, du
 
 TEST_CASE("tree sampling emits p: three children drawn from the same q (duplicates are common)") {
   check_depth1_tree(kGenericP, {0.7, 0.1, 0.05, 0.05, 0.05, 0.05}, 3, {}, 72, "3 drawn");
+}
+
+TEST_CASE("tree sampling emits p: siblings drawn without replacement, each tested against q less its elder siblings") {
+  const at::Tensor pt = tensor_of(kGenericP), qt = tensor_of(kGenericQ);
+  // Two siblings: a child is accepted with probability beta1 + sum over x1 of
+  // P(x1 drawn and rejected) * beta2(x1), where beta1 = sum min(p, q), the residual
+  // p2 = norm(max(p - q, 0)) and beta2(x1) = sum min(p2, q less x1, renormalised).
+  const size_t n = kGenericP.size();
+  Dist p2(n);
+  double p2_mass = 0;
+  for (size_t x = 0; x < n; ++x) p2_mass += p2[x] = std::max(kGenericP[x] - kGenericQ[x], 0.0);
+  for (double& v : p2) v /= p2_mass;
+  double two_siblings = overlap(kGenericP, kGenericQ);
+  for (size_t x1 = 0; x1 < n; ++x1) {
+    Dist q2 = kGenericQ;
+    q2[x1] = 0;
+    for (double& v : q2) v /= 1 - kGenericQ[x1];
+    two_siblings += std::max(kGenericQ[x1] - kGenericP[x1], 0.0) * overlap(p2, q2);
+  }
+  for (int32_t siblings : {2, 6}) {
+    CAPTURE(siblings);
+    Rng rng(74 + static_cast<uint64_t>(siblings));
+    Counts counts(n, 0);
+    int64_t accepted = 0;
+    for (int64_t r = 0; r < kRounds; ++r) {
+      std::vector<int32_t> tokens;
+      std::vector<at::Tensor> qs;
+      for (Draw& d : draw_distinct(qt, siblings, rng)) {
+        REQUIRE(std::find(tokens.begin(), tokens.end(), d.token) == tokens.end());
+        tokens.push_back(d.token);
+        qs.push_back(std::move(d.q));
+      }
+      REQUIRE(tokens.size() == static_cast<size_t>(siblings));
+      const std::vector<int32_t> parents(tokens.size(), -1);
+      const TreeOutcome o = verify_tree_sampled([&](int32_t) { return pt; }, qs, {tokens, parents}, rng);
+      ++counts[o.path.empty() ? o.next_token : tokens[static_cast<size_t>(o.path[0])]];
+      accepted += static_cast<int64_t>(o.path.size());
+    }
+    check_fit(counts, kGenericP, std::to_string(siblings) + " drawn without replacement");
+    if (siblings == 2) {
+      check_acceptance(accepted, kRounds, two_siblings, "2 drawn without replacement");
+    } else {
+      // Each rejection leaves p no mass on the rejected token, so the last of a full set
+      // of siblings is the only token left to both p and q.
+      CHECK(accepted == kRounds);
+    }
+  }
+}
+
+TEST_CASE("draw_distinct stops when q has no mass left") {
+  Rng rng(9);
+  const std::vector<Draw> draws = draw_distinct(tensor_of({0.0, 0.75, 0.0, 0.25}), 4, rng);
+  REQUIRE(draws.size() == 2);
+  CHECK(draws[0].token != draws[1].token);
+  CHECK(draws[1].q[draws[0].token].item<double>() == 0.0);
+  CHECK(draws[1].q[draws[1].token].item<double>() == doctest::Approx(1.0));
 }
 
 TEST_CASE("tree sampling emits p: a depth-1 tree with a deterministic child per token always accepts one") {

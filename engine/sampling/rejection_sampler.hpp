@@ -42,11 +42,13 @@ TreeOutcome verify_tree_greedy(const std::function<int32_t(int32_t row)>& target
 // min(1, p(g) / q_g(g)), and after a rejection p becomes norm(max(p - q_g, 0)); when no
 // child is accepted the next token is drawn from the final p, and at a leaf from p.
 // `draft_probs[i]` is the distribution node i was drawn from, or an undefined tensor for a
-// deterministic child (q is the point mass on its token). Children drawn from q come
-// first (the proof needs each tested proposal to be independent of what was tested
-// before it, and a deterministic child may have been chosen knowing the drawn one), then
-// the deterministic ones in index order. `target_probs(row)` is asked only for the rows
-// on the path. One rng.uniform() per test and one per draw, so a seed fixes the outcome.
+// deterministic child (q is the point mass on its token). The proof needs each tested
+// child to be a draw from its q_g given every child tested before it, so drawn children
+// come first in index order (siblings drawn without replacement are in draw order, each
+// with q less its elder siblings: Sequoia's rule, lossless by the same argument), then
+// the deterministic ones, which may have been chosen knowing the drawn ones.
+// `target_probs(row)` is asked only for the rows on the path. One rng.uniform() per test
+// and one per draw, so a seed fixes the outcome.
 TreeOutcome verify_tree_sampled(const std::function<at::Tensor(int32_t row)>& target_probs,
                                 std::span<const at::Tensor> draft_probs, DraftTree tree, Rng& rng);
 

@@ -64,6 +64,24 @@ int32_t draw_from(const at::Tensor& probs, Rng& rng) {
   return static_cast<int32_t>(last_positive);  // rounding left target at the very end
 }
 
+std::vector<Draw> draw_distinct(const at::Tensor& q, int32_t count, Rng& rng) {
+  // Mass at or below this is float rounding of a distribution that is spent.
+  constexpr double kMinMass = 1e-6;
+  std::vector<Draw> draws;
+  at::Tensor left = q;
+  for (int32_t i = 0; i < count; ++i) {
+    if (i > 0) {
+      left = left.clone();
+      left[draws.back().token] = 0.0f;
+      const double mass = left.sum().item<double>();
+      if (!(mass > kMinMass)) break;
+      left.div_(mass);
+    }
+    draws.push_back({draw_from(left, rng), left});
+  }
+  return draws;
+}
+
 int32_t sample_token(const at::Tensor& logits, const SamplingParams& params, std::span<const int32_t> context,
                      Rng& rng) {
   if (params.greedy()) return static_cast<int32_t>(penalized_logits(logits, params, context).argmax().item<int64_t>());

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <span>
+#include <vector>
 
 #include "engine/base/rng.hpp"
 #include "engine/request/sampling_params.hpp"
@@ -22,6 +23,18 @@ at::Tensor sampling_distribution(const at::Tensor& logits, const SamplingParams&
 
 // Draws an index from a probability vector by inverse CDF with one uniform draw.
 int32_t draw_from(const at::Tensor& probs, Rng& rng);
+
+// A token and the distribution it was drawn from.
+struct Draw {
+  int32_t token = -1;
+  at::Tensor q;
+};
+
+// Up to `count` distinct tokens drawn without replacement: each from q with the tokens
+// drawn before it removed and the rest renormalised, returned with that distribution
+// (what a sibling in a sampled token tree is tested against). Stops early once what is
+// left of q has no mass, so a peaked q yields fewer tokens. One rng.uniform() per token.
+std::vector<Draw> draw_distinct(const at::Tensor& q, int32_t count, Rng& rng);
 
 // Greedy argmax of the penalized logits, or a draw from sampling_distribution.
 int32_t sample_token(const at::Tensor& logits, const SamplingParams& params, std::span<const int32_t> context,

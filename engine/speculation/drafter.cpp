@@ -30,9 +30,10 @@ struct Growing {
 };
 
 // Children of `parent` from the draft's logits there. Greedy: the `count` most likely
-// tokens. Sampling: one token drawn from q (it keeps q), then the most likely other
-// tokens of q as deterministic children (verify_tree_sampled tests them after the drawn
-// one). The penalties see the node's path.
+// tokens. Sampling: `count` distinct tokens drawn without replacement, each keeping the
+// distribution it was drawn from (q without its elder siblings): a sibling is then a
+// likely token the target's residual still wants, where a fixed top-q sibling is accepted
+// only with the residual's mass on it. The penalties see the node's path.
 void add_children(Growing& g, int32_t parent, const at::Tensor& logits, int32_t count, bool need_probs) {
   DraftedRow& row = *g.row;
   const SamplingParams& sp = row.plan.sampling;
@@ -56,17 +57,9 @@ void add_children(Growing& g, int32_t parent, const at::Tensor& logits, int32_t 
     return;
   }
   const at::Tensor q = sampling_distribution(logits, sp, context);
-  const int32_t drawn = draw_from(q, row.plan.rng);
-  add(drawn, q, q[drawn].item<double>());
-  if (count == 1) return;
-  const auto [top, idx] = q.topk(std::min<int64_t>(count, q.size(0)));
-  int32_t added = 1;
-  for (int64_t c = 0; c < idx.size(0) && added < count; ++c) {
-    const auto token = static_cast<int32_t>(idx[c].item<int64_t>());
-    const double prob = top[c].item<double>();
-    if (token == drawn || prob <= 0) continue;
-    add(token, {}, prob);
-    ++added;
+  for (Draw& d : draw_distinct(q, count, row.plan.rng)) {
+    const double prob = q[d.token].item<double>();
+    add(d.token, std::move(d.q), prob);
   }
 }
 

@@ -76,8 +76,9 @@ struct DraftedRow {
   RowPlan plan;                  // plan.context ends with g; plan.k is the depth found
   std::vector<int32_t> drafts;   // the nodes' tokens, level by level (a chain: t1..tk)
   std::vector<int32_t> parents;  // per node, its parent (-1: g); parents[i] < i
-  // Per node, the q it was drawn from (sampling with the draft model only); an
-  // undefined tensor for a deterministic child (its q is the point mass on its token).
+  // Per node, the q it was drawn from (sampling with the draft model only; a sibling's
+  // is q less its elder siblings); empty for lookup drafts, deterministic children whose
+  // q is the point mass on their token.
   std::vector<at::Tensor> draft_q;
 };
 

@@ -19,18 +19,22 @@ def main():
     ap.add_argument("--prompts", type=int, default=8)
     ap.add_argument("--max-tokens", type=int, default=64)
     ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--seeds", type=int, default=1, help="sum over this many seeds from --seed (T > 0 varies by seed)")
+    ap.add_argument("--temperatures", default="0,1")
+    ap.add_argument("--shapes", help="space-separated kind:value, e.g. 'chain:4 tree:2,1' (default: the table's nine)")
     ap.add_argument("extra", nargs="*", help="more generate options, e.g. --model DIR --draft DIR")
     a = ap.parse_args()
     lines = (ROOT / "conf" / "bench_prompts.txt").read_text().splitlines()
     prompts = [l.replace("\\n", "\n") for l in lines if l.strip()][: a.prompts]
     rows = []
-    for temperature in (0, 1):
-        for kind, value in SHAPES:
+    shapes = [tuple(x.split(":")) for x in a.shapes.split()] if a.shapes else SHAPES
+    for temperature in [float(t) for t in a.temperatures.split(",")]:
+        for kind, value in shapes:
             emitted = rounds = nodes = 0
-            for p in prompts:
+            for p, seed in ((p, a.seed + i) for p in prompts for i in range(a.seeds if temperature > 0 else 1)):
                 option = ["--k", value] if kind == "chain" else ["--tree", value]
                 out = subprocess.run([a.specd, "generate", "--prompt", p, "--max-tokens", str(a.max_tokens),
-                                      "--temperature", str(temperature), "--seed", str(a.seed), "--json"] + option +
+                                      "--temperature", str(temperature), "--seed", str(seed), "--json"] + option +
                                      a.extra, capture_output=True, text=True, check=True)
                 spec = json.loads(out.stdout)["spec"]
                 emitted += spec["tokens_per_round"] * spec["rounds"]
@@ -39,7 +43,7 @@ def main():
             rows.append({"temperature": temperature, "shape": f"{kind} {value}",
                          "tokens_per_round": emitted / rounds if rounds else 0,
                          "nodes_per_round": nodes / rounds if rounds else 0})
-    print(json.dumps({"prompts": len(prompts), "max_tokens": a.max_tokens, "rows": rows}))
+    print(json.dumps({"prompts": len(prompts), "seeds": a.seeds, "max_tokens": a.max_tokens, "rows": rows}))
 
 
 if __name__ == "__main__":
