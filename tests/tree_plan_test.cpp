@@ -1,8 +1,12 @@
 // The `auto` tree choice: a tree when the measured verify curve makes extra rows cheap
 // and the request's trees have returned more than those rows cost; a chain otherwise,
-// with a probe now and then so a changed request is measured again.
+// with a probe now and then so a changed request is measured again; a new request
+// starts from what recent requests' trees returned.
 #include <doctest/doctest.h>
 
+#include <vector>
+
+#include "engine/planning/k_planner.hpp"
 #include "engine/planning/round_cost_model.hpp"
 #include "engine/planning/tree_plan.hpp"
 
@@ -62,4 +66,31 @@ TEST_CASE("lookup rows get merged continuations at depth 1; K = 0 rows get nothi
   const TreeShape lookup = choose_auto_tree(3, DrafterKind::lookup, 1.0, false, pricing);
   CHECK(lookup.widths == std::vector<int32_t>{3, 1, 1});
   CHECK(choose_auto_tree(0, DrafterKind::model, 1.0, true, pricing).widths.empty());
+}
+
+TEST_CASE("a new request's tree gain starts where recent requests' tree rounds left it, per drafter") {
+  KPlanner planner({8, std::nullopt}, {1024, true});
+  SpecSettings spec;
+  spec.adaptive = true;
+  spec.tree.mode = TreeMode::automatic;
+  RequestK first = planner.start(spec, true);
+  CHECK(first.tree_gain() == TreeGain::kPrior);
+  // Tree rounds that returned nothing beyond their first path, and chain rounds (-1),
+  // which say nothing of trees.
+  for (int i = 0; i < 60; ++i) {
+    const std::vector<KOutcome> rows = {{&first, 3, 2, 0}, {&first, 3, 3, -1}};
+    planner.observe(rows, RoundCosts{});
+  }
+  const RequestK later = planner.start(spec, true);
+  CHECK(later.tree_gain() < 0.05 * TreeGain::kPrior);
+  spec.drafter = DrafterKind::lookup;
+  CHECK(planner.start(spec, true).tree_gain() == TreeGain::kPrior);
+  // Trees that pay raise it again.
+  spec.drafter = DrafterKind::model;
+  RequestK paying = planner.start(spec, true);
+  for (int i = 0; i < 60; ++i) {
+    const std::vector<KOutcome> rows = {{&paying, 3, 3, 1}};
+    planner.observe(rows, RoundCosts{});
+  }
+  CHECK(planner.start(spec, true).tree_gain() > 0.9);
 }

@@ -1,7 +1,7 @@
 #pragma once
 // What the rounds so far cost and accepted, as the K planner (k_planner.hpp) reads them:
 // the mean draft step and verify pass (adaptive K's cost ratio c), the recent
-// acceptance per drafter (where a new request's estimate starts) and, when calibrated,
+// acceptance and tree gain per drafter (where a new request's estimates start) and, when calibrated,
 // the round cost curves the batch planner prices plans with. Plain values, owned by
 // one planner.
 #include <cstdint>
@@ -10,6 +10,7 @@
 
 #include "engine/planning/adaptive_k.hpp"
 #include "engine/planning/round_cost_model.hpp"
+#include "engine/planning/tree_plan.hpp"
 
 namespace specd {
 
@@ -34,6 +35,7 @@ struct RoundCosts {
 struct CostMeter {
   std::optional<RoundCostModel> rounds;                // calibrated round costs (cost_calibration.hpp)
   RecentAcceptance acceptance;                         // where new requests' acceptance estimates start
+  RecentTreeGain tree_gain;                            // where new `tree: auto` requests' gains start
   double draft_step_seconds = 0;                       // mean batched draft step
   double verify_seconds = 0;                           // mean batched target pass without prompt chunks
   static constexpr double kUnmeasuredCostRatio = 0.1;  // until the first rounds are measured

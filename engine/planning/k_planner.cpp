@@ -18,10 +18,10 @@ RequestK KPlanner::start(const SpecSettings& spec, bool has_draft_slot) const {
   AdaptiveK adaptive_k(meter_.cost_ratio(), bound, kDefaultProbeEvery, meter_.acceptance.estimate(spec.drafter));
   if (spec.tree.mode == TreeMode::fixed) {  // the shape's depth, every round
     return RequestK(drafts, spec.drafter, false, std::min(static_cast<int32_t>(spec.tree.widths.size()), k_max_),
-                    adaptive_k, false);
+                    adaptive_k, false, TreeGain());
   }
   return RequestK(drafts, spec.drafter, spec.adaptive, spec.adaptive ? bound : std::min(spec.k, k_max_), adaptive_k,
-                  spec.tree.mode == TreeMode::automatic);
+                  spec.tree.mode == TreeMode::automatic, TreeGain(meter_.tree_gain.estimate(spec.drafter)));
 }
 
 KPlan KPlanner::plan(std::span<const KRow> rows) {
@@ -67,7 +67,10 @@ void KPlanner::observe(std::span<const KOutcome> rows, const RoundCosts& costs, 
   for (const KOutcome& row : rows) {
     if (row.drafted == 0) continue;
     row.request->adaptive_k_.observe(row.drafted, row.accepted);
-    if (row.beyond_first_path >= 0) row.request->tree_gain_.observe(row.beyond_first_path);
+    if (row.beyond_first_path >= 0) {
+      row.request->tree_gain_.observe(row.beyond_first_path);
+      meter_.tree_gain.observe(row.request->drafter_, row.beyond_first_path);
+    }
     meter_.acceptance.observe(row.request->drafter_, row.drafted, row.accepted);
   }
   meter_.observe(costs, round_seconds);

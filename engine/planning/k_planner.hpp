@@ -38,16 +38,20 @@ struct KPlanSetup {
 class RequestK {
  public:
   double acceptance() const { return adaptive_k_.acceptance(); }
+  // Extra tokens per tree round the `tree: auto` planning expects of this request.
+  double tree_gain() const { return tree_gain_.estimate(); }
 
  private:
   friend class KPlanner;
-  RequestK(bool drafts, DrafterKind drafter, bool adaptive, int32_t k, AdaptiveK adaptive_k, bool auto_tree)
+  RequestK(bool drafts, DrafterKind drafter, bool adaptive, int32_t k, AdaptiveK adaptive_k, bool auto_tree,
+           TreeGain tree_gain)
       : drafts_(drafts),
         drafter_(drafter),
         adaptive_(adaptive),
         k_(k),
         adaptive_k_(adaptive_k),
-        auto_tree_(auto_tree) {}
+        auto_tree_(auto_tree),
+        tree_gain_(tree_gain) {}
 
   bool drafts_;  // speculation is on and its drafter is there (a draft-model row needs its slot)
   DrafterKind drafter_;
@@ -86,7 +90,7 @@ class KPlanner {
   KPlanner(KPlanSetup setup, RoundLimits limits);
 
   // A newly admitted request's K (`has_draft_slot`: it holds a draft-model KV slot). Its
-  // acceptance estimate starts at the recent acceptance of its drafter. Throws
+  // acceptance estimate and tree gain start at its drafter's recent ones. Throws
   // SpecdError(invalid_argument) for a negative K bound.
   RequestK start(const SpecSettings& spec, bool has_draft_slot) const;
 

@@ -11,7 +11,7 @@ bool TreeShape::chain() const {
 }
 
 void TreeGain::observe(int32_t beyond_first_path) {
-  estimate_ += kWeight * (static_cast<double>(beyond_first_path) - estimate_);
+  estimate_ += weight_ * (static_cast<double>(beyond_first_path) - estimate_);
   skipped_ = 0;
 }
 

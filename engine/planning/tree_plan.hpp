@@ -5,6 +5,8 @@
 // rows cost, at the batch's current seconds per token; both sides are measured (the
 // round cost curves, and each request's own gain from its tree rounds). Torch-free plain
 // values, owned by the K planner.
+#include <array>
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -29,21 +31,41 @@ struct TreeShape {
 
 // What a request's tree rounds returned beyond their first path (the chain of first
 // children, which is what a chain would have drafted): an exponential average of the
-// extra accepted tokens per tree round. Starts hopeful so a tree is tried; while trees
-// do not pay, one round in kProbeEvery drafts one anyway to measure again.
+// extra accepted tokens per tree round. Starts where recent requests' trees left it
+// (RecentTreeGain), so a short request does not spend its first rounds relearning that
+// trees do not pay; while trees do not pay, one round in kProbeEvery drafts one anyway
+// to measure again.
 class TreeGain {
  public:
-  static constexpr double kPrior = 0.5;
+  static constexpr double kPrior = 0.5;  // before any tree was measured: hopeful, so one is tried
   static constexpr double kWeight = 0.2;
   static constexpr int32_t kProbeEvery = 16;
+  explicit TreeGain(double prior = kPrior, double weight = kWeight) : estimate_(prior), weight_(weight) {}
   double estimate() const { return estimate_; }
   void observe(int32_t beyond_first_path);
   // A round without a tree; true when the next one should probe.
   bool skipped();
 
  private:
-  double estimate_ = kPrior;
+  double estimate_;
+  double weight_;
   int32_t skipped_ = 0;
+};
+
+// The tree gain of recent tree rounds across requests, per drafter: where a new
+// request's TreeGain starts. Slower than a request's own (kWeight), as it averages
+// over many requests.
+class RecentTreeGain {
+ public:
+  static constexpr double kWeight = 0.05;
+  void observe(DrafterKind drafter, int32_t beyond_first_path) {
+    by_drafter_[index(drafter)].observe(beyond_first_path);
+  }
+  double estimate(DrafterKind drafter) const { return by_drafter_[index(drafter)].estimate(); }
+
+ private:
+  static size_t index(DrafterKind drafter) { return drafter == DrafterKind::model ? 0 : 1; }
+  std::array<TreeGain, 2> by_drafter_{TreeGain(TreeGain::kPrior, kWeight), TreeGain(TreeGain::kPrior, kWeight)};
 };
 
 // What the round costs as the batch is planned (chains everywhere): verify rows, draft
