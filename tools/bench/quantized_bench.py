@@ -30,7 +30,7 @@ import subprocess
 import sys
 import tempfile
 
-from served import DEFAULT_SPECD, HERE, serving, write_config
+from served import DEFAULT_SPECD, HERE, serving, write_config, ws_generate
 
 try:
     import websockets
@@ -68,16 +68,9 @@ def model_part(args):
 
 
 async def one_request(url, prompt, spec, max_tokens, number):
-    request = {"type": "generate", "id": f"q-{number}", "prompt": prompt, "max_tokens": max_tokens,
-               "temperature": 0, "ignore_eos": True, "speculative": spec}
-    async with websockets.connect(url, max_size=None) as ws:
-        await ws.send(json.dumps(request))
-        while True:
-            frame = json.loads(await ws.recv())
-            if frame["type"] == "done":
-                return frame["timings"]["tokens_per_second"], frame.get("spec", {})
-            if frame["type"] not in ("tokens", "accepted"):
-                raise RuntimeError(f"server answered {frame}")
+    return await ws_generate(url, {"type": "generate", "id": f"q-{number}", "prompt": prompt,
+                                   "max_tokens": max_tokens, "temperature": 0, "ignore_eos": True,
+                                   "speculative": spec})
 
 
 def read_prompts(count):

@@ -65,3 +65,18 @@ def stream_completion(url, body):
             if "error" in chunk:
                 raise RuntimeError(f"server answered {chunk}")
             yield chunk
+
+
+async def ws_generate(url, body):
+    """One `generate` request over the WebSocket at `url` (body: the request frame): the
+    done frame's decode tokens/s and its spec stats; raises on any other frame."""
+    import websockets  # only the WebSocket benches need python3-websockets; they check for it
+
+    async with websockets.connect(url, max_size=None) as ws:
+        await ws.send(json.dumps(body))
+        while True:
+            frame = json.loads(await ws.recv())
+            if frame["type"] == "done":
+                return frame["timings"]["tokens_per_second"], frame.get("spec", {})
+            if frame["type"] not in ("tokens", "accepted"):
+                raise RuntimeError(f"server answered {frame}")

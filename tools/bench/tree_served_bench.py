@@ -22,24 +22,13 @@ import statistics
 import sys
 import tempfile
 
-from served import DEFAULT_SPECD, serving, write_config
+from served import DEFAULT_SPECD, serving, write_config, ws_generate
 from quantized_bench import read_prompts
 
 try:
     import websockets
 except ImportError:
     sys.exit("python3-websockets is missing: apt-get install python3-websockets (scripts/setup.sh does)")
-
-
-async def one_request(url, body):
-    async with websockets.connect(url, max_size=None) as ws:
-        await ws.send(json.dumps(body))
-        while True:
-            frame = json.loads(await ws.recv())
-            if frame["type"] == "done":
-                return frame["timings"]["tokens_per_second"], frame.get("spec", {})
-            if frame["type"] not in ("tokens", "accepted"):
-                raise RuntimeError(f"server answered {frame}")
 
 
 def modes(chain_ks):
@@ -62,7 +51,7 @@ async def run(args, urls, prompts, temperatures, spec_modes):
                         body = {"type": "generate", "id": f"t-{number}", "prompt": prompt,
                                 "max_tokens": args.max_tokens, "temperature": t, "ignore_eos": True,
                                 "seed": args.seed + 1000 * pass_number + p, "speculative": spec}
-                        speed, stats = await one_request(url, body)
+                        speed, stats = await ws_generate(url, body)
                         cell = results.setdefault((label, t, mode), {"speeds": [], "tokens": 0, "rounds": 0,
                                                                      "drafted": 0})
                         cell["speeds"].append(speed)
