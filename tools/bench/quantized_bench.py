@@ -30,7 +30,7 @@ import subprocess
 import sys
 import tempfile
 
-from served import DEFAULT_SPECD, HERE, serving, write_config, ws_generate
+from served import DEFAULT_SPECD, HERE, read_prompts, serving, write_config, ws_generate
 
 try:
     import websockets
@@ -71,12 +71,6 @@ async def one_request(url, prompt, spec, max_tokens, number):
     return await ws_generate(url, {"type": "generate", "id": f"q-{number}", "prompt": prompt,
                                    "max_tokens": max_tokens, "temperature": 0, "ignore_eos": True,
                                    "speculative": spec})
-
-
-def read_prompts(count):
-    with open(os.path.join(HERE, "..", "..", "conf", "bench_prompts.txt"), encoding="utf-8") as f:
-        prompts = [line.rstrip("\n").replace("\\n", "\n") for line in f if line.strip()]
-    return prompts[:count]
 
 
 def request_part(args, workdir):

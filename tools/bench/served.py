@@ -24,6 +24,13 @@ def held_out_words():
     return text[int(len(text) * 0.9):].split()
 
 
+def read_prompts(count=None):
+    """The first `count` prompts of conf/bench_prompts.txt (all when None), `\\n` as newlines."""
+    with open(os.path.join(HERE, "..", "..", "conf", "bench_prompts.txt"), encoding="utf-8") as f:
+        prompts = [line.rstrip("\n").replace("\\n", "\n") for line in f if line.strip()]
+    return prompts[:count]
+
+
 def write_config(path, engine, trace=False):
     """A serve config on port 0: `engine` maps [engine] keys to values (str values quoted)."""
     lines = ["[server]", "port = 0", "[engine]"]

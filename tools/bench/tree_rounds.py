@@ -8,6 +8,8 @@ import json
 import pathlib
 import subprocess
 
+from served import read_prompts
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 SHAPES = [("chain", "4"), ("tree", "4"), ("tree", "2,1"), ("chain", "6"), ("tree", "2,2"), ("tree", "3,1"),
           ("chain", "8"), ("tree", "2,1,1,1"), ("tree", "4,1")]
@@ -24,8 +26,7 @@ def main():
     ap.add_argument("--shapes", help="space-separated kind:value, e.g. 'chain:4 tree:2,1' (default: the table's nine)")
     ap.add_argument("extra", nargs="*", help="more generate options, e.g. --model DIR --draft DIR")
     a = ap.parse_args()
-    lines = (ROOT / "conf" / "bench_prompts.txt").read_text().splitlines()
-    prompts = [l.replace("\\n", "\n") for l in lines if l.strip()][: a.prompts]
+    prompts = read_prompts(a.prompts)
     rows = []
     shapes = [tuple(x.split(":")) for x in a.shapes.split()] if a.shapes else SHAPES
     for temperature in [float(t) for t in a.temperatures.split(",")]:

@@ -22,8 +22,7 @@ import statistics
 import sys
 import tempfile
 
-from served import DEFAULT_SPECD, serving, write_config, ws_generate
-from quantized_bench import read_prompts
+from served import DEFAULT_SPECD, read_prompts, serving, write_config, ws_generate
 
 try:
     import websockets
@@ -97,6 +96,8 @@ def main():
     parser.add_argument("--chain-k", default="", help="fixed chain depths to run beside k auto, e.g. 2,3")
     parser.add_argument("--seed", type=int, default=7)
     args = parser.parse_args()
+    if any("=" not in s for s in args.specd):
+        parser.error("--specd takes LABEL=PATH, e.g. --specd new=build/specd")
     binaries = dict(s.split("=", 1) for s in args.specd) if args.specd else {"specd": DEFAULT_SPECD}
     temperatures = [float(t) for t in args.temperatures.split(",")]
     spec_modes = modes([int(k) for k in args.chain_k.split(",") if k])
