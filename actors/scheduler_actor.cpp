@@ -95,8 +95,10 @@ awaitable<void> SchedulerActor::run() {
   for (;;) {
     if (idle()) co_await return_released_blocks();  // no round will come to return them
     co_await collect_messages();
-    co_await enforce_stop_deadline();
-    if (stopping_ && idle() && waiting_.empty()) break;
+    if (stopping_) {
+      co_await end_for_stop();
+      if (idle()) break;  // checked here: a stopping scheduler waits for no message
+    }
     co_await admit();
     if (!running_.empty() || !fresh_.empty()) co_await run_round();
   }
@@ -115,10 +117,12 @@ awaitable<void> SchedulerActor::run() {
 }
 
 // Blocks for one message when there is no work, then takes everything queued: the
-// round boundary is where cancels and newcomers take effect.
+// round boundary is where cancels and newcomers take effect. Once stopping, it never
+// blocks: the requests that ran past the Stop may end by themselves before its deadline,
+// and no further message is owed.
 awaitable<void> SchedulerActor::collect_messages() {
   std::vector<Message> messages;
-  if (idle()) {
+  if (idle() && !stopping_) {
     auto next = co_await receive<Message>(mailbox_);
     if (!next) co_return;
     Message& message = *next;
@@ -155,9 +159,7 @@ awaitable<void> SchedulerActor::handle(Message& message) {
   } else if (auto* m = std::get_if<Stop>(&message)) {
     stopping_ = true;
     stop_deadline_ = m->deadline;
-    stop_replies_.push_back(m->reply);
-    co_await finish_where(
-        waiting_, [](const Entry&) { return true; }, FinishReason::cancelled);
+    stop_replies_.push_back(m->reply);  // run() ends the requests: end_for_stop
   }
 }
 
@@ -200,8 +202,11 @@ awaitable<void> SchedulerActor::accept(Submit& m) {
   waiting_.push_back(std::move(entry));
 }
 
-awaitable<void> SchedulerActor::enforce_stop_deadline() {
-  if (!stopping_ || Clock::now() < stop_deadline_) co_return;
+awaitable<void> SchedulerActor::end_for_stop() {
+  // Nothing waiting is admitted any more: that includes a request preempted since the Stop.
+  co_await finish_where(
+      waiting_, [](const Entry&) { return true; }, FinishReason::cancelled);
+  if (Clock::now() < stop_deadline_) co_return;
   co_await finish_where(
       fresh_, [](const Entry&) { return true; }, FinishReason::cancelled);
   co_await finish_where(

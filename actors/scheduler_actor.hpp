@@ -142,7 +142,8 @@ class SchedulerActor {
   template <class Which>
   awaitable<void> finish_where(std::vector<std::unique_ptr<Entry>>& entries, const Which& which, FinishReason reason,
                                const RequestError* error = nullptr);
-  awaitable<void> enforce_stop_deadline();
+  // Once stopping: ends the waiting requests now and, past the deadline, the rest.
+  awaitable<void> end_for_stop();
   void count_drafts(int32_t drafted, int32_t accepted);
   // Adds a decode round of `rows` rows to the snapshot's plain or drafting tallies.
   void tally_round(size_t rows, bool drafted, double seconds, int64_t delivered);

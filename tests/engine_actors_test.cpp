@@ -357,6 +357,29 @@ TEST_CASE("stop with requests in flight ends them within the deadline and refuse
   CHECK(refused.error->code == ErrorCode::shutting_down);
 }
 
+TEST_CASE("stop returns as soon as the requests in flight end by themselves before its deadline") {
+  // The scheduler once went idle after such requests and waited for a message that never
+  // came, so stop() never returned. The Stop must arrive while the request still runs:
+  // 200 tokens take dozens of rounds after the first burst.
+  IoThreads io(1);
+  Engine engine(io.io().get_executor(), default_config());
+  Collector running;
+  GenerateRequest r;
+  r.prompt = "KING HENRY VI:\n";
+  r.max_tokens = 200;
+  r.ignore_eos = true;
+  RequestHandle h = engine.submit(r, running.on_burst(), running.on_done());
+  while (running.burst_count == 0) std::this_thread::yield();
+  const auto t0 = std::chrono::steady_clock::now();
+  auto stopped = boost::asio::co_spawn(io.io(), engine.stop(std::chrono::seconds(60)), boost::asio::use_future);
+  const GenerateResult result = running.done.get_future().get();
+  CHECK(result.finish_reason == FinishReason::length);  // it ended by itself, not by the deadline
+  CHECK(result.token_ids.size() == 200);
+  REQUIRE(stopped.wait_for(std::chrono::seconds(20)) == std::future_status::ready);
+  stopped.get();
+  CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(20));
+}
+
 TEST_CASE("newcomers' draft prefill overlaps the running batch's verify pass on the other lane") {
   IoThreads io(1);
   EngineConfig c = default_config();
