@@ -120,6 +120,40 @@ TEST_CASE("every row that drafted feeds its own estimate and its drafter's recen
   CHECK(model.acceptance() == doctest::Approx(kDefaultAcceptancePrior));
 }
 
+TEST_CASE("a request plans with its own short window shrunk toward its drafter's pooled acceptance") {
+  KPlanner planner({8, std::nullopt}, {1024, true});
+  const RoundCosts prices = one_step(0.075, 0.207);  // the padded pair's: c = 0.36
+  const double c = 0.075 / 0.207;
+  // Other requests' rows accepted 4 of 4 drafts 500 times and 3 of 4 drafts 100 times.
+  RequestK others = planner.start(adaptive(), true);
+  for (int i = 0; i < 600; ++i) {
+    const KOutcome row{&others, 4, i % 6 == 0 ? 3 : 4};
+    planner.observe(std::span(&row, 1), prices);
+  }
+  // A new request meets three unlucky rounds: one draft, rejected.
+  RequestK request = planner.start(adaptive(), true);
+  const double pooled = request.acceptance();  // it starts at the pool's estimate
+  CHECK(pooled > 0.9);
+  const KOutcome rejected{&request, 1, 0};
+  for (int i = 0; i < 3; ++i) planner.observe(std::span(&rejected, 1), prices);
+  double successes = 4 * pooled, failures = 4 * (1 - pooled);  // the seed: weight 4, decay 0.9
+  for (int i = 0; i < 3; ++i) {
+    successes *= 0.9;
+    failures = 0.9 * failures + 1;
+  }
+  const double own = successes / (successes + failures);
+  CHECK(request.acceptance() == doctest::Approx(own));  // no plan yet: no pool set
+  const int32_t k = plan_one(planner, request);
+  const double shrunk = request.acceptance();
+  CHECK(shrunk > own + 0.2);
+  // The pool has taken in the three rejected rows as well: within 1% of where it started.
+  CHECK(shrunk == doctest::Approx((successes + kPooledAcceptanceWeight * pooled) /
+                                  (successes + failures + kPooledAcceptanceWeight))
+                      .epsilon(0.01));
+  CHECK(k == best_k(shrunk, c, 8));
+  CHECK(k > best_k(own, c, 8));  // its own three rounds alone would have planned shorter
+}
+
 TEST_CASE("the batch plan plans adaptive lookup rows from the verify curve alone") {
   // verify(T) = base + per_token * T; no draft-step curve is ever measured.
   auto verify_only = [](double base, double per_token) {

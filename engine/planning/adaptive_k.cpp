@@ -77,6 +77,10 @@ double AcceptanceEstimator::estimate() const {
   return successes_ / (successes_ + failures_);
 }
 
+double AcceptanceEstimator::estimate_toward(double pooled, double weight) const {
+  return (successes_ + pooled * weight) / (successes_ + failures_ + weight);
+}
+
 AdaptiveK::AdaptiveK(double c, int32_t k_max, int32_t probe_every, double acceptance_prior)
     : estimator_(acceptance_prior), cost_ratio_(c), k_max_(k_max), probe_every_(probe_every) {
   check_cost_ratio(c);
@@ -85,7 +89,7 @@ AdaptiveK::AdaptiveK(double c, int32_t k_max, int32_t probe_every, double accept
 }
 
 int32_t AdaptiveK::next_k() {
-  const int32_t k = best_k(estimator_.estimate(), cost_ratio_, k_max_);
+  const int32_t k = best_k(acceptance(), cost_ratio_, k_max_);
   if (k > 0) {
     rounds_off_ = 0;
     return k;
@@ -99,7 +103,15 @@ int32_t AdaptiveK::next_k() {
 
 void AdaptiveK::observe(int32_t drafted, int32_t accepted) { estimator_.observe(drafted, accepted); }
 
-double AdaptiveK::acceptance() const { return estimator_.estimate(); }
+double AdaptiveK::acceptance() const {
+  return pooled_acceptance_ < 0 ? estimator_.estimate()
+                                : estimator_.estimate_toward(pooled_acceptance_, kPooledAcceptanceWeight);
+}
+
+void AdaptiveK::set_pooled_acceptance(double a) {
+  if (!(a >= 0 && a <= 1)) fail("pooled acceptance must be in [0, 1]");
+  pooled_acceptance_ = a;
+}
 
 void AdaptiveK::set_cost_ratio(double c) {
   check_cost_ratio(c);

@@ -43,6 +43,9 @@ class AcceptanceEstimator {
   // Throws SpecdError(invalid_argument) unless 0 <= accepted <= drafted.
   void observe(int32_t drafted, int32_t accepted);
   double estimate() const;
+  // The estimate with `weight` more rounds' worth of counts at `pooled`: a request's own
+  // short window shrunk toward what all requests' rows accepted (empirical Bayes).
+  double estimate_toward(double pooled, double weight) const;
 
  private:
   double successes_;
@@ -68,6 +71,16 @@ class RecentAcceptance {
                                                  AcceptanceEstimator{kDefaultAcceptancePrior, 4.0, 0.99}};
 };
 
+// How many rounds' weight the pooled acceptance (RecentAcceptance) keeps in a request's
+// planning estimate. A request's own window is about 10 rounds (decay 0.9): alone it
+// swung 0.55-0.86 around a true 0.82 on the padded pair, and the planner, whose
+// optimum K turns on a few hundredths of a, chose K = 1 in most rounds where K = 3 paid.
+// The price: a request whose drafts are all rejected while the pool's are not falls
+// only to pooled * 8 / 18 within a window (0.36 at a pool of 0.8). That is off where a
+// draft step costs a third of a verify pass or more (the padded pair); a cheaper draft
+// keeps such a request at K = 1, a loss of at most that draft step a round.
+inline constexpr double kPooledAcceptanceWeight = 8.0;
+
 // Chooses K for each round of one request: best_k on the current acceptance estimate.
 // Once that is 0 (speculation off), every probe_every-th round runs one K = 1 probe so a
 // request whose acceptance recovers is switched back on.
@@ -83,12 +96,17 @@ class AdaptiveK {
   int32_t next_k();
   // What the round actually did (drafted may be below next_k's answer after a cap).
   void observe(int32_t drafted, int32_t accepted);
+  // The request's own estimate, shrunk toward the pooled acceptance once one is set.
   double acceptance() const;
   // The draft/target cost ratio, as measured by the caller; throws like the constructor.
   void set_cost_ratio(double c);
+  // What recent rows of the request's drafter accepted across all requests
+  // (RecentAcceptance), kPooledAcceptanceWeight rounds' worth; throws unless in [0, 1].
+  void set_pooled_acceptance(double a);
 
  private:
   AcceptanceEstimator estimator_;
+  double pooled_acceptance_ = -1;  // < 0: none set, the request's own estimate alone
   double cost_ratio_;
   int32_t k_max_;
   int32_t probe_every_;

@@ -26,7 +26,11 @@ RequestK KPlanner::start(const SpecSettings& spec, bool has_draft_slot) const {
 
 KPlan KPlanner::plan(std::span<const KRow> rows) {
   const double c = meter_.cost_ratio();
-  for (const KRow& row : rows) row.request->adaptive_k_.set_cost_ratio(c);
+  for (const KRow& row : rows) {
+    RequestK& r = *row.request;
+    r.adaptive_k_.set_cost_ratio(c);
+    r.adaptive_k_.set_pooled_acceptance(meter_.acceptance.estimate(r.drafter_));
+  }
   std::vector<int32_t> planned(rows.size(), -1);
   KPlan out;
   if (meter_.rounds) out.batch = plan_batch(rows, planned);
