@@ -104,8 +104,8 @@ int32_t AdaptiveK::next_k() {
 void AdaptiveK::observe(int32_t drafted, int32_t accepted) { estimator_.observe(drafted, accepted); }
 
 double AdaptiveK::acceptance() const {
-  return pooled_acceptance_ < 0 ? estimator_.estimate()
-                                : estimator_.estimate_toward(pooled_acceptance_, kPooledAcceptanceWeight);
+  return pooled_acceptance_ ? estimator_.estimate_toward(*pooled_acceptance_, kPooledAcceptanceWeight)
+                            : estimator_.estimate();
 }
 
 void AdaptiveK::set_pooled_acceptance(double a) {

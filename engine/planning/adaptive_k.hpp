@@ -3,10 +3,10 @@
 // estimate of the request's per-token acceptance rate and the draft/target cost ratio,
 // using the walltime model of Leviathan et al. 2023 (Theorem 3.8, section 3.5).
 // Plain values; an AdaptiveK belongs to one request and is touched by one strand only.
-#include <array>
-#include <cstddef>
 #include <cstdint>
+#include <optional>
 
+#include "engine/planning/per_drafter.hpp"
 #include "engine/request/spec_settings.hpp"
 
 namespace specd {
@@ -58,17 +58,8 @@ class AcceptanceEstimator {
 // request's estimate starts here instead of at a fixed guess, so the planner does not
 // count on acceptance the pair does not have during the request's first rounds. Decay
 // 0.99 per row: about the last hundred drafting rows.
-class RecentAcceptance {
- public:
-  void observe(DrafterKind drafter, int32_t drafted, int32_t accepted) {
-    by_drafter_[index(drafter)].observe(drafted, accepted);
-  }
-  double estimate(DrafterKind drafter) const { return by_drafter_[index(drafter)].estimate(); }
-
- private:
-  static size_t index(DrafterKind drafter) { return drafter == DrafterKind::model ? 0 : 1; }
-  std::array<AcceptanceEstimator, 2> by_drafter_{AcceptanceEstimator{kDefaultAcceptancePrior, 4.0, 0.99},
-                                                 AcceptanceEstimator{kDefaultAcceptancePrior, 4.0, 0.99}};
+struct RecentAcceptance : PerDrafter<AcceptanceEstimator> {
+  RecentAcceptance() : PerDrafter(AcceptanceEstimator{kDefaultAcceptancePrior, 4.0, 0.99}) {}
 };
 
 // How many rounds' weight the pooled acceptance (RecentAcceptance) keeps in a request's
@@ -106,7 +97,7 @@ class AdaptiveK {
 
  private:
   AcceptanceEstimator estimator_;
-  double pooled_acceptance_ = -1;  // < 0: none set, the request's own estimate alone
+  std::optional<double> pooled_acceptance_;  // none set: the request's own estimate alone
   double cost_ratio_;
   int32_t k_max_;
   int32_t probe_every_;

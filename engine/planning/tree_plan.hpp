@@ -5,11 +5,10 @@
 // rows cost, at the batch's current seconds per token; both sides are measured (the
 // round cost curves, and each request's own gain from its tree rounds). Torch-free plain
 // values, owned by the K planner.
-#include <array>
-#include <cstddef>
 #include <cstdint>
 #include <vector>
 
+#include "engine/planning/per_drafter.hpp"
 #include "engine/request/spec_settings.hpp"
 
 namespace specd {
@@ -55,17 +54,9 @@ class TreeGain {
 // The tree gain of recent tree rounds across requests, per drafter: where a new
 // request's TreeGain starts. Slower than a request's own (kWeight), as it averages
 // over many requests.
-class RecentTreeGain {
- public:
+struct RecentTreeGain : PerDrafter<TreeGain> {
   static constexpr double kWeight = 0.05;
-  void observe(DrafterKind drafter, int32_t beyond_first_path) {
-    by_drafter_[index(drafter)].observe(beyond_first_path);
-  }
-  double estimate(DrafterKind drafter) const { return by_drafter_[index(drafter)].estimate(); }
-
- private:
-  static size_t index(DrafterKind drafter) { return drafter == DrafterKind::model ? 0 : 1; }
-  std::array<TreeGain, 2> by_drafter_{TreeGain(TreeGain::kPrior, kWeight), TreeGain(TreeGain::kPrior, kWeight)};
+  RecentTreeGain() : PerDrafter(TreeGain(TreeGain::kPrior, kWeight)) {}
 };
 
 // What the round costs as the batch is planned (chains everywhere): verify rows, draft
