@@ -22,7 +22,7 @@ void attend(const PagedKv& kv, int64_t keys, const float* q, int32_t group, floa
   const bool vector_shape =
       kv.head_dim % detail::kAttentionVectorMultiple == 0 && kv.block_size % detail::kAttentionVectorMultiple == 0;
 #if defined(SPECD_KERNELS_X86)
-  if (vector_shape && isa == Isa::avx2) return detail::attention_avx2(c);
+  if (vector_shape && (isa == Isa::avx2 || isa == Isa::avx2vnni)) return detail::attention_avx2(c);
   if (vector_shape && (isa == Isa::avx512f || isa == Isa::avx512bf16)) return detail::attention_avx512f(c);
 #else
   (void)vector_shape;

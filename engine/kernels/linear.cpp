@@ -22,6 +22,15 @@ namespace {
 using detail::BlockKernel;
 using detail::KernelCall;
 
+#if defined(SPECD_KERNELS_X86)
+// AVX-VNNI (vpdpbusd on ymm, VEX): CPUID leaf 7 subleaf 1, EAX bit 4; clang 16's
+// __builtin_cpu_supports does not know it.
+bool cpu_has_avx_vnni() {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  return __get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx) && (eax & (1u << 4));
+}
+#endif
+
 bool cpu_has_isa(Isa isa) {
 #if defined(SPECD_KERNELS_X86)
   // clang 16's __builtin_cpu_supports does not know "f16c": read CPUID leaf 1 for it.
@@ -33,6 +42,8 @@ bool cpu_has_isa(Isa isa) {
       return true;
     case Isa::avx2:
       return avx2;
+    case Isa::avx2vnni:
+      return avx2 && cpu_has_avx_vnni();
     case Isa::avx512f:
       return avx2 && __builtin_cpu_supports("avx512f");
     case Isa::avx512bf16:
@@ -44,21 +55,22 @@ bool cpu_has_isa(Isa isa) {
 #endif
 }
 
-// SPECD_KERNEL_ISA=reference|avx2|avx512f|avx512bf16 forces a tier (for comparisons);
+// SPECD_KERNEL_ISA=reference|avx2|avx2vnni|avx512f|avx512bf16 forces a tier (for comparisons);
 // empty is unset. A misspelt or unsupported tier is refused: running on the reference
 // instead would be silently 100x slower.
 Isa choose_isa() {
   const char* forced = std::getenv("SPECD_KERNEL_ISA");
   if (!forced || !*forced) {
-    for (Isa isa : {Isa::avx512bf16, Isa::avx512f, Isa::avx2}) {
+    for (Isa isa : {Isa::avx512bf16, Isa::avx512f, Isa::avx2vnni, Isa::avx2}) {
       if (isa_supported(isa)) return isa;
     }
     return Isa::reference;
   }
   const std::optional<Isa> isa = isa_named(forced);
   if (!isa) {
-    throw std::invalid_argument(std::string("SPECD_KERNEL_ISA=") + forced +
-                                ": not a kernel tier (reference, avx2, avx512f, avx512bf16; unset for the best)");
+    throw std::invalid_argument(
+        std::string("SPECD_KERNEL_ISA=") + forced +
+        ": not a kernel tier (reference, avx2, avx2vnni, avx512f, avx512bf16; unset for the best)");
   }
   if (!isa_supported(*isa))
     throw std::invalid_argument(std::string("SPECD_KERNEL_ISA=") + forced + ": this CPU lacks that tier");
@@ -66,7 +78,7 @@ Isa choose_isa() {
 }
 
 // vpdpbusd on zmm: AVX512-VNNI with AVX512BW's byte operations.
-bool cpu_has_vnni() {
+bool cpu_has_avx512_vnni() {
 #if defined(SPECD_KERNELS_X86)
   static const bool has =
       isa_supported(Isa::avx512f) && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vnni");
@@ -79,9 +91,10 @@ bool cpu_has_vnni() {
 BlockKernel quant_kernel_for(Isa isa, Dtype d) {
 #if defined(SPECD_KERNELS_X86)
   if (isa == Isa::avx512f || isa == Isa::avx512bf16) {
-    return cpu_has_vnni() ? detail::avx512vnni_quant_kernel(d) : detail::avx2_quant_kernel(d);
+    return cpu_has_avx512_vnni() ? detail::avx512vnni_quant_kernel(d) : detail::avx2_quant_kernel(d);
   }
   if (isa == Isa::avx2) return detail::avx2_quant_kernel(d);
+  if (isa == Isa::avx2vnni) return detail::avx2vnni_quant_kernel(d);
 #endif
   return detail::reference_quant_kernel(d);
 }
@@ -93,6 +106,7 @@ BlockKernel kernel_for(Isa isa, Dtype d) {
     case Isa::reference:
       break;
     case Isa::avx2:
+    case Isa::avx2vnni:
       return detail::avx2_kernel(d);
     case Isa::avx512f:
       return detail::avx512f_kernel(d);
@@ -174,6 +188,8 @@ const char* isa_name(Isa isa) {
       return "reference";
     case Isa::avx2:
       return "avx2";
+    case Isa::avx2vnni:
+      return "avx2vnni";
     case Isa::avx512f:
       return "avx512f";
     case Isa::avx512bf16:
@@ -183,7 +199,7 @@ const char* isa_name(Isa isa) {
 }
 
 std::optional<Isa> isa_named(std::string_view name) {
-  for (Isa isa : {Isa::reference, Isa::avx2, Isa::avx512f, Isa::avx512bf16}) {
+  for (Isa isa : {Isa::reference, Isa::avx2, Isa::avx2vnni, Isa::avx512f, Isa::avx512bf16}) {
     if (name == isa_name(isa)) return isa;
   }
   return std::nullopt;
@@ -192,8 +208,8 @@ std::optional<Isa> isa_named(std::string_view name) {
 // Read once: CPUID traps to the hypervisor on a VM (it cost ~6 us a call here, more
 // than a small layer's arithmetic).
 bool isa_supported(Isa isa) {
-  static const bool supported[] = {cpu_has_isa(Isa::reference), cpu_has_isa(Isa::avx2), cpu_has_isa(Isa::avx512f),
-                                   cpu_has_isa(Isa::avx512bf16)};
+  static const bool supported[] = {cpu_has_isa(Isa::reference), cpu_has_isa(Isa::avx2), cpu_has_isa(Isa::avx2vnni),
+                                   cpu_has_isa(Isa::avx512f), cpu_has_isa(Isa::avx512bf16)};
   return supported[static_cast<int>(isa)];
 }
 

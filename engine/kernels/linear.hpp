@@ -29,7 +29,8 @@
 namespace specd::kernels {
 
 // Kernel families, chosen once by CPU features; `reference` is portable scalar code.
-enum class Isa : uint8_t { reference, avx2, avx512f, avx512bf16 };
+// avx2vnni is avx2 with the block formats on AVX-VNNI's vpdpbusd (ymm).
+enum class Isa : uint8_t { reference, avx2, avx2vnni, avx512f, avx512bf16 };
 
 const char* isa_name(Isa isa);
 std::optional<Isa> isa_named(std::string_view name);  // isa_name's inverse; nullopt for no tier
@@ -48,7 +49,7 @@ void linear(const PackedWeight& w, const float* x, int64_t m, float* y,
 // multiple of 32) in groups of 32 with a scale d = amax / 127 and q = x / d rounded to
 // nearest even (ggml's Q8_0 activations, the scale kept in F32). A function of the row
 // alone, so a row's outputs do not depend on m. The AVX-512 tiers run them with vpdpbusd
-// where the CPU has AVX512-VNNI, else with the AVX2 kernels.
+// where the CPU has AVX512-VNNI, else with the AVX2 kernels; avx2vnni with vpdpbusd on ymm.
 void quantize_activations(const float* x, int64_t n, int8_t* q, float* d);
 
 // The same with an explicit kernel family (tests and benchmarks); isa must be supported.

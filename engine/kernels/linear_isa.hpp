@@ -41,6 +41,7 @@ BlockKernel avx512bf16_kernel();  // BF16 weights; activations as BF16 pairs
 // sums and that one float chain make every tier bit-identical to the reference.
 BlockKernel reference_quant_kernel(Dtype d);
 BlockKernel avx2_quant_kernel(Dtype d);        // vpmaddubsw + vpmaddwd
+BlockKernel avx2vnni_quant_kernel(Dtype d);    // vpdpbusd on ymm (AVX-VNNI)
 BlockKernel avx512vnni_quant_kernel(Dtype d);  // vpdpbusd (AVX512-VNNI and BW)
 
 // Rows per register tile and how many 16-output blocks a tile holds for r rows: about

@@ -27,8 +27,8 @@ inline std::vector<float> random_floats(int64_t n, uint32_t seed) {
 
 inline std::vector<kernels::Isa> isas_here() {
   std::vector<kernels::Isa> v;
-  for (kernels::Isa isa :
-       {kernels::Isa::reference, kernels::Isa::avx2, kernels::Isa::avx512f, kernels::Isa::avx512bf16}) {
+  for (kernels::Isa isa : {kernels::Isa::reference, kernels::Isa::avx2, kernels::Isa::avx2vnni, kernels::Isa::avx512f,
+                           kernels::Isa::avx512bf16}) {
     if (kernels::isa_supported(isa)) v.push_back(isa);
   }
   return v;
