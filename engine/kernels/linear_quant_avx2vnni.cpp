@@ -5,7 +5,7 @@
 // into 8 int32 sums, starting at group_start as the AVX-512 tier does: one instruction
 // per 32 products where the AVX2 kernel needs three or four (vpmaddubsw, vpaddw or
 // vpsignb and vpmaddwd, vpaddd), which is what bounds a verify pass of several rows there
-// (BENCHMARKS.md, "The AVX-VNNI tier").
+// (BENCHMARKS.md, "Quantized weights on an Intel host, and the AVX-VNNI tier").
 #include "engine/kernels/linear_quant_ymm.hpp"
 
 namespace specd::kernels::detail {
@@ -13,7 +13,7 @@ namespace specd::kernels::detail {
 namespace {
 
 // Both halves at once: each row's broadcast inputs serve 2 vpdpbusd, not 1. A 5-row pass
-// cost 1.48-1.53 decode steps this way against 1.75 one half at a time (BENCHMARKS.md).
+// cost 1.48-1.53 decode steps this way against 1.68-1.75 one half at a time (BENCHMARKS.md, same section).
 struct DpbusdSums {
   static constexpr int kHalves = 2;
 
