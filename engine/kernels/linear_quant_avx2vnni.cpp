@@ -12,8 +12,9 @@ namespace specd::kernels::detail {
 
 namespace {
 
-// Both halves at once: each row's broadcast inputs serve 2 vpdpbusd, not 1. A 5-row pass
-// cost 1.48-1.53 decode steps this way against 1.68-1.75 one half at a time (BENCHMARKS.md, same section).
+// Both halves at once: each row's broadcast inputs serve 2 vpdpbusd, not 1. A 5-row
+// int4 pass cost 1.48-1.64 decode steps this way against 1.68-1.75 one half at a time
+// (BENCHMARKS.md, same section).
 struct DpbusdSums {
   static constexpr int kHalves = 2;
 
