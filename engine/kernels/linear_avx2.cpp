@@ -16,10 +16,17 @@ namespace {
 
 constexpr int64_t kB = PackedWeight::kBlock;
 constexpr int kRows = 5;
+// Each step's weight line is prefetched this far ahead. Without it a tile of 3-5 rows
+// (one block, one stream a thread) waited on memory: a 5-row pass of 3072 x 8192 BF16
+// took 2.5x one row, and 0.8x of that with the prefetch (BENCHMARKS.md, "The AVX2 tier's
+// BF16 passes: prefetched weights").
+constexpr int64_t kPrefetchAhead = 4096;
 
-// Each P::load gives input j of step k for one ymm half of 16 outputs.
+// Each P::load gives input j of step k for one ymm half of 16 outputs; a step of a block
+// is kStepBytes.
 struct F32 {
   static constexpr int kInputs = 1;
+  static constexpr int64_t kStepBytes = 64;
   static int64_t steps(const PackedWeight& w) { return w.in(); }
   static __m256 load(const std::byte* blk, int64_t k, int h, int) {
     return _mm256_load_ps(reinterpret_cast<const float*>(blk + k * 64 + h * 32));
@@ -28,6 +35,7 @@ struct F32 {
 
 struct F16 {
   static constexpr int kInputs = 1;
+  static constexpr int64_t kStepBytes = 32;
   static int64_t steps(const PackedWeight& w) { return w.in(); }
   static __m256 load(const std::byte* blk, int64_t k, int h, int) {
     return _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(blk + k * 32 + h * 16)));
@@ -36,6 +44,7 @@ struct F16 {
 
 struct BF16 {
   static constexpr int kInputs = 2;
+  static constexpr int64_t kStepBytes = 64;
   static int64_t steps(const PackedWeight& w) { return (w.in() + 1) / 2; }
   static __m256 load(const std::byte* blk, int64_t k, int h, int j) {
     const __m256i v = _mm256_load_si256(reinterpret_cast<const __m256i*>(blk + k * 64 + h * 32));
@@ -66,6 +75,7 @@ void tile(const KernelCall& c, int64_t b0, int64_t r0) {
   for (int64_t k = 0; k < steps; ++k) {
 #pragma GCC unroll 4
     for (int v = 0; v < NV; ++v) {
+      _mm_prefetch(reinterpret_cast<const char*>(blk[v] + k * P::kStepBytes + kPrefetchAhead), _MM_HINT_T0);
 #pragma GCC unroll 2
       for (int j = 0; j < P::kInputs; ++j) {
         const __m256 w0 = P::load(blk[v], k, 0, j), w1 = P::load(blk[v], k, 1, j);
