@@ -18,8 +18,8 @@ constexpr int64_t kB = PackedWeight::kBlock;
 constexpr int kRows = 5;
 // Each step's weight line is prefetched this far ahead. Without it a tile of 3-5 rows
 // (one block, one stream a thread) waited on memory: a 5-row pass of 3072 x 8192 BF16
-// took 2.5x one row, and 0.8x of that with the prefetch (BENCHMARKS.md, "The AVX2 tier's
-// BF16 passes: prefetched weights").
+// took 2.6x one row, and 1.3x with the prefetch, which also made one row 0.9x as long
+// (BENCHMARKS.md, "Prefetching the BF16 kernels' weights").
 constexpr int64_t kPrefetchAhead = 4096;
 
 // Each P::load gives input j of step k for one ymm half of 16 outputs; a step of a block

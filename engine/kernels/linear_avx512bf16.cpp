@@ -25,6 +25,14 @@ inline void dot_pairs(__m512& acc, __m512i w, const uint32_t& x) {
   asm("vdpbf16ps %[x]%{1to16%}, %[w], %[acc]" : [acc] "+v"(acc) : [w] "v"(w), [x] "m"(x));
 }
 
+// How far ahead each weight line is prefetched. Tiles of many rows are compute-bound
+// and the prefetcher alone fell behind there (2048 bytes). With fewer rows the hardware
+// prefetcher kept up on one host (M <= 8 unchanged by prefetching) and not on another,
+// where 4096 bytes ahead made M = 1 to 8 take 0.7-0.8x the time (BENCHMARKS.md, "Kernel
+// tuning choices" and "Prefetching the BF16 kernels' weights").
+template <int R>
+constexpr int64_t kPrefetchAhead = R > 8 ? 2048 : 4096;
+
 template <int R, int NV>
 void tile(const KernelCall& c, int64_t b0, int64_t r0) {
   const auto* x = static_cast<const uint32_t*>(c.x) + r0;
@@ -42,8 +50,7 @@ void tile(const KernelCall& c, int64_t b0, int64_t r0) {
 #pragma GCC unroll 16
     for (int v = 0; v < NV; ++v) {
       w[v] = _mm512_load_si512(blk[v] + k * 64);
-      // Tiles of many rows are compute-bound: the prefetcher alone fell behind there.
-      if constexpr (R > 8) _mm_prefetch(reinterpret_cast<const char*>(blk[v] + k * 64 + 2048), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(blk[v] + k * 64 + kPrefetchAhead<R>), _MM_HINT_T0);
     }
 #pragma GCC unroll 16
     for (int r = 0; r < R; ++r) {
