@@ -15,9 +15,9 @@ namespace {
 
 constexpr int64_t kB = PackedWeight::kBlock;
 
-// Each step's weight line is prefetched this far ahead: without it F16 and F32 weights
-// from memory took 1.2-1.8x as long at M = 1-8 on one host (BENCHMARKS.md, "Prefetching
-// the BF16 kernels' weights").
+// Each step's weight line is prefetched this far ahead: without it passes of 5-8 rows
+// over F16 and F32 weights from memory took up to 1.9x as long on one host
+// (BENCHMARKS.md, "Prefetching the BF16 kernels' weights").
 constexpr int64_t kPrefetchAhead = 4096;
 
 struct F32 {
