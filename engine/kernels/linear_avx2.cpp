@@ -16,11 +16,6 @@ namespace {
 
 constexpr int64_t kB = PackedWeight::kBlock;
 constexpr int kRows = 5;
-// Each step's weight line is prefetched this far ahead. Without it a tile of 3-5 rows
-// (one block, one stream a thread) waited on memory: a 5-row pass of 3072 x 8192 BF16
-// took 2.6x one row, and 1.3x with the prefetch, which also made one row 0.9x as long
-// (BENCHMARKS.md, "Prefetching the BF16 kernels' weights").
-constexpr int64_t kPrefetchAhead = 4096;
 
 // Each P::load gives input j of step k for one ymm half of 16 outputs; a step of a block
 // is kStepBytes.
@@ -75,7 +70,9 @@ void tile(const KernelCall& c, int64_t b0, int64_t r0) {
   for (int64_t k = 0; k < steps; ++k) {
 #pragma GCC unroll 4
     for (int v = 0; v < NV; ++v) {
-      _mm_prefetch(reinterpret_cast<const char*>(blk[v] + k * P::kStepBytes + kPrefetchAhead), _MM_HINT_T0);
+      // Without it a tile of 3-5 rows (one block, one stream a thread) waited on memory: a
+      // 5-row pass of 3072 x 8192 BF16 took 2.6x one row, and 1.3x with it.
+      prefetch_ahead(blk[v] + k * P::kStepBytes);
 #pragma GCC unroll 2
       for (int j = 0; j < P::kInputs; ++j) {
         const __m256 w0 = P::load(blk[v], k, 0, j), w1 = P::load(blk[v], k, 1, j);

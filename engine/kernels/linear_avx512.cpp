@@ -15,11 +15,6 @@ namespace {
 
 constexpr int64_t kB = PackedWeight::kBlock;
 
-// Each step's weight line is prefetched this far ahead: without it passes of 5-8 rows
-// over F16 and F32 weights from memory took up to 1.9x as long on one host
-// (BENCHMARKS.md, "Prefetching the BF16 kernels' weights").
-constexpr int64_t kPrefetchAhead = 4096;
-
 struct F32 {
   static constexpr int kInputs = 1;  // inputs per step
   static constexpr int64_t kStepBytes = 64;
@@ -78,7 +73,7 @@ void tile(const KernelCall& c, int64_t b0, int64_t r0) {
 #pragma GCC unroll 16
     for (int v = 0; v < NV; ++v) {
       P::load(blk[v], k, w[v]);
-      _mm_prefetch(reinterpret_cast<const char*>(blk[v] + k * P::kStepBytes + kPrefetchAhead), _MM_HINT_T0);
+      prefetch_ahead(blk[v] + k * P::kStepBytes);  // without it 5-8 rows took up to 1.9x as long
     }
 #pragma GCC unroll 16
     for (int r = 0; r < R; ++r) {

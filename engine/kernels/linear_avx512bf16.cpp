@@ -28,10 +28,10 @@ inline void dot_pairs(__m512& acc, __m512i w, const uint32_t& x) {
 // How far ahead each weight line is prefetched. Tiles of many rows are compute-bound
 // and the prefetcher alone fell behind there (2048 bytes). With fewer rows the hardware
 // prefetcher kept up on one host (M <= 8 unchanged by prefetching) and not on another,
-// where 4096 bytes ahead made M = 1 to 8 take 0.7-0.8x the time (BENCHMARKS.md, "Kernel
+// where kPrefetchAhead made M = 1 to 8 take 0.7-0.8x the time (BENCHMARKS.md, "Kernel
 // tuning choices" and "Prefetching the BF16 kernels' weights").
 template <int R>
-constexpr int64_t kPrefetchAhead = R > 8 ? 2048 : 4096;
+constexpr int64_t kBf16PrefetchAhead = R > 8 ? 2048 : kPrefetchAhead;
 
 template <int R, int NV>
 void tile(const KernelCall& c, int64_t b0, int64_t r0) {
@@ -50,7 +50,7 @@ void tile(const KernelCall& c, int64_t b0, int64_t r0) {
 #pragma GCC unroll 16
     for (int v = 0; v < NV; ++v) {
       w[v] = _mm512_load_si512(blk[v] + k * 64);
-      _mm_prefetch(reinterpret_cast<const char*>(blk[v] + k * 64 + kPrefetchAhead<R>), _MM_HINT_T0);
+      prefetch_ahead(blk[v] + k * 64, kBf16PrefetchAhead<R>);
     }
 #pragma GCC unroll 16
     for (int r = 0; r < R; ++r) {

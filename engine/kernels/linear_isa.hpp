@@ -44,6 +44,16 @@ BlockKernel avx2_quant_kernel(Dtype d);        // vpmaddubsw + vpmaddwd
 BlockKernel avx2vnni_quant_kernel(Dtype d);    // vpdpbusd on ymm (AVX-VNNI)
 BlockKernel avx512vnni_quant_kernel(Dtype d);  // vpdpbusd (AVX512-VNNI and BW)
 
+// Every tier's weight streams are prefetched this far ahead of the line a tile reads:
+// with the hardware prefetcher alone, tiles holding one or two streams a thread waited on
+// memory (BENCHMARKS.md: "Kernel tuning choices", "The AVX2 tier's block kernels",
+// "Prefetching the BF16 kernels' weights"). __builtin_prefetch, not an intrinsic: the
+// same instruction whatever -m flags the including file has.
+inline constexpr int64_t kPrefetchAhead = 4096;
+inline void prefetch_ahead(const std::byte* line, int64_t ahead = kPrefetchAhead) {
+  __builtin_prefetch(line + ahead, 0, 3);
+}
+
 // Rows per register tile and how many 16-output blocks a tile holds for r rows: about
 // 20 zmm accumulators, leaving room for the weight vectors and a broadcast.
 constexpr int kTileRows = 16;

@@ -29,7 +29,7 @@ struct MaddubsSums {
       for (int r = 0; r < R; ++r) sum[r][0] = _mm256_setzero_si256();
 #pragma GCC unroll 8
       for (int s = 0; s < 8; ++s) {
-        if (h == 0) ymm_prefetch<MaddubsSums>(q + s * 64);
+        if (h == 0) prefetch_ahead(q + s * 64);
         const __m256i w =
             _mm256_xor_si256(_mm256_load_si256(reinterpret_cast<const __m256i*>(q + s * 64 + h * 32)), bias);
         const __m256i aw = _mm256_abs_epi8(w);
@@ -45,7 +45,7 @@ struct MaddubsSums {
       __m256i pairs[R];
 #pragma GCC unroll 4
       for (int s = 0; s < 4; ++s) {
-        if (h == 0) ymm_prefetch<MaddubsSums>(q + s * 64);
+        if (h == 0) prefetch_ahead(q + s * 64);
         const __m256i raw = _mm256_load_si256(reinterpret_cast<const __m256i*>(q + s * 64 + h * 32));
         const __m256i lo = _mm256_and_si256(raw, low4), hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), low4);
 #pragma GCC unroll 8

@@ -27,7 +27,7 @@ struct DpbusdSums {
     if constexpr (D == Dtype::q8_0) {
 #pragma GCC unroll 8
       for (int s = 0; s < 8; ++s) {
-        ymm_prefetch<DpbusdSums>(q + s * 64);
+        prefetch_ahead(q + s * 64);
         const __m256i w0 = _mm256_load_si256(reinterpret_cast<const __m256i*>(q + s * 64));
         const __m256i w1 = _mm256_load_si256(reinterpret_cast<const __m256i*>(q + s * 64 + 32));
 #pragma GCC unroll 8
@@ -41,7 +41,7 @@ struct DpbusdSums {
       const __m256i low4 = _mm256_set1_epi8(0x0f);
 #pragma GCC unroll 4
       for (int s = 0; s < 4; ++s) {  // low nibbles: inputs 4s..4s+3, high: 16 + 4s..
-        ymm_prefetch<DpbusdSums>(q + s * 64);
+        prefetch_ahead(q + s * 64);
         const __m256i raw0 = _mm256_load_si256(reinterpret_cast<const __m256i*>(q + s * 64));
         const __m256i raw1 = _mm256_load_si256(reinterpret_cast<const __m256i*>(q + s * 64 + 32));
         const __m256i lo0 = _mm256_and_si256(raw0, low4), hi0 = _mm256_and_si256(_mm256_srli_epi16(raw0, 4), low4);

@@ -22,16 +22,15 @@ namespace specd::kernels::detail {
 namespace {
 
 constexpr int64_t kB = PackedWeight::kBlock;
-// Tiles of more than kPrefetchRows rows prefetch their weights kPrefetchAhead bytes ahead:
-// the hardware prefetcher alone left them waiting on memory. Q4_0 gains from it at every
-// M, Q8_0 loses at M = 1 (BENCHMARKS.md, "Kernel tuning choices").
+// Tiles of more than kPrefetchRows rows prefetch their weights: the hardware prefetcher
+// alone left them waiting on memory. Q4_0 gains from it at every M, Q8_0 loses at M = 1
+// (BENCHMARKS.md, "Kernel tuning choices").
 template <Dtype D>
 constexpr int kPrefetchRows = D == Dtype::q4_0 ? 0 : 4;
-constexpr int64_t kPrefetchAhead = 4096;
 
 template <Dtype D, int R>
-inline void prefetch_ahead(const std::byte* p) {
-  if constexpr (R > kPrefetchRows<D>) _mm_prefetch(reinterpret_cast<const char*>(p + kPrefetchAhead), _MM_HINT_T0);
+inline void prefetch_if_many_rows(const std::byte* p) {
+  if constexpr (R > kPrefetchRows<D>) prefetch_ahead(p);
 }
 
 template <Dtype D, int R, int NV>
@@ -63,7 +62,7 @@ void tile(const KernelCall& c, int64_t b0, int64_t r0) {
 #pragma GCC unroll 16
         for (int v = 0; v < NV; ++v) {
           w[v] = _mm512_load_si512(blk[v] + g * kQuantBytes + s * 64);
-          prefetch_ahead<D, R>(blk[v] + g * kQuantBytes + s * 64);
+          prefetch_if_many_rows<D, R>(blk[v] + g * kQuantBytes + s * 64);
         }
 #pragma GCC unroll 16
         for (int r = 0; r < R; ++r) {
@@ -80,7 +79,7 @@ void tile(const KernelCall& c, int64_t b0, int64_t r0) {
 #pragma GCC unroll 16
         for (int v = 0; v < NV; ++v) {
           const __m512i raw = _mm512_load_si512(blk[v] + g * kQuantBytes + s * 64);
-          prefetch_ahead<D, R>(blk[v] + g * kQuantBytes + s * 64);
+          prefetch_if_many_rows<D, R>(blk[v] + g * kQuantBytes + s * 64);
           lo[v] = _mm512_and_si512(raw, low4);
           hi[v] = _mm512_and_si512(_mm512_srli_epi16(raw, 4), low4);
         }

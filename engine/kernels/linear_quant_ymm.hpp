@@ -28,18 +28,10 @@
 namespace specd::kernels::detail {
 
 inline constexpr int kYmmRows = 8;
-// Each 64-byte line of quants is prefetched this far ahead: with the hardware prefetcher
-// alone the tile waited on memory (BENCHMARKS.md, "The AVX2 tier's block kernels").
-inline constexpr int64_t kYmmPrefetchAhead = 4096;
 
 // Blocks per tile: more quant streams in flight per thread at one and two rows (4 and 2
 // blocks ran 10-20% faster than 2 and 1 there; BENCHMARKS.md, "The AVX2 tier's block kernels").
 constexpr int ymm_tile_blocks(int rows) { return rows == 1 ? 4 : rows == 2 ? 2 : 1; }
-
-template <class Sums>
-inline void ymm_prefetch(const std::byte* line) {
-  _mm_prefetch(reinterpret_cast<const char*>(line + kYmmPrefetchAhead), _MM_HINT_T0);
-}
 
 template <class Sums, Dtype D, int R, int NV>
 void ymm_tile(const KernelCall& c, int64_t b0, int64_t r0) {
