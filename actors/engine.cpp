@@ -180,10 +180,16 @@ struct Engine::Impl {
         cache(asio::make_strand(executor), config.max_batch, has_draft) {
     // Calibration times the lanes' round shapes, so it runs once they exist and before
     // the scheduler that plans with its curves.
-    SchedulerOptions options{config.max_waiting,        config.overlap,          has_draft,
-                             config.max_seq_len,        tokenizer.get(),         tokenizer->eos_ids(),
-                             config.prefill_chunk,      config.prefill_slowdown, calibrate(),
-                             {kv.blocks, kv.block_size}};
+    SchedulerOptions options{.max_waiting = config.max_waiting,
+                             .overlap = config.overlap,
+                             .has_draft = has_draft,
+                             .max_seq_len = config.max_seq_len,
+                             .tokenizer = tokenizer.get(),
+                             .eos_ids = tokenizer->eos_ids(),
+                             .prefill_chunk = config.prefill_chunk,
+                             .prefill_slowdown = config.prefill_slowdown,
+                             .planning = calibrate(),
+                             .kv = kv};
     scheduler = std::make_unique<SchedulerActor>(asio::make_strand(executor), std::move(options), cache, lanes,
                                                  trace.get(), live_requests);
   }

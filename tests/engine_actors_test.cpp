@@ -150,7 +150,7 @@ TEST_CASE("32 concurrent greedy requests with mixed speculation settings each re
     drafted += result.spec.drafted;
   }
   CHECK(drafted > 0);
-  const EngineSnapshot s = settled_snapshot(io, engine);
+  const EngineSnapshot s = io.run(engine.snapshot());  // blocks return before the result: no wait
   CHECK(s.target_slots_in_use == 0);
   CHECK(s.draft_slots_in_use == 0);
   CHECK(s.kv_blocks_referenced_target == 0);
@@ -190,7 +190,7 @@ TEST_CASE("cancelling in the middle of a stream stops its bursts and frees both 
   CHECK(result.finish_reason == FinishReason::cancelled);
   CHECK(after_cancel == 0);
   CHECK(result.token_ids.size() < 200);
-  const EngineSnapshot s = settled_snapshot(io, engine);
+  const EngineSnapshot s = io.run(engine.snapshot());  // blocks return before the result: no wait
   CHECK(s.target_slots_in_use == 0);
   CHECK(s.draft_slots_in_use == 0);
   CHECK(s.kv_blocks_referenced_target == 0);

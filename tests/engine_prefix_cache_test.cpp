@@ -93,7 +93,7 @@ TEST_CASE("a conversation's next turn maps its cached prefix and keeps the targe
         cached_before = r.usage.prompt_tokens;
         conversation += r.text + "\nFirst Citizen:\nSpeak, speak.\n";
       }
-      const EngineSnapshot s = settled_snapshot(io, engine);
+      const EngineSnapshot s = io.run(engine.snapshot());  // blocks return before the result: no wait
       CHECK(s.prefix_hit_tokens > 0);
       CHECK(s.prefix_queried_tokens > s.prefix_hit_tokens);
       CHECK(s.kv_blocks_used == 0);
@@ -161,7 +161,7 @@ TEST_CASE("requests preempted for want of KV blocks resume with their greedy tok
       CHECK(results[i].token_ids.size() == static_cast<size_t>(kMaxTokens));
       CHECK(results[i].token_ids == alone[i]);
     }
-    const EngineSnapshot s = settled_snapshot(io, engine);
+    const EngineSnapshot s = io.run(engine.snapshot());  // blocks return before the result: no wait
     CHECK(s.preemptions > 0);
     CHECK(s.kv_blocks_used == 0);
     CHECK(s.kv_blocks_referenced_target == 0);

@@ -76,7 +76,7 @@ std::shared_ptr<LlamaModel> cached_model(const fs::path& path) {
 // Greedy ids as llama.cpp's server reported them: up to 32, ending with the EOS when one
 // ended generation (the fixtures' README says the EOS is left out; their ids keep it).
 std::vector<int32_t> greedy(LlamaModel& model, const std::vector<int32_t>& prompt) {
-  KvCache cache(model.config(), 1, 256, KvCache::blocks_for(1, 256));
+  KvCache cache(model.config(), 1, 256, KvCache::blocks_to_hold(1, 256));
   GenerationRequest r;
   r.prompt = prompt;
   r.max_tokens = 32;

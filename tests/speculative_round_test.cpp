@@ -170,7 +170,7 @@ TEST_CASE("near max_seq_len K shrinks and the last tokens come from plain target
   TestPair pair = make_pair(true, 1, 40);
   const auto prompt = mixed_prompts()[7];  // 1 + 7*13 % 47 = 45 % 47... length below
   std::vector<int32_t> short_prompt(prompt.begin(), prompt.begin() + std::min<size_t>(prompt.size(), 20));
-  KvCache cache(pair.target->config(), 1, 40, KvCache::blocks_for(1, 40));
+  KvCache cache(pair.target->config(), 1, 40, KvCache::blocks_to_hold(1, 40));
   GenerationRequest ref;
   ref.prompt = short_prompt;
   ref.max_tokens = 100;
