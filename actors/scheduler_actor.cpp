@@ -11,10 +11,6 @@
 
 namespace specd::actors {
 
-namespace {
-const RequestError kStopping{ErrorCode::shutting_down, "the engine is stopping"};
-}  // namespace
-
 SchedulerActor::SchedulerActor(asio::any_io_executor strand, SchedulerOptions options, CacheManager& cache,
                                RoundLanes& lanes, TraceRecorder* trace,
                                std::shared_ptr<std::atomic<int64_t>> live_requests)
@@ -25,7 +21,7 @@ SchedulerActor::SchedulerActor(asio::any_io_executor strand, SchedulerOptions op
       trace_(trace),
       live_requests_(std::move(live_requests)),
       mailbox_(strand, static_cast<size_t>(options_.max_waiting) + 1024),
-      planner_(options_.planning, RoundLimits{options_.max_seq_len, options_.has_draft}) {}
+      planner_(options_.planning) {}
 
 SchedulerActor::~SchedulerActor() = default;
 
@@ -67,7 +63,8 @@ awaitable<void> SchedulerActor::run() {
   // Late submissions (the engine's gate makes them rare) fail instead of hanging.
   for (bool more = true; more;) {
     more = mailbox_.try_receive([](error_code, Message message) {
-      if (auto* submit = std::get_if<Submit>(&message)) submit->actor->post_finished({FinishReason::error, kStopping});
+      if (auto* submit = std::get_if<Submit>(&message))
+        submit->actor->post_finished({FinishReason::error, engine_stopping()});
     });
   }
   mailbox_.close();
@@ -132,7 +129,7 @@ awaitable<void> SchedulerActor::accept(Submit& m) {
                                             .stop = r.stop,
                                             .max_tokens = r.max_tokens,
                                             .prompt_tokens = static_cast<int64_t>(m.prompt.size()),
-                                            .max_seq_len = options_.max_seq_len});
+                                            .max_seq_len = options_.planning.sequence.max_seq_len});
   auto entry = std::make_unique<Entry>(Entry{.actor = std::move(m.actor),
                                              .request = std::move(m.request),
                                              .prompt = std::move(m.prompt),
@@ -147,7 +144,7 @@ awaitable<void> SchedulerActor::accept(Submit& m) {
   if (queue_full() && !stopping_) co_await admit();
   std::optional<RequestError> refusal;
   if (stopping_) {
-    refusal = kStopping;
+    refusal = engine_stopping();
   } else if (same_id(waiting_) || same_id(prefilling_) || same_id(running_)) {
     refusal = RequestError{ErrorCode::duplicate_id, "request id '" + id + "' is already in flight"};
   } else if (queue_full()) {
@@ -182,7 +179,7 @@ int64_t SchedulerActor::blocks_reserved() const {
   int64_t blocks = 0;
   for (const auto* list : {&running_, &prefilling_}) {
     for (const auto& e : *list)
-      blocks += blocks_for(reserved_positions(footprint(*e), options_.planning.k_max), options_.kv.block_size);
+      blocks += blocks_for(reserved_positions(footprint(*e), options_.planning.sequence.k_max), options_.kv.block_size);
   }
   return blocks;
 }
@@ -192,10 +189,10 @@ awaitable<void> SchedulerActor::admit() {
   while (!waiting_.empty() && !stopping_) {
     Entry& e = *waiting_.front();
     const int64_t wanted =
-        blocks_for(reserved_positions(footprint(e), options_.planning.k_max), options_.kv.block_size);
+        blocks_for(reserved_positions(footprint(e), options_.planning.sequence.k_max), options_.kv.block_size);
     if (!admits(blocks_reserved(), wanted, options_.kv.blocks)) break;
     const bool needs_draft =
-        options_.has_draft && e.request.spec.enabled && e.request.spec.drafter == DrafterKind::model;
+        options_.planning.has_draft_model && e.request.spec.enabled && e.request.spec.drafter == DrafterKind::model;
     auto grant = co_await cache_.acquire(needs_draft);
     if (!grant) break;
     e.slots = grant;
@@ -225,7 +222,7 @@ awaitable<void> SchedulerActor::preempt_to_fit() {
       for (auto& e : *list) {
         all.push_back(e.get());
         admitted.push_back(e->admitted_at.time_since_epoch().count());
-        need += blocks_for(round_positions(footprint(*e), options_.planning.k_max), options_.kv.block_size);
+        need += blocks_for(round_positions(footprint(*e), options_.planning.sequence.k_max), options_.kv.block_size);
       }
     }
     const std::optional<size_t> victim = preemption_victim(admitted, need, options_.kv.blocks);

@@ -49,17 +49,15 @@ using Clock = std::chrono::steady_clock;
 struct SchedulerOptions {
   int32_t max_waiting = 256;
   bool overlap = true;
-  bool has_draft = false;
-  int64_t max_seq_len = 1024;
   const Tokenizer* tokenizer = nullptr;  // for stop strings and burst text (null: ids only)
   std::vector<int32_t> eos_ids;          // end a request unless it asks to ignore EOS
   int64_t prefill_chunk = 0;             // most prompt tokens prefilled per round (0: no bound)
   // While requests decode, a round carrying prompt chunks takes at most this times a
   // round without (engine/planning/prefill_budget.hpp); 0: always prefill_chunk.
   double prefill_slowdown = 0;
-  // The engine's bound on K and, when calibrated (engine/speculation/cost_calibration.hpp),
-  // the round costs: K is then planned for the batch as a whole each round; without them,
-  // per request.
+  // The sequence limits, whether a draft model exists and, when calibrated
+  // (engine/speculation/cost_calibration.hpp), the round costs: K is then planned for the
+  // batch as a whole each round; without them, per request.
   KPlanSetup planning;
   KvBudget kv;  // each model's pool; 0 blocks: no bound (scheduler tests)
 };

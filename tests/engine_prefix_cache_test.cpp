@@ -25,7 +25,7 @@ EngineConfig pair_config() {
   c.target_dir = std::filesystem::path(SPECD_SOURCE_DIR) / "models" / "target";
   c.draft_dir = std::filesystem::path(SPECD_SOURCE_DIR) / "models" / "draft";
   c.max_batch = 4;
-  c.max_seq_len = 512;
+  c.sequence.max_seq_len = 512;
   c.calibration_seconds = 0;  // K as asked
   return c;
 }
@@ -136,7 +136,7 @@ TEST_CASE("requests preempted for want of KV blocks resume with their greedy tok
     requests.push_back(r);
   }
   EngineConfig c = pair_config();
-  c.max_seq_len = 192;
+  c.sequence.max_seq_len = 192;
   std::vector<std::vector<int32_t>> alone;  // each request by itself, with room to spare
   {
     IoThreads io(1);
@@ -148,7 +148,7 @@ TEST_CASE("requests preempted for want of KV blocks resume with their greedy tok
   const int64_t block_bytes =
       c.kv_block_size * (KvCache::bytes_per_token(load_model_config(c.target_dir / "config.json")) +
                          KvCache::bytes_per_token(load_model_config(c.draft_dir / "config.json")));
-  c.kv_cache_memory = (blocks_for(c.max_seq_len + c.k_max + 1, c.kv_block_size) + 3) * block_bytes;
+  c.kv_cache_memory = (blocks_for(c.sequence.max_seq_len + c.sequence.k_max + 1, c.kv_block_size) + 3) * block_bytes;
   for (bool prefix_cache : {true, false}) {
     CAPTURE(prefix_cache);
     c.prefix_cache = prefix_cache;

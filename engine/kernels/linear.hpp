@@ -10,14 +10,9 @@
 // relies on it (a verify pass must equal one-row steps exactly).
 //
 // Prefill (larger m): the same kernel tiled over 16-row chunks, each weight block reused
-// from L2 by all chunks. It beats the packaged GEMM, so it stays: 2048 -> 8192, one
-// thread, the calling thread's CPU time (medians; a loaded host, 2026-11-23, one run of
-// `specd bench --kernels --prefill`):
-//   M = 64:  this kernel BF16 11.4 ms, F32 20.5 ms; OpenBLAS 0.3.21 sgemm (F32) 32.8 ms
-//   M = 256: this kernel BF16 39.3 ms, F32 77.8 ms; OpenBLAS sgemm 94.8 ms
-// (OpenBLAS repacks the weights on every call: its M = 2 costs 13.7 ms against 3.3 ms
-// for its sgemv at M = 1.) oneDNN 2.6.3 and libxsmm 1.17 BF16 were slower than a
-// weight-stationary kernel from M = 8 (DESIGN.md, "Facts measured on this platform").
+// from L2 by all chunks. Hand-written because it beats the packaged GEMMs at every m the
+// engine runs (OpenBLAS repacks the weights on every call; oneDNN and libxsmm BF16 lose
+// from M = 8): the figures are in BENCHMARKS.md ("Why hand-written") and DESIGN.md.
 // Re-measure: `specd bench --kernels --prefill --threads 1`.
 #include <cstdint>
 #include <optional>
