@@ -100,10 +100,14 @@ BlockKernel quant_kernel_for(Isa isa, Dtype d) {
   return detail::reference_quant_kernel(d);
 }
 
-// The nibble formats: the AVX2 kernel on every x86 tier (its integer sums and float
-// chain are the reference's, so the results are the same bits on all of them).
+// The nibble formats: vpdpbusd on the AVX-512 tiers where the CPU has AVX512-VNNI, else
+// the AVX2 kernel (avx2vnni too). Integer sums and float chain are the reference's, so
+// the results are the same bits on all of them.
 BlockKernel nibble_kernel_for(Isa isa, Dtype d) {
 #if defined(SPECD_KERNELS_X86)
+  if ((isa == Isa::avx512f || isa == Isa::avx512bf16) && cpu_has_avx512_vnni()) {
+    return detail::avx512vnni_nibble_kernel(d);
+  }
   if (isa != Isa::reference) return detail::avx2_nibble_kernel(d);
 #endif
   (void)isa;
@@ -284,9 +288,29 @@ void linear(const PackedWeight& w, const float* x, int64_t m, float* y, KernelTh
   linear(w, x, m, y, best_isa(), threads);
 }
 
+namespace {
+
+// Each part of a stacked matrix into its own columns of y: a copy of m x part.out()
+// floats a part, small beside streaming the part's weights.
+void linear_stacked(const PackedWeight& w, const float* x, int64_t m, float* y, Isa isa, KernelThreads* threads) {
+  thread_local std::vector<float> part_y;
+  int64_t first = 0;
+  for (const PackedWeight& part : w.parts()) {
+    if (part_y.size() < static_cast<size_t>(m * part.out())) part_y.resize(m * part.out());
+    linear(part, x, m, part_y.data(), isa, threads);
+    for (int64_t r = 0; r < m; ++r) {
+      std::memcpy(y + r * w.out() + first, part_y.data() + r * part.out(), part.out() * sizeof(float));
+    }
+    first += part.out();
+  }
+}
+
+}  // namespace
+
 void linear(const PackedWeight& w, const float* x, int64_t m, float* y, Isa isa, KernelThreads* threads) {
   if (m <= 0) return;
   if (!isa_supported(isa)) throw std::invalid_argument(std::string("kernel ISA not supported here: ") + isa_name(isa));
+  if (w.stacked()) return linear_stacked(w, x, m, y, isa, threads);
   KernelCall call;
   call.w = &w;
   call.m = m;

@@ -234,12 +234,44 @@ void PackedWeightBuilder::add(const void* data, int64_t rows, const PackOptions&
   next_ += rows;
 }
 
+PackedWeight PackedWeightBuilder::finish_added() && {
+  if (next_ == 0) throw std::logic_error("PackedWeightBuilder: no rows added");
+  if (next_ == w_.out_) return std::move(w_);
+  PackedWeight part = PackedWeight::allocate(next_, w_.in_, w_.dtype_);
+  std::memcpy(part.data_.get(), w_.data_.get(), part.bytes());  // blocks of 16 rows do not depend on out
+  return part;
+}
+
+PackedWeight PackedWeight::stack(std::vector<PackedWeight> parts) {
+  if (parts.empty()) throw std::invalid_argument("PackedWeight::stack: no parts");
+  if (parts.size() == 1) return std::move(parts.front());
+  PackedWeight w;
+  w.in_ = parts.front().in_;
+  w.dtype_ = parts.front().dtype_;
+  for (const PackedWeight& p : parts) {
+    if (p.in_ != w.in_ || p.stacked()) throw std::invalid_argument("PackedWeight::stack: parts of another in");
+    w.out_ += p.out_;
+  }
+  w.parts_ = std::move(parts);
+  return w;
+}
+
+size_t PackedWeight::bytes() const {
+  size_t total = static_cast<size_t>(blocks() * block_bytes_);
+  for (const PackedWeight& p : parts_) total += p.bytes();
+  return total;
+}
+
 PackedWeight PackedWeightBuilder::finish() && {
   if (next_ != w_.out_) throw std::logic_error("PackedWeightBuilder: rows missing");
   return std::move(w_);
 }
 
 float PackedWeight::at(int64_t o, int64_t i) const {
+  for (const PackedWeight& p : parts_) {
+    if (o < p.out_) return p.at(o, i);
+    o -= p.out_;
+  }
   if (is_nibble_format(dtype_)) return nibble_at(o, i);
   if (dtype_ == Dtype::q8_0) return static_cast<float>(quant_at(o, i)) * scale_at(o, i);
   if (dtype_ == Dtype::q4_0) return static_cast<float>(quant_at(o, i) - 8) * scale_at(o, i);

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <vector>
 
 namespace specd::kernels {
 
@@ -84,12 +85,19 @@ class PackedWeight {
     return quantize(data, Dtype::f32, out, in, dtype);
   }
 
+  // Matrices of one `in` stacked by rows, each kept in its own dtype (llama-quantize's
+  // Q4_K_M stores q and k as Q4_K and v as Q6_K, which specd fuses): linear() runs each
+  // part on its kernel. dtype() is the first part's; parts() lists them.
+  static PackedWeight stack(std::vector<PackedWeight> parts);
+  bool stacked() const { return !parts_.empty(); }
+  const std::vector<PackedWeight>& parts() const { return parts_; }
+
   int64_t out() const { return out_; }
   int64_t in() const { return in_; }
   Dtype dtype() const { return dtype_; }
   int64_t blocks() const { return (out_ + kBlock - 1) / kBlock; }
   int64_t block_bytes() const { return block_bytes_; }
-  size_t bytes() const { return static_cast<size_t>(blocks() * block_bytes_); }  // packed, with padding
+  size_t bytes() const;  // packed, with padding
   const std::byte* data() const { return data_.get(); }
   const std::byte* block(int64_t b) const { return data_.get() + b * block_bytes_; }
   float at(int64_t o, int64_t i) const;  // the stored weight W[o, i] as float (dequantized)
@@ -117,6 +125,7 @@ class PackedWeight {
   std::unique_ptr<std::byte, Free> data_;  // 64-byte aligned
   int64_t out_ = 0, in_ = 0, block_bytes_ = 0;
   Dtype dtype_ = Dtype::f32;
+  std::vector<PackedWeight> parts_;  // a stacked matrix's parts; then data_ is empty
 };
 
 // Packs a matrix part by part as its rows arrive (q, k and v fused; gate and up): each
@@ -128,6 +137,11 @@ class PackedWeightBuilder {
   // in / 32 llama.cpp blocks).
   void add(const void* data, int64_t rows, const PackOptions& options = {});
   PackedWeight finish() &&;  // throws std::logic_error unless every row was added
+  // The rows added so far as a matrix of their own (a copy of their blocks), when the
+  // next part has another dtype (PackedWeight::stack).
+  PackedWeight finish_added() &&;
+  int64_t added() const { return next_; }
+  Dtype dtype() const { return w_.dtype(); }
 
  private:
   PackedWeight w_;
