@@ -279,3 +279,35 @@ TEST_CASE("a row's outputs from the nibble formats are the same bits whatever m,
     }
   }
 }
+
+TEST_CASE("a stacked matrix (Q4_K, Q6_K and F32 parts) runs each part on its kernel into its own columns") {
+  const std::vector<uint8_t> a = random_blocks(Dtype::q4_k, 40, 512, 7), b = random_blocks(Dtype::q6_k, 24, 512, 8);
+  const std::vector<float> c = random_floats(9 * 512, 9);
+  std::vector<PackedWeight> parts;
+  parts.push_back(PackedWeight::pack(a.data(), 40, 512, Dtype::q4_k));
+  parts.push_back(PackedWeight::pack(b.data(), 24, 512, Dtype::q6_k));
+  parts.push_back(PackedWeight::pack(c.data(), 9, 512, Dtype::f32));
+  const PackedWeight alone[] = {PackedWeight::pack(a.data(), 40, 512, Dtype::q4_k),
+                                PackedWeight::pack(b.data(), 24, 512, Dtype::q6_k),
+                                PackedWeight::pack(c.data(), 9, 512, Dtype::f32)};
+  const PackedWeight w = PackedWeight::stack(std::move(parts));
+  REQUIRE(w.stacked());
+  CHECK(w.out() == 73);
+  CHECK(w.dtype() == Dtype::q4_k);
+  CHECK(w.bytes() == alone[0].bytes() + alone[1].bytes() + alone[2].bytes());
+  CHECK(w.at(45, 300) == alone[1].at(5, 300));
+  CHECK(w.at(70, 3) == alone[2].at(6, 3));
+  const std::vector<float> x = random_floats(5 * 512, 10);
+  for (Isa isa : isas_here()) {
+    const std::string kernel = isa_name(isa);
+    CAPTURE(kernel);
+    const std::vector<float> y = run(w, x.data(), 5, isa);
+    int64_t first = 0;
+    for (const PackedWeight& part : alone) {
+      const std::vector<float> want = run(part, x.data(), 5, isa);
+      for (int64_t r = 0; r < 5; ++r)
+        CHECK(same_bits(y.data() + r * 73 + first, want.data() + r * part.out(), part.out()));
+      first += part.out();
+    }
+  }
+}

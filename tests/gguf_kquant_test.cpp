@@ -1,0 +1,150 @@
+// K-quant GGUF files written by llama.cpp's llama-quantize (../shared/data/gguf/kquants,
+// README there): the committed target padded to 768 / 2048 and stored as Q4_K_M, Q5_K_M,
+// Q6_K and plain Q4_0 (with its Q6_K embedding) load and run as stored, and their greedy
+// ids agree with llama.cpp's on at least 4 of the 6 prompts of each file. Where they
+// differ, the table printed gives the first differing position and specd's top-2 logit
+// margin there (a small margin: the two programs' roundings differ, not their math).
+#include "tests/support/doctest_torch.hpp"
+
+#include <simdjson.h>
+
+#include <filesystem>
+#include <iomanip>
+#include <map>
+#include <sstream>
+
+#include "engine/model/inference_weights.hpp"
+#include "engine/model/kv_cache.hpp"
+#include "engine/model/llama_model.hpp"
+#include "engine/model/model_files.hpp"
+#include "tests/support/generation_drivers.hpp"
+
+namespace fs = std::filesystem;
+using namespace specd;
+
+namespace {
+
+const fs::path kFixtures = fs::path(SPECD_SOURCE_DIR) / "../shared/data/gguf/kquants";
+
+struct LlamaCppRun {
+  std::string file;
+  std::vector<int32_t> prompt_ids, greedy_ids;
+};
+
+std::vector<int32_t> ids_of(simdjson::dom::element e) {
+  std::vector<int32_t> out;
+  for (int64_t id : e.get_array()) out.push_back(static_cast<int32_t>(id));
+  return out;
+}
+
+std::vector<LlamaCppRun> llama_cpp_runs() {
+  simdjson::dom::parser parser;
+  std::vector<LlamaCppRun> out;
+  for (simdjson::dom::element e : parser.load((kFixtures / "llama_cpp_greedy_kquants.json").string()).get_array()) {
+    out.push_back({std::string(e["file"].get_string().value()), ids_of(e["prompt_ids"]), ids_of(e["greedy_ids"])});
+  }
+  return out;
+}
+
+std::shared_ptr<LlamaModel> cached_model(const fs::path& path) {
+  static std::map<fs::path, std::shared_ptr<LlamaModel>> models;
+  auto& m = models[path];
+  if (!m) m = load_model(path);
+  return m;
+}
+
+// Greedy ids as llama.cpp's server reported them: up to 32, the EOS kept.
+std::vector<int32_t> greedy(LlamaModel& model, const std::vector<int32_t>& prompt) {
+  KvCache cache(model.config(), 1, 256, KvCache::blocks_for(1, 256));
+  GenerationRequest r;
+  r.prompt = prompt;
+  r.max_tokens = 32;
+  r.eos_ids = {2};
+  return generate_target_only(model, cache, r).tokens;
+}
+
+int first_difference(const std::vector<int32_t>& a, const std::vector<int32_t>& b) {
+  const size_t n = std::min(a.size(), b.size());
+  for (size_t i = 0; i < n; ++i)
+    if (a[i] != b[i]) return static_cast<int>(i);
+  return a.size() == b.size() ? -1 : static_cast<int>(n);
+}
+
+// specd's top-1 minus top-2 logit after the prompt and the first `at` generated ids.
+double top2_margin(LlamaModel& model, std::vector<int32_t> ids) {
+  KvCache cache(model.config(), 1, 256, KvCache::blocks_for(1, 256));
+  const int64_t n = static_cast<int64_t>(ids.size());
+  std::vector<int64_t> wide(ids.begin(), ids.end());
+  ForwardBatch batch{at::tensor(wide, at::kLong).reshape({1, n}), {0}, {n}};
+  const at::Tensor logits = model.forward(batch, cache, LogitsFor::last_position).reshape({-1});
+  const at::Tensor top = std::get<0>(logits.topk(2));
+  return (top[0] - top[1]).item<double>();
+}
+
+const std::map<std::string, kernels::Dtype> kEmbedding = {{"target768-q4_k_m.gguf", kernels::Dtype::q6_k},
+                                                          {"target768-q5_k_m.gguf", kernels::Dtype::q6_k},
+                                                          {"target768-q6_k.gguf", kernels::Dtype::q6_k},
+                                                          {"target768-q4_0.gguf", kernels::Dtype::q6_k}};
+
+}  // namespace
+
+TEST_CASE("llama-quantize's K-quant presets and its Q4_0 load as stored, the tied embedding Q6_K") {
+  for (const auto& [file, embed] : kEmbedding) {
+    INFO(file);
+    const auto model = cached_model(kFixtures / file);
+    const InferenceWeights& w = *model->inference_weights();
+    CHECK(w.embed.dtype() == embed);
+    CHECK(w.config.hidden_size == 768);
+    CHECK(w.config.intermediate_size == 2048);
+    int64_t k_quant = 0;
+    for (const LayerWeights& l : w.layers) {
+      for (const kernels::PackedWeight* m : {&l.qkv, &l.o, &l.gate_up, &l.down}) {
+        const kernels::Dtype d = m->dtype();
+        k_quant += d == kernels::Dtype::q4_k || d == kernels::Dtype::q5_k || d == kernels::Dtype::q6_k;
+      }
+    }
+    if (file == "target768-q4_0.gguf") {
+      CHECK(k_quant == 0);
+      CHECK(w.layers[0].qkv.dtype() == kernels::Dtype::q4_0);
+    } else {
+      CHECK(k_quant == 4 * static_cast<int64_t>(w.layers.size()));
+    }
+  }
+  // Q4_K_M: q and k Q4_K, v Q6_K in some layers (llama-quantize's use_more_bits): a stacked qkv.
+  const auto q4km = cached_model(kFixtures / "target768-q4_k_m.gguf");
+  int64_t stacked = 0;
+  for (const LayerWeights& l : q4km->inference_weights()->layers) stacked += l.qkv.stacked();
+  MESSAGE("Q4_K_M layers whose qkv mixes Q4_K and Q6_K: " << stacked);
+  CHECK(stacked > 0);
+}
+
+TEST_CASE("greedy ids on llama-quantize's K-quant files agree with llama.cpp's on at least 4 of 6 prompts") {
+  std::map<std::string, int> equal, prompts;
+  std::ostringstream table;
+  table << "first differing index per prompt (- equal; margin: specd's top-2 logit gap there) against llama.cpp "
+           "b10470:";
+  std::string current;
+  for (const LlamaCppRun& run : llama_cpp_runs()) {
+    if (run.file == "target768-f16.gguf") continue;  // not kept: 79 MB (README)
+    const auto model = cached_model(kFixtures / run.file);
+    const std::vector<int32_t> ours = greedy(*model, run.prompt_ids);
+    for (int32_t id : ours) REQUIRE(id < model->config().vocab_size);
+    const int diff = first_difference(ours, run.greedy_ids);
+    if (run.file != current) table << "\n  " << std::setw(22) << std::left << run.file << ":", current = run.file;
+    if (diff < 0) {
+      table << " -";
+    } else {
+      std::vector<int32_t> context = run.prompt_ids;
+      context.insert(context.end(), ours.begin(), ours.begin() + diff);
+      table << " " << diff << " (" << std::fixed << std::setprecision(3) << top2_margin(*model, context) << ")";
+    }
+    equal[run.file] += diff < 0;
+    ++prompts[run.file];
+  }
+  MESSAGE(table.str());
+  for (const auto& [file, embed] : kEmbedding) {
+    INFO(file);
+    CHECK(prompts[file] == 6);
+    CHECK(equal[file] >= 4);
+  }
+}
