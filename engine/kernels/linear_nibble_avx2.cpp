@@ -96,92 +96,107 @@ inline void group_sums(const std::byte* q, const int32_t* xg, int64_t m, __m256i
   }
 }
 
-template <Dtype D, int R>
-void tile_block(const KernelCall& c, int64_t b, int64_t r0) {
+// R rows over NV blocks: at one and two rows several blocks' quant streams are in flight
+// a thread, as the Q4_0 kernel's tiles (linear_quant_ymm.hpp).
+template <Dtype D, int R, int NV>
+void tile(const KernelCall& c, int64_t b0, int64_t r0) {
   constexpr NibbleLayout L = nibble_layout(D);
   const auto* x = static_cast<const int32_t*>(c.x) + r0;
   const int64_t m = c.m, superblocks = c.w->in() / L.inputs;
-  const std::byte* blk = c.w->block(b);
-  __m256 acc[R][2];
+  __m256 acc[NV][R][2];
+#pragma GCC unroll 4
+  for (int v = 0; v < NV; ++v) {
 #pragma GCC unroll 8
-  for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
+    for (int r = 0; r < R; ++r) acc[v][r][0] = acc[v][r][1] = _mm256_setzero_ps();
+  }
   for (int64_t t = 0; t < superblocks; ++t) {
-    const std::byte* chunk = blk + t * L.chunk_bytes();
     const int32_t* xt = x + t * (L.inputs / 4) * m;
     for (int h = 0; h < 2; ++h) {
-      __m256i s[R], mn[R];
+      __m256i s[NV][R], mn[NV][R];
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; ++v) {
 #pragma GCC unroll 8
-      for (int r = 0; r < R; ++r) s[r] = mn[r] = _mm256_setzero_si256();
+        for (int r = 0; r < R; ++r) s[v][r] = mn[v][r] = _mm256_setzero_si256();
+      }
       for (int g = 0; g < L.groups(); ++g) {
-        const std::byte* group = chunk + g * L.group_bytes();
-        if (h == 0) {
+#pragma GCC unroll 4
+        for (int v = 0; v < NV; ++v) {
+          const std::byte* chunk = c.w->block(b0 + v) + t * L.chunk_bytes();
+          const std::byte* group = chunk + g * L.group_bytes();
+          if (h == 0) {
 #pragma GCC unroll 6
-          for (int l = 0; l < L.group_bytes() / 64; ++l) prefetch_ahead(group + l * 64);
+            for (int l = 0; l < L.group_bytes() / 64; ++l) prefetch_ahead(group + l * 64);
+          }
+          __m256i sc_lo, sc_hi;
+          if constexpr (L.sub_scales == 0) {
+            sc_lo = sc_hi = _mm256_set1_epi16(1);
+          } else if constexpr (L.sub_scales == 8) {
+            sc_lo = sc_hi = duplicated_pairs<L.signed_scales>(chunk + L.scales_at() + 16 * g + 8 * h);
+          } else {
+            sc_lo = duplicated_pairs<L.signed_scales>(chunk + L.scales_at() + 16 * (2 * g) + 8 * h);
+            sc_hi = duplicated_pairs<L.signed_scales>(chunk + L.scales_at() + 16 * (2 * g + 1) + 8 * h);
+          }
+          group_sums<D, R>(group + 32 * h, xt + g * 8 * m, m, sc_lo, sc_hi, s[v]);
         }
-        __m256i sc_lo, sc_hi;
-        if constexpr (L.sub_scales == 0) {
-          sc_lo = sc_hi = _mm256_set1_epi16(1);
-        } else if constexpr (L.sub_scales == 8) {
-          sc_lo = sc_hi = duplicated_pairs<L.signed_scales>(chunk + L.scales_at() + 16 * g + 8 * h);
-        } else {
-          sc_lo = duplicated_pairs<L.signed_scales>(chunk + L.scales_at() + 16 * (2 * g) + 8 * h);
-          sc_hi = duplicated_pairs<L.signed_scales>(chunk + L.scales_at() + 16 * (2 * g + 1) + 8 * h);
-        }
-        group_sums<D, R>(group + 32 * h, xt + g * 8 * m, m, sc_lo, sc_hi, s);
       }
       const int32_t* sums = c.x_sums + t * L.sum_pairs() * m + r0;
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; ++v) {
+        const std::byte* chunk = c.w->block(b0 + v) + t * L.chunk_bytes();
 #pragma GCC unroll 8
-      for (int p = 0; p < L.sum_pairs(); ++p) {
-        __m256i lanes;
-        if constexpr (L.offset == NibbleOffset::group_mins) {
-          lanes = interleaved_pairs<false>(chunk + L.mins_at() + 16 * (2 * p) + 8 * h,
-                                           chunk + L.mins_at() + 16 * (2 * p + 1) + 8 * h);
-        } else if constexpr (L.offset == NibbleOffset::scales_x32) {
-          lanes = interleaved_pairs<true>(chunk + L.scales_at() + 16 * (2 * p) + 8 * h,
-                                          chunk + L.scales_at() + 16 * (2 * p + 1) + 8 * h);
-        } else {
-          lanes = _mm256_set1_epi32(L.offset_constant());  // int16 pairs (c, 0) against (sum, 0)
+        for (int p = 0; p < L.sum_pairs(); ++p) {
+          __m256i lanes;
+          if constexpr (L.offset == NibbleOffset::group_mins) {
+            lanes = interleaved_pairs<false>(chunk + L.mins_at() + 16 * (2 * p) + 8 * h,
+                                             chunk + L.mins_at() + 16 * (2 * p + 1) + 8 * h);
+          } else if constexpr (L.offset == NibbleOffset::scales_x32) {
+            lanes = interleaved_pairs<true>(chunk + L.scales_at() + 16 * (2 * p) + 8 * h,
+                                            chunk + L.scales_at() + 16 * (2 * p + 1) + 8 * h);
+          } else {
+            lanes = _mm256_set1_epi32(L.offset_constant());  // int16 pairs (c, 0) against (sum, 0)
+          }
+#pragma GCC unroll 8
+          for (int r = 0; r < R; ++r) {
+            mn[v][r] = _mm256_add_epi32(mn[v][r], _mm256_madd_epi16(lanes, _mm256_set1_epi32(sums[p * m + r])));
+          }
         }
+        const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(chunk + L.d_at() + 16 * h)));
 #pragma GCC unroll 8
         for (int r = 0; r < R; ++r) {
-          mn[r] = _mm256_add_epi32(mn[r], _mm256_madd_epi16(lanes, _mm256_set1_epi32(sums[p * m + r])));
-        }
-      }
-      const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(chunk + L.d_at() + 16 * h)));
-#pragma GCC unroll 8
-      for (int r = 0; r < R; ++r) {
-        const __m256 dx = _mm256_set1_ps(c.x_scale[t * m + r0 + r]);
-        if constexpr (L.folded()) {
-          const __m256i n = L.offset == NibbleOffset::scales_x32 ? _mm256_slli_epi32(mn[r], 5) : mn[r];
-          acc[r][h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(s[r], n)), _mm256_mul_ps(d, dx), acc[r][h]);
-        } else {
-          const __m256 ms =
-              _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(chunk + L.ms_at() + 16 * h)));
-          acc[r][h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s[r]), _mm256_mul_ps(d, dx), acc[r][h]);
-          acc[r][h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(mn[r]), _mm256_mul_ps(ms, dx), acc[r][h]);
+          const __m256 dx = _mm256_set1_ps(c.x_scale[t * m + r0 + r]);
+          if constexpr (L.folded()) {
+            const __m256i n = L.offset == NibbleOffset::scales_x32 ? _mm256_slli_epi32(mn[v][r], 5) : mn[v][r];
+            acc[v][r][h] =
+                _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(s[v][r], n)), _mm256_mul_ps(d, dx), acc[v][r][h]);
+          } else {
+            const __m256 ms =
+                _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(chunk + L.ms_at() + 16 * h)));
+            acc[v][r][h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s[v][r]), _mm256_mul_ps(d, dx), acc[v][r][h]);
+            acc[v][r][h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(mn[v][r]), _mm256_mul_ps(ms, dx), acc[v][r][h]);
+          }
         }
       }
     }
   }
-  const int64_t out = c.w->out(), o0 = b * kB, lanes = std::min(kB, out - o0);
-  for (int r = 0; r < R; ++r) {
-    alignas(32) float y[kB];
-    _mm256_store_ps(y, acc[r][0]);
-    _mm256_store_ps(y + 8, acc[r][1]);
-    std::memcpy(c.y + (r0 + r) * out + o0, y, lanes * sizeof(float));
+  const int64_t out = c.w->out();
+#pragma GCC unroll 4
+  for (int v = 0; v < NV; ++v) {
+    const int64_t o0 = (b0 + v) * kB, lanes = std::min(kB, out - o0);
+    for (int r = 0; r < R; ++r) {
+      alignas(32) float y[kB];
+      _mm256_store_ps(y, acc[v][r][0]);
+      _mm256_store_ps(y + 8, acc[v][r][1]);
+      std::memcpy(c.y + (r0 + r) * out + o0, y, lanes * sizeof(float));
+    }
   }
 }
 
-template <Dtype D, int R, int NV>
-void tile(const KernelCall& c, int64_t b0, int64_t r0) {
-  for (int v = 0; v < NV; ++v) tile_block<D, R>(c, b0 + v, r0);
-}
-
-constexpr int one_block(int) { return 1; }
+// Blocks a tile: 4 at one row, 2 at two (more quant streams in flight a thread).
+constexpr int tile_blocks(int rows) { return rows == 1 ? 4 : rows == 2 ? 2 : 1; }
 
 template <Dtype D>
 void blocks(const KernelCall& c, int64_t b_begin, int64_t b_end) {
-  row_chunks_per_l2_group<kRows, one_block>(c, b_begin, b_end, []<int R, int NV>() { return tile<D, R, NV>; });
+  row_chunks_per_l2_group<kRows, tile_blocks>(c, b_begin, b_end, []<int R, int NV>() { return tile<D, R, NV>; });
 }
 
 }  // namespace
