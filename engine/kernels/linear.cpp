@@ -100,14 +100,15 @@ BlockKernel quant_kernel_for(Isa isa, Dtype d) {
   return detail::reference_quant_kernel(d);
 }
 
-// The nibble formats: vpdpbusd on the AVX-512 tiers where the CPU has AVX512-VNNI, else
-// the AVX2 kernel (avx2vnni too). Integer sums and float chain are the reference's, so
+// The nibble formats: vpdpbusd on the AVX-512 tiers where the CPU has AVX512-VNNI (else
+// the AVX2 kernel) and on avx2vnni (ymm). Integer sums and float chain are the reference's, so
 // the results are the same bits on all of them.
 BlockKernel nibble_kernel_for(Isa isa, Dtype d) {
 #if defined(SPECD_KERNELS_X86)
   if ((isa == Isa::avx512f || isa == Isa::avx512bf16) && cpu_has_avx512_vnni()) {
     return detail::avx512vnni_nibble_kernel(d);
   }
+  if (isa == Isa::avx2vnni) return detail::avx2vnni_nibble_kernel(d);
   if (isa != Isa::reference) return detail::avx2_nibble_kernel(d);
 #endif
   (void)isa;

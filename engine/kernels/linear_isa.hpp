@@ -55,6 +55,7 @@ BlockKernel avx512vnni_quant_kernel(Dtype d);  // vpdpbusd (AVX512-VNNI and BW)
 // acc = fma(float(S), d * d_x, acc); acc = fma(float(Mn), ms * d_x, acc).
 BlockKernel reference_nibble_kernel(Dtype d);
 BlockKernel avx2_nibble_kernel(Dtype d);        // vpmaddubsw + vpmaddwd by the sub-block scales
+BlockKernel avx2vnni_nibble_kernel(Dtype d);    // vpdpbusd on ymm + vpmulld by the sub-block scales
 BlockKernel avx512vnni_nibble_kernel(Dtype d);  // vpdpbusd + vpmulld by the sub-block scales
 
 // Every tier's weight streams are prefetched this far ahead of the line a tile reads:
