@@ -123,14 +123,26 @@ TEST_CASE("greedy ids on llama-quantize's K-quant files agree with llama.cpp's o
   std::ostringstream table;
   table << "first differing index per prompt (- equal; margin: specd's top-2 logit gap there) against llama.cpp "
            "b10470:";
+  std::ostringstream f16_table;  // the same ids against llama.cpp's F16 file's
+  f16_table << "first differing index against llama.cpp's ids on target768-f16.gguf:";
   std::string current;
-  for (const LlamaCppRun& run : llama_cpp_runs()) {
+  const std::vector<LlamaCppRun> runs = llama_cpp_runs();
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const LlamaCppRun& run = runs[i];
     if (run.file == "target768-f16.gguf") continue;  // not kept: 79 MB (README)
     const auto model = cached_model(kFixtures / run.file);
     const std::vector<int32_t> ours = greedy(*model, run.prompt_ids);
     for (int32_t id : ours) REQUIRE(id < model->config().vocab_size);
     const int diff = first_difference(ours, run.greedy_ids);
-    if (run.file != current) table << "\n  " << std::setw(22) << std::left << run.file << ":", current = run.file;
+    if (run.file != current) {
+      table << "\n  " << std::setw(22) << std::left << run.file << ":";
+      f16_table << "\n  " << std::setw(22) << std::left << run.file << ":";
+      current = run.file;
+    }
+    const int f16_diff = first_difference(ours, runs[i % 6].greedy_ids);  // the F16 file's runs come first
+    REQUIRE(runs[i % 6].file == "target768-f16.gguf");
+    REQUIRE(runs[i % 6].prompt_ids == run.prompt_ids);
+    f16_table << " " << (f16_diff < 0 ? std::string("-") : std::to_string(f16_diff));
     if (diff < 0) {
       table << " -";
     } else {
@@ -142,6 +154,7 @@ TEST_CASE("greedy ids on llama-quantize's K-quant files agree with llama.cpp's o
     ++prompts[run.file];
   }
   MESSAGE(table.str());
+  MESSAGE(f16_table.str());
   for (const auto& [file, embed] : kEmbedding) {
     INFO(file);
     CHECK(prompts[file] == 6);
