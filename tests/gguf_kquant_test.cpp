@@ -25,6 +25,7 @@ using namespace specd;
 namespace {
 
 const fs::path kFixtures = fs::path(SPECD_SOURCE_DIR) / "../shared/data/gguf/kquants";
+const fs::path kModels = fs::path(SPECD_SOURCE_DIR) / "models";
 
 struct LlamaCppRun {
   std::string file;
@@ -159,5 +160,41 @@ TEST_CASE("greedy ids on llama-quantize's K-quant files agree with llama.cpp's o
     INFO(file);
     CHECK(prompts[file] == 6);
     CHECK(equal[file] >= 4);
+  }
+}
+
+TEST_CASE("greedy speculation with the committed draft on K-quant targets equals target-only, K 1, 4 and 8") {
+  // Verify passes of 2 to 9 rows through the nibble kernels must give a row's one-step bits.
+  const auto draft = cached_model(kModels / "draft");
+  std::vector<std::vector<int32_t>> prompts;
+  for (const LlamaCppRun& run : llama_cpp_runs())
+    if (run.file == "target768-f16.gguf") prompts.push_back(run.prompt_ids);
+  REQUIRE(prompts.size() == 6);
+  for (const char* file : {"target768-q4_k_m.gguf", "target768-q5_k_m.gguf", "target768-q6_k.gguf"}) {
+    const auto target = cached_model(kFixtures / file);
+    REQUIRE(target->config().vocab_size == draft->config().vocab_size);
+    for (int32_t k : {1, 4, 8}) {
+      CAPTURE(file);
+      CAPTURE(k);
+      KvCache tc(target->config(), 6, 256, KvCache::blocks_for(6, 256)),
+          dc(draft->config(), 6, 256, KvCache::blocks_for(6, 256));
+      SpecModels models{*target, tc, draft.get(), &dc};
+      std::vector<DriverRequest> requests;
+      for (const auto& prompt : prompts) {
+        DriverRequest r;
+        r.prompt = prompt;
+        r.max_tokens = 32;
+        r.eos_ids = {2};
+        r.spec.k = k;
+        requests.push_back(r);
+      }
+      const std::vector<SpecResult> results = generate_speculative(models, requests, nullptr);
+      int64_t accepted = 0;
+      for (size_t i = 0; i < prompts.size(); ++i) {
+        CHECK(results[i].tokens == greedy(*target, prompts[i]));
+        accepted += results[i].stats.accepted;
+      }
+      CHECK(accepted > 0);
+    }
   }
 }
