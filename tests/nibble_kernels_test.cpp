@@ -221,6 +221,8 @@ TEST_CASE("the nibble formats refuse an input size that is not a multiple of the
   CHECK(quant_block_inputs(Dtype::q5_k) == 256);
   CHECK(stored_row_bytes(Dtype::q4_k, 512) == 288);
   CHECK(stored_row_bytes(Dtype::q5_1, 64) == 48);
+  const PackedWeight w = PackedWeight::pack(blocks.data(), 1, 256, Dtype::q6_k);
+  CHECK_THROWS_AS((void)w.scale_at(0, 0), std::logic_error);  // several scales a weight: at() dequantizes
 }
 
 TEST_CASE("every tier of the nibble formats matches the float64 product and the reference bit for bit") {

@@ -165,6 +165,8 @@ int32_t PackedWeight::quant_at(int64_t o, int64_t i) const {
 }
 
 float PackedWeight::scale_at(int64_t o, int64_t i) const {
+  if (dtype_ != Dtype::q8_0 && dtype_ != Dtype::q4_0)  // the nibble formats have several scales a weight
+    throw std::logic_error(std::string("PackedWeight::scale_at: not a q8_0 or q4_0 matrix but ") + dtype_name(dtype_));
   uint16_t h;
   std::memcpy(&h, block(o / kB) + scale_offset(in_, dtype_, o % kB, i), 2);
   return f16_to_float(h);
