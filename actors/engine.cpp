@@ -4,7 +4,9 @@
 #include <boost/asio/strand.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include <algorithm>
 #include <cstdio>
+#include <map>
 #include <mutex>
 #include <variant>
 
@@ -78,13 +80,33 @@ void cap_max_seq_len(EngineConfig& c, const LlamaModel& target, const LlamaModel
   c.sequence.max_seq_len = limit;
 }
 
+// The matrices' dtypes, most common first, with their counts when they differ (a
+// llama-quantize preset mixes them: "q4_k x148, q6_k x31").
+std::string dtype_mix(const InferenceWeights& w) {
+  std::map<std::string, int> counts;
+  auto add = [&](const kernels::PackedWeight& m) {
+    if (!m.stacked()) counts[kernels::dtype_name(m.dtype())] += 1;
+    for (const kernels::PackedWeight& part : m.parts()) counts[kernels::dtype_name(part.dtype())] += 1;
+  };
+  for (const auto& layer : w.layers) {
+    for (const kernels::PackedWeight* m : {&layer.qkv, &layer.o, &layer.gate_up, &layer.down}) add(*m);
+  }
+  add(w.head());
+  if (counts.size() == 1) return counts.begin()->first;
+  std::vector<std::pair<int, std::string>> sorted;
+  for (const auto& [name, n] : counts) sorted.emplace_back(-n, name);
+  std::sort(sorted.begin(), sorted.end());
+  std::string out;
+  for (const auto& [n, name] : sorted) out += (out.empty() ? "" : ", ") + name + " x" + std::to_string(-n);
+  return out;
+}
+
 std::string describe_weights(const LlamaModel& model, WeightFormat format) {
   const InferenceWeights& w = *model.inference_weights();
   char gb[32];
   std::snprintf(gb, sizeof gb, "%.2f GB ", static_cast<double>(w.bytes()) / 1e9);
   // As stored: what the checkpoint holds (f16, bf16, or a GGUF file's blocks).
-  if (format == WeightFormat::stored)
-    return gb + std::string("stored ") + kernels::dtype_name(w.layers.at(0).down.dtype());
+  if (format == WeightFormat::stored) return gb + std::string("stored ") + dtype_mix(w);
   return gb + std::string(weight_format_name(format));
 }
 

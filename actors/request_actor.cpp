@@ -40,7 +40,7 @@ void RequestActor::start() {
       strand_, [self = shared_from_this()]() { return self->run(); }, "request actor");
 }
 
-bool RequestActor::post_burst(OutputChunk burst) { return mailbox_.try_send(error_code{}, Message(std::move(burst))); }
+bool RequestActor::post_burst(Burst burst) { return mailbox_.try_send(error_code{}, Message(std::move(burst))); }
 
 void RequestActor::post_finished(Finished finished) {
   spawn_logged(
@@ -66,21 +66,21 @@ awaitable<void> RequestActor::run() {
       finish(*finished);
       co_return;
     }
-    if (auto* burst = std::get_if<OutputChunk>(&message)) deliver(*burst);
+    if (auto* burst = std::get_if<Burst>(&message)) deliver(*burst);
   }
 }
 
-void RequestActor::deliver(OutputChunk& m) {
+void RequestActor::deliver(Burst& burst) {
   if (cancel_requested_.load()) return;
   const auto received = Clock::now();
   if (!first_token_at_) first_token_at_ = received;
-  tokens_.insert(tokens_.end(), m.token_ids.begin(), m.token_ids.end());
-  text_ += m.text;
+  tokens_.insert(tokens_.end(), burst.token_ids.begin(), burst.token_ids.end());
+  text_ += burst.text;
   std::shared_ptr<BurstTrace> mark;
   if (trace_)
-    mark = std::make_shared<BurstTrace>(trace_, number_, id_, static_cast<double>(m.token_ids.size()), received);
+    mark = std::make_shared<BurstTrace>(trace_, number_, id_, static_cast<double>(burst.token_ids.size()), received);
   if (on_burst_) {
-    Burst burst{id_, std::move(m.token_ids), std::move(m.text), m.drafted, m.accepted, std::move(m.pieces)};
+    burst.id = id_;
     if (mark) burst.on_written = [mark] { mark->written(); };
     on_burst_(burst);
   }

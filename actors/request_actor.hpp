@@ -39,7 +39,7 @@ class RequestActor : public std::enable_shared_from_this<RequestActor> {
     int32_t cached_tokens = 0;  // prompt tokens the prefix cache held
   };
   // monostate first: a channel default-constructs the message when it cancels a receive.
-  using Message = std::variant<std::monostate, OutputChunk, Finished>;
+  using Message = std::variant<std::monostate, Burst, Finished>;
 
   struct Setup {
     std::string id;
@@ -57,7 +57,7 @@ class RequestActor : public std::enable_shared_from_this<RequestActor> {
   // Starts run() on the strand; the coroutine keeps the actor alive until finished.
   void start();
   // A round's burst; false when the sink lags `queue_capacity` bursts behind.
-  bool post_burst(OutputChunk burst);
+  bool post_burst(Burst burst);
   // The finish is never dropped: it waits for room in the mailbox.
   void post_finished(Finished finished);
   // From any thread: no more bursts are delivered, and the scheduler frees the slots at
@@ -71,7 +71,7 @@ class RequestActor : public std::enable_shared_from_this<RequestActor> {
 
  private:
   awaitable<void> run();
-  void deliver(OutputChunk& burst);
+  void deliver(Burst& burst);
   void finish(Finished& finished);
 
   asio::any_io_executor strand_;

@@ -37,7 +37,7 @@
 
 namespace specd {
 class TraceRecorder;
-struct OutputChunk;
+struct Burst;
 class Tokenizer;
 }  // namespace specd
 
@@ -144,7 +144,7 @@ class SchedulerActor {
   void deliver_round(Entry& entry, const RoundOutput& row, int32_t planned_k);
   void deliver_first_token(Entry& entry, int32_t token);
   // The burst on to the entry's actor; a sink too slow for its bursts ends the request.
-  void post_burst(Entry& entry, OutputChunk burst);
+  void post_burst(Entry& entry, Burst burst);
   void count_drafts(int32_t drafted, int32_t accepted);
   // Adds a decode round of `rows` rows to the snapshot's plain or drafting tallies.
   void tally_round(size_t rows, bool drafted, double seconds, int64_t delivered);

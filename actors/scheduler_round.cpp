@@ -214,20 +214,20 @@ void SchedulerActor::deliver_round(Entry& e, const RoundOutput& row, int32_t pla
     counters_.tree_nodes_verified += tree_nodes;
     counters_.tree_nodes_accepted += row.accepted;
   }
-  OutputChunk burst = e.output.take(row.tokens, row.drafted, row.accepted);
+  Burst burst = e.output.take(row.tokens, row.drafted, row.accepted);
   trace_.request_round(e.actor->number(), e.actor->id(), round_timing_, planned_k, tree_nodes, burst);
   count_drafts(burst.drafted, burst.accepted);
   post_burst(e, std::move(burst));
 }
 
 void SchedulerActor::deliver_first_token(Entry& e, int32_t token) {
-  OutputChunk burst = e.output.take(std::span(&token, 1), 0, 0);
+  Burst burst = e.output.take(std::span(&token, 1), 0, 0);
   trace_.prefill(e.actor->number(), e.actor->id(), round_timing_,
                  {static_cast<int64_t>(e.prompt.size()), e.cached_tokens, e.chunks});
   post_burst(e, std::move(burst));
 }
 
-void SchedulerActor::post_burst(Entry& e, OutputChunk burst) {
+void SchedulerActor::post_burst(Entry& e, Burst burst) {
   delivered_tokens_ += static_cast<int64_t>(burst.token_ids.size());
   if (!e.actor->post_burst(std::move(burst))) {
     e.error =

@@ -34,7 +34,7 @@ void SchedulerTrace::prefill(uint64_t request, const std::string& id, const Roun
 }
 
 void SchedulerTrace::request_round(uint64_t request, const std::string& id, const RoundTiming& round, int32_t planned_k,
-                                   int32_t tree_nodes, const OutputChunk& burst) {
+                                   int32_t tree_nodes, const Burst& burst) {
   if (!trace_) return;
   TraceArgs args{{"k_planned", static_cast<double>(planned_k)},
                  {"drafted", static_cast<double>(burst.drafted)},

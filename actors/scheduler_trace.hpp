@@ -14,7 +14,7 @@
 
 namespace specd {
 class TraceRecorder;
-struct OutputChunk;
+struct Burst;
 }  // namespace specd
 
 namespace specd::actors {
@@ -49,7 +49,7 @@ class SchedulerTrace {
   // A round the request took part in, K planned for it, the nodes of its tree (0: a
   // chain), and the burst it got (its accepted path and the target's token).
   void request_round(uint64_t request, const std::string& id, const RoundTiming& round, int32_t planned_k,
-                     int32_t tree_nodes, const OutputChunk& burst);
+                     int32_t tree_nodes, const Burst& burst);
   // The round on the scheduler's track, from its start to now (its outputs applied).
   void round(const RoundTiming& round, const RoundSummary& summary, const std::optional<BatchPlan>& plan);
 

@@ -56,7 +56,7 @@ std::shared_ptr<LlamaModel> cached_model(const fs::path& path) {
 
 // Greedy ids as llama.cpp's server reported them: up to 32, the EOS kept.
 std::vector<int32_t> greedy(LlamaModel& model, const std::vector<int32_t>& prompt) {
-  KvCache cache(model.config(), 1, 256, KvCache::blocks_for(1, 256));
+  KvCache cache(model.config(), 1, 256, KvCache::blocks_to_hold(1, 256));
   GenerationRequest r;
   r.prompt = prompt;
   r.max_tokens = 32;
@@ -73,7 +73,7 @@ int first_difference(const std::vector<int32_t>& a, const std::vector<int32_t>& 
 
 // specd's top-1 minus top-2 logit after the prompt and the first `at` generated ids.
 double top2_margin(LlamaModel& model, std::vector<int32_t> ids) {
-  KvCache cache(model.config(), 1, 256, KvCache::blocks_for(1, 256));
+  KvCache cache(model.config(), 1, 256, KvCache::blocks_to_hold(1, 256));
   const int64_t n = static_cast<int64_t>(ids.size());
   std::vector<int64_t> wide(ids.begin(), ids.end());
   ForwardBatch batch{at::tensor(wide, at::kLong).reshape({1, n}), {0}, {n}};
@@ -176,8 +176,8 @@ TEST_CASE("greedy speculation with the committed draft on K-quant targets equals
     for (int32_t k : {1, 4, 8}) {
       CAPTURE(file);
       CAPTURE(k);
-      KvCache tc(target->config(), 6, 256, KvCache::blocks_for(6, 256)),
-          dc(draft->config(), 6, 256, KvCache::blocks_for(6, 256));
+      KvCache tc(target->config(), 6, 256, KvCache::blocks_to_hold(6, 256)),
+          dc(draft->config(), 6, 256, KvCache::blocks_to_hold(6, 256));
       SpecModels models{*target, tc, draft.get(), &dc};
       std::vector<DriverRequest> requests;
       for (const auto& prompt : prompts) {

@@ -30,7 +30,7 @@ TEST_CASE("EOS inside the accepted drafts cuts the burst after it and the counts
   CHECK(out.take(first, 0, 0).token_ids == first);
   CHECK_FALSE(out.finished());
   const std::vector<int32_t> burst = {5, 7, 8, 9, 10};  // 4 drafts accepted, then the bonus
-  const OutputChunk chunk = out.take(burst, 4, 4);
+  const Burst chunk = out.take(burst, 4, 4);
   CHECK(chunk.token_ids == std::vector<int32_t>{5, 7});
   CHECK(chunk.drafted == 2);
   CHECK(chunk.accepted == 2);
@@ -47,7 +47,7 @@ TEST_CASE("EOS inside the accepted drafts cuts the burst after it and the counts
 TEST_CASE("a burst cut at the correction token keeps its counts") {
   RequestOutput out(nullptr, limits(100, {9}));
   const std::vector<int32_t> burst = {5, 6, 9};  // 2 of 4 drafts accepted, then the correction
-  const OutputChunk chunk = out.take(burst, 4, 2);
+  const Burst chunk = out.take(burst, 4, 2);
   CHECK(chunk.token_ids == burst);
   CHECK(chunk.drafted == 4);
   CHECK(chunk.accepted == 2);
@@ -86,7 +86,7 @@ TEST_CASE("a stop string split across tokens and bursts ends the request at the 
   std::vector<int32_t> kept;
   for (size_t i = 0; i < ids.size() && !out.finished(); i += 2) {  // bursts of two tokens
     const std::vector<int32_t> burst(ids.begin() + i, ids.begin() + std::min(ids.size(), i + 2));
-    const OutputChunk chunk = out.take(burst, 1, 1);
+    const Burst chunk = out.take(burst, 1, 1);
     text += chunk.text;
     kept.insert(kept.end(), chunk.token_ids.begin(), chunk.token_ids.end());
   }
@@ -104,7 +104,7 @@ TEST_CASE("text that could start a stop string is held back and flushed when the
   l.stop = {"night, sweet"};
   RequestOutput out(&tokenizer(), l);
   const std::vector<int32_t> ids = tokenizer().encode("good night", false);
-  const OutputChunk chunk = out.take(ids, 0, 0);
+  const Burst chunk = out.take(ids, 0, 0);
   CHECK(chunk.text == "good ");
   CHECK(out.flush() == "night");
 }

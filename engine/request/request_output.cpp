@@ -14,38 +14,38 @@ RequestOutput::RequestOutput(const Tokenizer* tokenizer, OutputLimits limits) : 
   }
 }
 
-OutputChunk RequestOutput::take(std::span<const int32_t> tokens, int32_t drafted, int32_t accepted) {
-  OutputChunk chunk;
-  if (reason_) return chunk;  // nothing follows a stop
+Burst RequestOutput::take(std::span<const int32_t> tokens, int32_t drafted, int32_t accepted) {
+  Burst burst;
+  if (reason_) return burst;  // nothing follows a stop
   for (int32_t token : tokens) {
-    if (push(token, chunk)) break;
+    if (push(token, burst)) break;
   }
-  const auto kept = static_cast<int32_t>(chunk.token_ids.size());
+  const auto kept = static_cast<int32_t>(burst.token_ids.size());
   // A cut inside the accepted drafts: the drafts after the cut produced nothing kept.
   if (kept <= accepted && kept < static_cast<int32_t>(tokens.size())) drafted = accepted = kept;
-  chunk.drafted = drafted;
-  chunk.accepted = accepted;
+  burst.drafted = drafted;
+  burst.accepted = accepted;
   if (drafted > 0) stats_.record(drafted, accepted, kept);
   // No room left in the KV cache to feed the last sampled token.
   if (!reason_ && limits_.prompt_tokens + generated_ > limits_.max_seq_len) reason_ = FinishReason::length;
-  return chunk;
+  return burst;
 }
 
-bool RequestOutput::push(int32_t token, OutputChunk& chunk) {
-  chunk.token_ids.push_back(token);
+bool RequestOutput::push(int32_t token, Burst& burst) {
+  burst.token_ids.push_back(token);
   generated_ += 1;
   std::string piece = detokenizer_ ? detokenizer_->push(token) : std::string();
   if (stop_matcher_) {
     StopStringMatcher::Result result = stop_matcher_->feed(piece);
-    chunk.text += result.emit;
+    burst.text += result.emit;
     if (result.stopped) {
       stopped_by_string_ = true;
       reason_ = FinishReason::stop;
     }
   } else {
-    chunk.text += piece;
+    burst.text += piece;
   }
-  chunk.pieces.push_back(std::move(piece));
+  burst.pieces.push_back(std::move(piece));
   if (reason_) return true;
   const auto& eos = limits_.eos_ids;
   if (std::find(eos.begin(), eos.end(), token) != eos.end()) {

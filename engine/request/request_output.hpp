@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/request/burst.hpp"
 #include "engine/request/finish_reason.hpp"
 #include "engine/request/sequence_limits.hpp"
 #include "engine/request/spec_settings.hpp"
@@ -31,15 +32,6 @@ struct OutputLimits {
   int64_t max_seq_len = SequenceLimits{}.max_seq_len;  // the context may not outgrow the KV cache
 };
 
-// The part of a round that the client receives.
-struct OutputChunk {
-  std::vector<int32_t> token_ids;
-  std::string text;                 // complete characters, stop strings never included
-  std::vector<std::string> pieces;  // per token, the text it completed
-  int32_t drafted = 0;              // describe the kept tokens only (see take())
-  int32_t accepted = 0;
-};
-
 class RequestOutput {
  public:
   // `tokenizer` may be null (ids only; then `limits.stop` must be empty).
@@ -49,7 +41,7 @@ class RequestOutput {
   // When a stop condition cuts the burst, drafted and accepted are reduced to the
   // drafts that produced a kept token: a burst cut after m <= accepted tokens reports
   // m drafted and m accepted; the statistics record the same.
-  OutputChunk take(std::span<const int32_t> tokens, int32_t drafted, int32_t accepted);
+  Burst take(std::span<const int32_t> tokens, int32_t drafted, int32_t accepted);
   // Set once a stop condition has ended the request.
   std::optional<FinishReason> finished() const { return reason_; }
   // Text held back at the end (an unfinished character, a tail that could have started
@@ -61,7 +53,7 @@ class RequestOutput {
 
  private:
   // Appends one token; returns true when it ends the request.
-  bool push(int32_t token, OutputChunk& chunk);
+  bool push(int32_t token, Burst& chunk);
 
   OutputLimits limits_;
   std::optional<StreamDetokenizer> detokenizer_;

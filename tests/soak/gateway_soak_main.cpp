@@ -142,16 +142,24 @@ const char* const kLeftovers[] = {"specd_kv_slots_in_use{model=\"target\"}",
                                   "specd:num_requests_running",
                                   "specd:num_requests_waiting"};
 
+// What /metrics shows in use after the clients ended, and how many reads it took to
+// see nothing in use (1: at once; a client's disconnect may still be on its way).
+struct Leftovers {
+  std::map<std::string, double> values;
+  int reads = 0;
+};
+
 // Polls /metrics for up to 10 s until nothing is left in use; the last values read.
-asio::awaitable<std::map<std::string, double>> leftovers(const SoakOptions& o) {
-  std::map<std::string, double> left;
+asio::awaitable<Leftovers> leftovers(const SoakOptions& o) {
+  Leftovers left;
   asio::steady_timer timer(co_await asio::this_coro::executor);
   for (int attempt = 0; attempt < 100; ++attempt) {
     const auto values = co_await fetch_metrics(o);
+    left.reads += 1;
     double sum = 0;
     for (const char* name : kLeftovers) {
       auto it = values.find(name);
-      left[name] = it == values.end() ? -1 : it->second;
+      left.values[name] = it == values.end() ? -1 : it->second;
       sum += it == values.end() ? 1 : it->second;
     }
     if (sum == 0) break;
@@ -170,12 +178,11 @@ boost::json::object tally_json(const Tally& t) {
           {"errors", std::move(errors)}};
 }
 
-int report(const Args& a, const SoakContext& ctx, const std::vector<RssSample>& rss,
-           const std::map<std::string, double>& left) {
+int report(const Args& a, const SoakContext& ctx, const std::vector<RssSample>& rss, const Leftovers& left) {
   const int64_t errors = ctx.ws.error_count() + ctx.sse.error_count();
   bool slots_free = true;
   boost::json::object left_json;
-  for (const auto& [name, v] : left) {
+  for (const auto& [name, v] : left.values) {
     left_json[name] = v;
     slots_free = slots_free && v == 0;
   }
@@ -194,6 +201,7 @@ int report(const Args& a, const SoakContext& ctx, const std::vector<RssSample>& 
                           {"sse", tally_json(ctx.sse)},
                           {"errors", errors},
                           {"left_in_use", std::move(left_json)},
+                          {"metrics_reads_until_free", left.reads},
                           {"rss_kib_samples", std::move(samples)},
                           {"rss_baseline_kib", baseline},
                           {"rss_end_kib", end},
@@ -220,7 +228,7 @@ int run(const Args& a) {
   }
   asio::co_spawn(io, sample_rss(ctx, a.server_pid, rss), rethrow);
   io.run();
-  std::map<std::string, double> left;
+  Leftovers left;
   io.restart();
   asio::co_spawn(
       io, [&]() -> asio::awaitable<void> { left = co_await leftovers(a.options); }, rethrow);

@@ -67,7 +67,7 @@ std::unique_ptr<SpecSequence> admit(DriverSlots& slots, const DriverRequest& r, 
 
 // Applies a burst through the request's output; true when the request has ended.
 bool deliver(Active& a, SpecResult& res, std::span<const int32_t> tokens, int32_t drafted, int32_t accepted) {
-  OutputChunk chunk = a.output.take(tokens, drafted, accepted);
+  Burst chunk = a.output.take(tokens, drafted, accepted);
   res.tokens.insert(res.tokens.end(), chunk.token_ids.begin(), chunk.token_ids.end());
   a.text += chunk.text;
   if (!a.output.finished()) return false;
