@@ -1,0 +1,426 @@
+#include "engine/jinja/operations.hpp"
+
+#include <cmath>
+
+#include "engine/jinja/methods.hpp"
+#include "engine/jinja/python_text.hpp"
+#include "engine/jinja/template_error.hpp"
+
+namespace specd::jinja {
+
+void fail_undefined(const Value& undefined) {
+  throw TemplateError(undefined.undefined_is_unsafe() ? ErrorKind::security : ErrorKind::undefined,
+                      undefined.undefined_message());
+}
+
+const Value& require_defined(const Value& v) {
+  if (v.is_undefined()) fail_undefined(v);
+  return v;
+}
+
+namespace {
+
+Value no_attribute(const Value& obj, const std::string& name) {
+  return Value::undefined(py_string_repr(object_type_repr(obj)) + " has no attribute " + py_string_repr(name));
+}
+
+Value method_or_undefined(const Value& obj, const std::string& name) {
+  switch (method_access(obj, name)) {
+    case MethodAccess::safe:
+      return bind_method(obj, name);
+    case MethodAccess::unsafe:
+      return Value::undefined(
+          "access to attribute " + py_string_repr(name) + " of '" + type_name(obj) + "' object is unsafe.", true);
+    case MethodAccess::none:
+      break;
+  }
+  return no_attribute(obj, name);
+}
+
+Value loop_attribute(const LoopInfo& loop, const std::string& name) {
+  auto n = static_cast<int64_t>(loop.items->size());
+  int64_t i = loop.index0;
+  if (name == "index") return Value(i + 1);
+  if (name == "index0") return Value(i);
+  if (name == "revindex") return Value(n - i);
+  if (name == "revindex0") return Value(n - i - 1);
+  if (name == "first") return Value(i == 0);
+  if (name == "last") return Value(i == n - 1);
+  if (name == "length") return Value(n);
+  if (name == "depth") return Value(loop.depth0 + 1);
+  if (name == "depth0") return Value(loop.depth0);
+  if (name == "previtem") return i > 0 ? (*loop.items)[i - 1] : Value::undefined("there is no previous item");
+  if (name == "nextitem") return i + 1 < n ? (*loop.items)[i + 1] : Value::undefined("there is no next item");
+  return Value::undefined("'jinja2.runtime.LoopContext object' has no attribute " + py_string_repr(name));
+}
+
+}  // namespace
+
+Value get_attribute(const Value& obj, const std::string& name) {
+  switch (obj.kind()) {
+    case Kind::undefined:
+      fail_undefined(obj);
+    case Kind::dict:
+      if (method_access(obj, name) != MethodAccess::none) return method_or_undefined(obj, name);
+      [[fallthrough]];
+    case Kind::namespace_:
+      if (const Value* v = obj.object().find(name)) return *v;
+      return no_attribute(obj, name);
+    case Kind::loop:
+      if (name == "cycle") return bind_method(obj, name);
+      return loop_attribute(obj.loop_info(), name);
+    default:
+      return method_or_undefined(obj, name);
+  }
+}
+
+namespace {
+
+int64_t index_value(const Value& key) { return key.kind() == Kind::boolean ? int64_t{key.as_bool()} : key.as_int(); }
+
+Value no_element(const Value& obj, const Value& key) {
+  return Value::undefined(object_type_repr(obj) + " has no element " + py_repr(key));
+}
+
+}  // namespace
+
+Value get_item(const Value& obj, const Value& key) {
+  if (obj.is_undefined()) fail_undefined(obj);
+  bool int_key = key.kind() == Kind::integer || key.kind() == Kind::boolean;
+  switch (obj.kind()) {
+    case Kind::dict:
+      if (key.is_string()) {
+        if (const Value* v = obj.object().find(key.str())) return *v;
+        if (method_access(obj, key.str()) != MethodAccess::none) return method_or_undefined(obj, key.str());
+        return no_attribute(obj, key.str());
+      }
+      return no_element(obj, key);
+    case Kind::list:
+    case Kind::tuple:
+      if (int_key) {
+        const Array& a = obj.array();
+        int64_t i = index_value(key);
+        if (i < 0) i += static_cast<int64_t>(a.size());
+        if (i >= 0 && i < static_cast<int64_t>(a.size())) return a[i];
+        return no_element(obj, key);
+      }
+      break;
+    case Kind::string:
+      if (int_key) {
+        auto bounds = utf8_boundaries(obj.str());
+        int64_t n = static_cast<int64_t>(bounds.size()) - 1;
+        int64_t i = index_value(key);
+        if (i < 0) i += n;
+        if (i >= 0 && i < n) return Value(obj.str().substr(bounds[i], bounds[i + 1] - bounds[i]));
+        return no_element(obj, key);
+      }
+      break;
+    default:
+      break;
+  }
+  if (key.is_string()) return get_attribute(obj, key.str());
+  return no_element(obj, key);
+}
+
+namespace {
+
+// Python's slice.indices(): normalised start, stop and step for a length.
+void slice_indices(const Value& start, const Value& stop, const Value& step, int64_t n, int64_t& b, int64_t& e,
+                   int64_t& s) {
+  auto int_or_none = [](const Value& v) -> std::optional<int64_t> {
+    if (v.is_none() || v.is_undefined()) return std::nullopt;
+    if (v.kind() != Kind::integer && v.kind() != Kind::boolean) {
+      throw TemplateError(ErrorKind::type, "slice indices must be integers or None or have an __index__ method");
+    }
+    return index_value(v);
+  };
+  s = int_or_none(step).value_or(1);
+  if (s == 0) throw TemplateError(ErrorKind::type, "slice step cannot be zero");
+  auto clamp = [&](std::optional<int64_t> v, int64_t fallback) {
+    if (!v) return fallback;
+    int64_t x = *v;
+    if (x < 0) x += n;
+    if (s > 0) return std::clamp<int64_t>(x, 0, n);
+    return std::clamp<int64_t>(x, -1, n - 1);
+  };
+  b = clamp(int_or_none(start), s > 0 ? 0 : n - 1);
+  e = clamp(int_or_none(stop), s > 0 ? n : -1);
+}
+
+}  // namespace
+
+Value get_slice(const Value& obj, const Value& start, const Value& stop, const Value& step) {
+  if (obj.is_undefined()) fail_undefined(obj);
+  int64_t b, e, s;
+  if (obj.is_string()) {
+    const std::string& str = obj.str();
+    auto bounds = utf8_boundaries(str);
+    slice_indices(start, stop, step, static_cast<int64_t>(bounds.size()) - 1, b, e, s);
+    std::string out;
+    for (int64_t i = b; s > 0 ? i < e : i > e; i += s) out.append(str, bounds[i], bounds[i + 1] - bounds[i]);
+    return Value(std::move(out));
+  }
+  if (obj.kind() == Kind::list || obj.kind() == Kind::tuple) {
+    const Array& a = obj.array();
+    slice_indices(start, stop, step, static_cast<int64_t>(a.size()), b, e, s);
+    Array out;
+    for (int64_t i = b; s > 0 ? i < e : i > e; i += s) out.push_back(a[i]);
+    return obj.kind() == Kind::tuple ? Value::tuple(std::move(out)) : Value::list(std::move(out));
+  }
+  throw TemplateError(ErrorKind::type, std::string("'") + type_name(obj) + "' object is not subscriptable");
+}
+
+std::shared_ptr<Array> iterate(const Value& v) {
+  switch (v.kind()) {
+    case Kind::list:
+    case Kind::tuple:
+    case Kind::generator:
+      return v.array_ptr();
+    case Kind::undefined:
+      return std::make_shared<Array>();
+    case Kind::dict: {
+      auto keys = std::make_shared<Array>();
+      for (const auto& [k, _] : v.object().entries()) keys->emplace_back(k);
+      return keys;
+    }
+    case Kind::string: {
+      auto chars = std::make_shared<Array>();
+      const std::string& s = v.str();
+      auto bounds = utf8_boundaries(s);
+      for (size_t i = 0; i + 1 < bounds.size(); ++i)
+        chars->emplace_back(s.substr(bounds[i], bounds[i + 1] - bounds[i]));
+      return chars;
+    }
+    default:
+      throw TemplateError(ErrorKind::type, std::string("'") + type_name(v) + "' object is not iterable");
+  }
+}
+
+int64_t length_of(const Value& v) {
+  switch (v.kind()) {
+    case Kind::undefined:
+      return 0;
+    case Kind::string:
+      return static_cast<int64_t>(utf8_length(v.str()));
+    case Kind::list:
+    case Kind::tuple:
+      return static_cast<int64_t>(v.array().size());
+    case Kind::dict:
+      return static_cast<int64_t>(v.object().size());
+    default:
+      throw TemplateError(ErrorKind::type, std::string("object of type '") + type_name(v) + "' has no len()");
+  }
+}
+
+bool contains(const Value& container, const Value& item) {
+  switch (container.kind()) {
+    case Kind::string:
+      if (!item.is_string()) {
+        throw TemplateError(ErrorKind::type,
+                            std::string("'in <string>' requires string as left operand, not ") + type_name(item));
+      }
+      return container.str().find(item.str()) != std::string::npos;
+    case Kind::dict:
+      return item.is_string() && container.object().find(item.str()) != nullptr;
+    case Kind::undefined:
+      return false;
+    default:
+      for (const Value& x : *iterate(container)) {
+        if (equals(x, item)) return true;
+      }
+      return false;
+  }
+}
+
+namespace {
+
+[[noreturn]] void unsupported(std::string_view op, const Value& a, const Value& b) {
+  throw TemplateError(ErrorKind::type, "unsupported operand type(s) for " + std::string(op) + ": '" + type_name(a) +
+                                           "' and '" + type_name(b) + "'");
+}
+
+int64_t int_of(const Value& v) { return v.kind() == Kind::boolean ? int64_t{v.as_bool()} : v.as_int(); }
+
+Value repeat(const Value& seq, int64_t times, size_t max_bytes) {
+  times = std::max<int64_t>(times, 0);
+  if (seq.is_string()) {
+    if (seq.str().size() * static_cast<size_t>(times) > max_bytes) {
+      throw TemplateError(ErrorKind::limit, "string repetition exceeds the output limit");
+    }
+    std::string out;
+    for (int64_t i = 0; i < times; ++i) out += seq.str();
+    return Value(std::move(out));
+  }
+  Array out;
+  for (int64_t i = 0; i < times; ++i) out.insert(out.end(), seq.array().begin(), seq.array().end());
+  return seq.kind() == Kind::tuple ? Value::tuple(std::move(out)) : Value::list(std::move(out));
+}
+
+Value arithmetic(std::string_view op, const Value& a, const Value& b) {
+  bool ints = a.kind() != Kind::floating && b.kind() != Kind::floating;
+  if (op == "+" || op == "-" || op == "*") {
+    if (ints) {
+      int64_t x = int_of(a), y = int_of(b);
+      return Value(op == "+" ? x + y : op == "-" ? x - y : x * y);
+    }
+    double x = a.to_double(), y = b.to_double();
+    return Value(op == "+" ? x + y : op == "-" ? x - y : x * y);
+  }
+  if (op == "**") {
+    if (ints && int_of(b) >= 0) {
+      int64_t r = 1, x = int_of(a);
+      for (int64_t i = 0; i < int_of(b); ++i) r *= x;
+      return Value(r);
+    }
+    return Value(std::pow(a.to_double(), b.to_double()));
+  }
+  bool zero = ints ? int_of(b) == 0 : b.to_double() == 0.0;
+  if (zero) {
+    throw TemplateError(ErrorKind::type, op == "/"    ? "division by zero"
+                                         : op == "//" ? "integer division or modulo by zero"
+                                                      : "integer modulo by zero");
+  }
+  if (op == "/") return Value(a.to_double() / b.to_double());
+  if (ints) {
+    int64_t x = int_of(a), y = int_of(b);
+    int64_t q = x / y, r = x % y;
+    if (r != 0 && ((r < 0) != (y < 0))) {
+      q -= 1;
+      r += y;
+    }
+    return Value(op == "//" ? q : r);
+  }
+  double x = a.to_double(), y = b.to_double();
+  double r = std::fmod(x, y);
+  if (r != 0 && ((r < 0) != (y < 0))) r += y;
+  if (op == "%") return Value(r);
+  return Value(std::floor(x / y));
+}
+
+Value percent_format(const Value& format, const Value& args);
+
+}  // namespace
+
+Value binary_operation(std::string_view op, const Value& a, const Value& b, size_t max_bytes) {
+  if (a.is_undefined()) fail_undefined(a);
+  if (b.is_undefined()) fail_undefined(b);
+  if (a.is_number() && b.is_number()) return arithmetic(op, a, b);
+  if (op == "+") {
+    if (a.is_string() && b.is_string()) {
+      if (a.str().size() + b.str().size() > max_bytes)
+        throw TemplateError(ErrorKind::limit, "string exceeds the output limit");
+      return Value(a.str() + b.str());
+    }
+    if (a.is_string()) {
+      throw TemplateError(ErrorKind::type,
+                          std::string("can only concatenate str (not \"") + type_name(b) + "\") to str");
+    }
+    if ((a.kind() == Kind::list && b.kind() == Kind::list) || (a.kind() == Kind::tuple && b.kind() == Kind::tuple)) {
+      Array out = a.array();
+      out.insert(out.end(), b.array().begin(), b.array().end());
+      return a.kind() == Kind::tuple ? Value::tuple(std::move(out)) : Value::list(std::move(out));
+    }
+    if (a.kind() == Kind::list) {
+      throw TemplateError(ErrorKind::type,
+                          std::string("can only concatenate list (not \"") + type_name(b) + "\") to list");
+    }
+  }
+  if (op == "*") {
+    bool a_seq = a.is_string() || a.kind() == Kind::list || a.kind() == Kind::tuple;
+    bool b_seq = b.is_string() || b.kind() == Kind::list || b.kind() == Kind::tuple;
+    if (a_seq && (b.kind() == Kind::integer || b.kind() == Kind::boolean)) return repeat(a, int_of(b), max_bytes);
+    if (b_seq && (a.kind() == Kind::integer || a.kind() == Kind::boolean)) return repeat(b, int_of(a), max_bytes);
+  }
+  if (op == "%" && a.is_string()) return percent_format(a, b);
+  unsupported(op, a, b);
+}
+
+namespace {
+
+// str % args with the conversions templates use: %s %r %d %i %f %%.
+Value percent_format(const Value& format, const Value& args) {
+  Array items = args.kind() == Kind::tuple ? args.array() : Array{args};
+  const std::string& f = format.str();
+  std::string out;
+  size_t next = 0;
+  for (size_t i = 0; i < f.size(); ++i) {
+    if (f[i] != '%') {
+      out += f[i];
+      continue;
+    }
+    if (++i >= f.size()) throw TemplateError(ErrorKind::type, "incomplete format");
+    char c = f[i];
+    if (c == '%') {
+      out += '%';
+      continue;
+    }
+    if (next >= items.size()) throw TemplateError(ErrorKind::type, "not enough arguments for format string");
+    const Value& v = items[next++];
+    if (c == 's') {
+      out += py_str(v);
+    } else if (c == 'r') {
+      out += py_repr(v);
+    } else if ((c == 'd' || c == 'i') && v.is_number()) {
+      out += std::to_string(v.kind() == Kind::floating ? static_cast<int64_t>(v.as_float()) : int_of(v));
+    } else if (c == 'f' && v.is_number()) {
+      char buf[64];
+      std::snprintf(buf, sizeof buf, "%f", v.to_double());
+      out += buf;
+    } else {
+      throw TemplateError(ErrorKind::type, std::string("unsupported format character '") + c + "'");
+    }
+  }
+  if (next < items.size()) throw TemplateError(ErrorKind::type, "not all arguments converted during string formatting");
+  return Value(std::move(out));
+}
+
+}  // namespace
+
+const Value* ArgReader::get(size_t index, std::string_view name) const {
+  if (index < args_.positional.size()) return &args_.positional[index];
+  for (const auto& [k, v] : args_.keywords) {
+    if (k == name) return &v;
+  }
+  return nullptr;
+}
+
+Value ArgReader::get_or(size_t index, std::string_view name, Value fallback) const {
+  const Value* v = get(index, name);
+  return v ? *v : std::move(fallback);
+}
+
+bool ArgReader::flag(size_t index, std::string_view name, bool fallback) const {
+  const Value* v = get(index, name);
+  return v ? v->truthy() : fallback;
+}
+
+const Value& ArgReader::required(size_t index, std::string_view name) const {
+  const Value* v = get(index, name);
+  if (!v) {
+    throw TemplateError(ErrorKind::type,
+                        std::string(function_) + "() missing required argument '" + std::string(name) + "'");
+  }
+  return *v;
+}
+
+std::string ascii_lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) {
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  }
+  return out;
+}
+
+std::string ascii_upper(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) {
+    if (c >= 'a' && c <= 'z') c = static_cast<char>(c - 'a' + 'A');
+  }
+  return out;
+}
+
+bool is_py_space(char c) {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f' || (c >= 0x1c && c <= 0x1f);
+}
+
+}  // namespace specd::jinja
