@@ -39,7 +39,7 @@ CallArgs Renderer::eval_args(const Expr& e) {
   if (e.star_kwargs) {
     Value d = eval(*e.star_kwargs);
     if (d.is_mapping()) {
-      for (const auto& [k, v] : d.object().entries()) args.keywords.emplace_back(k, v);
+      for (const auto& [k, v] : d.object().entries()) args.keywords.emplace_back(py_str(k), v);
     }
   }
   return args;
@@ -90,7 +90,7 @@ Value Renderer::eval(const Expr& e) {
       Value d = Value::dict();
       for (size_t i = 0; i + 1 < e.args.size(); i += 2) {
         Value key = eval(*e.args[i]);
-        d.object().set(py_str(key), eval(*e.args[i + 1]));
+        d.object().set(std::move(key), eval(*e.args[i + 1]));
       }
       return d;
     }

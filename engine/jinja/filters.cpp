@@ -38,6 +38,9 @@ Value sort_key(const Value& v, bool case_sensitive) {
   return v;
 }
 
+// Markup stays Markup through the str methods these filters call.
+Value like(const Value& v, std::string s) { return v.is_markup() ? Value::markup(std::move(s)) : Value(std::move(s)); }
+
 Value f_default(Renderer&, Value& v, ArgReader& r, CallArgs&) {
   bool boolean = r.flag(1, "boolean", false);
   if (v.is_undefined() || (boolean && !v.truthy())) return r.get_or(0, "default_value", Value(""));
@@ -47,13 +50,13 @@ Value f_default(Renderer&, Value& v, ArgReader& r, CallArgs&) {
 Value f_length(Renderer&, Value& v, ArgReader&, CallArgs&) { return Value(length_of(v)); }
 
 Value f_trim(Renderer&, Value& v, ArgReader& r, CallArgs&) {
-  return Value(py_strip(text_of(v), r.get(0, "chars"), true, true));
+  return like(v, py_strip(text_of(v), r.get(0, "chars"), true, true));
 }
 
-Value f_string(Renderer&, Value& v, ArgReader&, CallArgs&) { return Value(text_of(v)); }
-Value f_upper(Renderer&, Value& v, ArgReader&, CallArgs&) { return Value(ascii_upper(text_of(v))); }
-Value f_lower(Renderer&, Value& v, ArgReader&, CallArgs&) { return Value(ascii_lower(text_of(v))); }
-Value f_safe(Renderer&, Value& v, ArgReader&, CallArgs&) { return v; }
+Value f_string(Renderer&, Value& v, ArgReader&, CallArgs&) { return like(v, text_of(v)); }
+Value f_upper(Renderer&, Value& v, ArgReader&, CallArgs&) { return like(v, ascii_upper(text_of(v))); }
+Value f_lower(Renderer&, Value& v, ArgReader&, CallArgs&) { return like(v, ascii_lower(text_of(v))); }
+Value f_safe(Renderer&, Value& v, ArgReader&, CallArgs&) { return Value::markup(text_of(v)); }
 
 Value f_capitalize(Renderer&, Value& v, ArgReader&, CallArgs&) {
   std::string s = ascii_lower(text_of(v));
@@ -303,7 +306,7 @@ Value f_indent(Renderer&, Value& v, ArgReader& r, CallArgs&) {
     out += lines[i];
   }
   if (first) out = pad + out;
-  return Value(std::move(out));
+  return like(v, std::move(out));
 }
 
 Value f_wordcount(Renderer&, Value& v, ArgReader&, CallArgs&) {
@@ -319,29 +322,7 @@ Value f_wordcount(Renderer&, Value& v, ArgReader&, CallArgs&) {
 }
 
 Value f_escape(Renderer&, Value& v, ArgReader&, CallArgs&) {
-  std::string out;
-  for (char c : text_of(v)) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&#34;";
-        break;
-      case '\'':
-        out += "&#39;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return Value(std::move(out));
+  return v.is_markup() ? v : Value::markup(html_escape(text_of(v)));
 }
 
 Value f_pprint(Renderer&, Value& v, ArgReader&, CallArgs&) { return Value(py_repr(v)); }
@@ -357,6 +338,7 @@ Value f_format(Renderer&, Value& v, ArgReader&, CallArgs& args) {
 // map / select / reject / selectattr / rejectattr: generators, as in Jinja2.
 Value f_map(Renderer& renderer, Value& v, ArgReader& r, CallArgs& args) {
   Array out;
+  if (!v.truthy()) return Value::generator({});  // Jinja2's map skips a false value
   auto items = iterate(v);
   if (const Value* attribute = r.get(size_t(-1), "attribute")) {
     const Value* fallback = r.get(size_t(-1), "default");
@@ -390,6 +372,7 @@ Value select_items(Renderer& renderer, Value& v, CallArgs& args, bool keep, bool
   CallArgs rest;
   rest.positional.assign(args.positional.begin() + std::min(at, args.positional.size()), args.positional.end());
   Array out;
+  if (!v.truthy()) return Value::generator({});  // as Jinja2's select_or_reject
   for (const Value& x : *iterate(v)) {
     Value subject = by_attribute ? attribute_path(x, attribute) : x;
     bool pass;

@@ -271,7 +271,7 @@ std::optional<Value> dict_method(const Value& d, std::string_view name, CallArgs
   const Object& o = d.object();
   if (name == "get") {
     const Value& key = r.required(0, "key");
-    const Value* v = key.is_string() ? o.find(key.str()) : nullptr;
+    const Value* v = o.find(key);
     return v ? *v : r.get_or(1, "default", Value(nullptr));
   }
   Array out;

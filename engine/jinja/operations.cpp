@@ -94,6 +94,7 @@ Value get_item(const Value& obj, const Value& key) {
         if (method_access(obj, key.str()) != MethodAccess::none) return method_or_undefined(obj, key.str());
         return no_attribute(obj, key.str());
       }
+      if (const Value* v = obj.object().find(key)) return *v;
       return no_element(obj, key);
     case Kind::list:
     case Kind::tuple:
@@ -221,7 +222,7 @@ bool contains(const Value& container, const Value& item) {
       }
       return container.str().find(item.str()) != std::string::npos;
     case Kind::dict:
-      return item.is_string() && container.object().find(item.str()) != nullptr;
+      return container.object().find(item) != nullptr;
     case Kind::undefined:
       return false;
     default:
@@ -306,6 +307,12 @@ Value binary_operation(std::string_view op, const Value& a, const Value& b, size
   if (b.is_undefined()) fail_undefined(b);
   if (a.is_number() && b.is_number()) return arithmetic(op, a, b);
   if (op == "+") {
+    if (a.is_markup() || b.is_markup()) {
+      if (a.is_string() && b.is_string()) {
+        return Value::markup((a.is_markup() ? a.str() : html_escape(a.str())) +
+                             (b.is_markup() ? b.str() : html_escape(b.str())));
+      }
+    }
     if (a.is_string() && b.is_string()) {
       if (a.str().size() + b.str().size() > max_bytes)
         throw TemplateError(ErrorKind::limit, "string exceeds the output limit");
@@ -401,6 +408,32 @@ const Value& ArgReader::required(size_t index, std::string_view name) const {
                         std::string(function_) + "() missing required argument '" + std::string(name) + "'");
   }
   return *v;
+}
+
+std::string html_escape(std::string_view s) {
+  std::string out;
+  for (char c : s) {
+    switch (c) {
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&#34;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out += c;
+    }
+  }
+  return out;
 }
 
 std::string ascii_lower(std::string_view s) {

@@ -47,6 +47,8 @@ class ArgReader {
   std::string_view function_;
 };
 
+// markupsafe's escape: & < > " ' as entities.
+std::string html_escape(std::string_view s);
 // Lowercase/uppercase ASCII letters (Python's would also change other scripts).
 std::string ascii_lower(std::string_view s);
 std::string ascii_upper(std::string_view s);

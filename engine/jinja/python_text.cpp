@@ -131,7 +131,7 @@ void append_dict_repr(std::string& out, const Object& object) {
   for (const auto& [k, v] : object.entries()) {
     if (!first) out += ", ";
     first = false;
-    out += py_string_repr(k);
+    out += py_repr(k);
     out += ": ";
     out += py_repr(v);
   }
@@ -261,6 +261,24 @@ void append_json_string(std::string& out, std::string_view s, bool ensure_ascii)
   out += '"';
 }
 
+// json.dumps turns non-string keys into their JSON text.
+std::string json_key(const Value& k) {
+  switch (k.kind()) {
+    case Kind::string:
+      return k.str();
+    case Kind::none:
+      return "null";
+    case Kind::boolean:
+      return k.as_bool() ? "true" : "false";
+    case Kind::integer:
+    case Kind::floating:
+      return py_str(k);
+    default:
+      throw TemplateError(ErrorKind::type,
+                          std::string("keys must be str, int, float, bool or None, not ") + type_name(k));
+  }
+}
+
 void dump(std::string& out, const Value& v, const JsonDumpOptions& o, int level) {
   auto newline = [&](int depth) {
     out += '\n';
@@ -307,18 +325,18 @@ void dump(std::string& out, const Value& v, const JsonDumpOptions& o, int level)
         out += "{}";
         return;
       }
-      std::vector<const std::pair<std::string, Value>*> order;
-      for (const auto& e : entries) order.push_back(&e);
+      std::vector<std::pair<std::string, const Value*>> order;
+      for (const auto& [k, x] : entries) order.emplace_back(json_key(k), &x);
       if (o.sort_keys) {
-        std::stable_sort(order.begin(), order.end(), [](auto* a, auto* b) { return a->first < b->first; });
+        std::stable_sort(order.begin(), order.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
       }
       out += '{';
       for (size_t i = 0; i < order.size(); ++i) {
         if (i) out += o.item_separator;
         if (o.indent) newline(level + 1);
-        append_json_string(out, order[i]->first, o.ensure_ascii);
+        append_json_string(out, order[i].first, o.ensure_ascii);
         out += o.key_separator;
-        dump(out, order[i]->second, o, level + 1);
+        dump(out, *order[i].second, o, level + 1);
       }
       if (o.indent) newline(level);
       out += '}';

@@ -6,21 +6,29 @@ namespace specd::jinja {
 
 const Value* Object::find(std::string_view key) const {
   for (const auto& [k, v] : entries_) {
-    if (k == key) return &v;
+    if (k.is_string() && k.str() == key) return &v;
   }
   return nullptr;
 }
 
 Value* Object::find(std::string_view key) {
   for (auto& [k, v] : entries_) {
-    if (k == key) return &v;
+    if (k.is_string() && k.str() == key) return &v;
   }
   return nullptr;
 }
 
-void Object::set(std::string key, Value value) {
-  if (Value* existing = find(key)) {
-    *existing = std::move(value);
+const Value* Object::find(const Value& key) const {
+  if (key.is_string()) return find(std::string_view(key.str()));
+  for (const auto& [k, v] : entries_) {
+    if (equals(k, key)) return &v;
+  }
+  return nullptr;
+}
+
+void Object::set(Value key, Value value) {
+  if (const Value* existing = find(key)) {
+    *const_cast<Value*>(existing) = std::move(value);
   } else {
     entries_.emplace_back(std::move(key), std::move(value));
   }
@@ -30,6 +38,12 @@ Value Value::undefined(std::string message, bool unsafe) {
   Value v;
   v.data_ = std::move(message);
   v.unsafe_ = unsafe;
+  return v;
+}
+
+Value Value::markup(std::string s) {
+  Value v(std::move(s));
+  v.markup_ = true;
   return v;
 }
 

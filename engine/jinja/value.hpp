@@ -54,6 +54,9 @@ class Value {
   Value(const char* s) : kind_(Kind::string), data_(std::string(s)) {}
 
   static Value undefined(std::string message, bool unsafe = false);
+  // A string marked safe (the `safe` and `escape` filters): `+` with a plain string
+  // HTML-escapes the plain one, as markupsafe.Markup does.
+  static Value markup(std::string s);
   static Value list(Array items = {});
   static Value tuple(Array items);
   static Value generator(Array items);
@@ -80,6 +83,7 @@ class Value {
   // sandbox's refusal of an unsafe attribute (SecurityError when used).
   const std::string& undefined_message() const { return std::get<std::string>(data_); }
   bool undefined_is_unsafe() const { return unsafe_; }
+  bool is_markup() const { return kind_ == Kind::string && markup_; }
 
   Array& array() const { return *std::get<std::shared_ptr<Array>>(data_); }
   const std::shared_ptr<Array>& array_ptr() const { return std::get<std::shared_ptr<Array>>(data_); }
@@ -93,24 +97,27 @@ class Value {
  private:
   Kind kind_;
   bool unsafe_ = false;
+  bool markup_ = false;
   std::variant<std::monostate, bool, int64_t, double, std::string, std::shared_ptr<Array>, std::shared_ptr<Object>,
                std::shared_ptr<Callable>, std::shared_ptr<LoopInfo>>
       data_;
 };
 
-// A dict: string keys in insertion order. Templates' dicts are small (a message, a
-// tool's schema), so a vector with linear lookup beats a hash map.
+// A dict: keys (strings, or the numbers a template's literal uses) in insertion order. Templates' dicts are small (a
+// message, a tool's schema), so a vector with linear lookup beats a hash map.
 class Object {
  public:
   const Value* find(std::string_view key) const;
   Value* find(std::string_view key);
-  void set(std::string key, Value value);
+  // Any key, compared as Python compares dict keys (1 == 1.0 == True).
+  const Value* find(const Value& key) const;
+  void set(Value key, Value value);
   size_t size() const { return entries_.size(); }
-  const std::vector<std::pair<std::string, Value>>& entries() const { return entries_; }
+  const std::vector<std::pair<Value, Value>>& entries() const { return entries_; }
   void reserve(size_t n) { entries_.reserve(n); }
 
  private:
-  std::vector<std::pair<std::string, Value>> entries_;
+  std::vector<std::pair<Value, Value>> entries_;
 };
 
 struct CallArgs {
