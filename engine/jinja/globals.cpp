@@ -35,11 +35,11 @@ Value range(Renderer& r, CallArgs& args) {
     stop = int_arg(p[1], "");
     if (p.size() == 3) step = int_arg(p[2], "");
   }
-  if (step == 0) throw TemplateError(ErrorKind::type, "ValueError: range() arg 3 must not be zero");
+  if (step == 0) throw TemplateError(ErrorKind::value, "range() arg 3 must not be zero");
   int64_t n = step > 0 ? (stop > start ? (stop - start + step - 1) / step : 0)
                        : (start > stop ? (start - stop - step - 1) / -step : 0);
   if (n > kMaxRange) {
-    throw TemplateError(ErrorKind::security,
+    throw TemplateError(ErrorKind::overflow,
                         "Range too big. The sandbox blocks ranges larger than MAX_RANGE (100000).");
   }
   Array out;

@@ -64,7 +64,7 @@ Value split(const std::string& s, const Value* sep, int64_t maxsplit, bool from_
     return Value::list(std::move(parts));
   }
   const std::string& d = string_arg(*sep, "separator").str();
-  if (d.empty()) throw TemplateError(ErrorKind::type, "ValueError: empty separator");
+  if (d.empty()) throw TemplateError(ErrorKind::value, "empty separator");
   if (from_right) {
     std::vector<std::string> rev;
     size_t end = s.size();
@@ -157,8 +157,7 @@ std::string format_fields(const std::string& f, CallArgs& args) {
       ++i;
     } else if (c == '{') {
       size_t close = f.find('}', i);
-      if (close == std::string::npos)
-        throw TemplateError(ErrorKind::type, "ValueError: unmatched '{' in format string");
+      if (close == std::string::npos) throw TemplateError(ErrorKind::value, "unmatched '{' in format string");
       std::string field = f.substr(i + 1, close - i - 1);
       bool repr = field.size() >= 2 && field.compare(field.size() - 2, 2, "!r") == 0;
       if (repr || (field.size() >= 2 && field[field.size() - 2] == '!')) field.resize(field.size() - 2);
@@ -174,7 +173,7 @@ std::string format_fields(const std::string& f, CallArgs& args) {
           if (k == field) v = &kv;
         }
       }
-      if (!v) throw TemplateError(ErrorKind::type, "IndexError: Replacement index out of range for format");
+      if (!v) throw TemplateError(ErrorKind::value, "Replacement index out of range for format");
       out += repr ? py_repr(*v) : py_str(*v);
       i = close;
     } else {
@@ -302,7 +301,7 @@ std::optional<Value> list_method(const Value& l, std::string_view name, CallArgs
       if (name == "index") return Value(static_cast<int64_t>(i));
       ++n;
     }
-    if (name == "index") throw TemplateError(ErrorKind::type, "ValueError: " + py_repr(x) + " is not in list");
+    if (name == "index") throw TemplateError(ErrorKind::value, "" + py_repr(x) + " is not in list");
     return Value(n);
   }
   if (name == "copy") return Value::list(a);

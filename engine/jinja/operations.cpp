@@ -277,9 +277,9 @@ Value arithmetic(std::string_view op, const Value& a, const Value& b) {
   }
   bool zero = ints ? int_of(b) == 0 : b.to_double() == 0.0;
   if (zero) {
-    throw TemplateError(ErrorKind::type, op == "/"    ? "division by zero"
-                                         : op == "//" ? "integer division or modulo by zero"
-                                                      : "integer modulo by zero");
+    throw TemplateError(ErrorKind::arithmetic, op == "/"    ? "division by zero"
+                                               : op == "//" ? "integer division or modulo by zero"
+                                                            : "integer modulo by zero");
   }
   if (op == "/") return Value(a.to_double() / b.to_double());
   if (ints) {

@@ -114,10 +114,10 @@ void bind_targets(Frame& frame, const std::vector<std::string>& targets, const V
   }
   auto items = iterate(value);
   if (items->size() != targets.size()) {
-    throw TemplateError(ErrorKind::type, (items->size() > targets.size() ? "ValueError: too many values to unpack"
-                                                                         : "ValueError: not enough values to unpack") +
-                                             std::string(" (expected ") + std::to_string(targets.size()) + ", got " +
-                                             std::to_string(items->size()) + ")");
+    throw TemplateError(ErrorKind::value,
+                        (items->size() > targets.size() ? "too many values to unpack" : "not enough values to unpack") +
+                            std::string(" (expected ") + std::to_string(targets.size()) + ", got " +
+                            std::to_string(items->size()) + ")");
   }
   for (size_t i = 0; i < targets.size(); ++i) frame.set(targets[i], (*items)[i]);
 }
@@ -275,7 +275,7 @@ Value Renderer::make_macro(const Stmt& s, std::shared_ptr<Frame> closure, std::s
                                                                       " was not provided"));
     }
     r.frame_ = saved;
-    frame->set("varargs", Value::list(std::move(varargs)));
+    frame->set("varargs", Value::tuple(std::move(varargs)));
     frame->set("kwargs", kwargs);
     std::string out = r.capture(def->body, frame);
     --r.depth_;

@@ -29,6 +29,12 @@ const char* error_kind_name(ErrorKind kind) {
       return "UndefinedError";
     case ErrorKind::type:
       return "TypeError";
+    case ErrorKind::value:
+      return "ValueError";
+    case ErrorKind::arithmetic:
+      return "ZeroDivisionError";
+    case ErrorKind::overflow:
+      return "OverflowError";
     case ErrorKind::security:
       return "SecurityError";
     case ErrorKind::raised:

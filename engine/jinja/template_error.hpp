@@ -9,13 +9,16 @@
 namespace specd::jinja {
 
 enum class ErrorKind {
-  syntax,     // TemplateSyntaxError: the template does not parse
-  undefined,  // UndefinedError: an undefined value used beyond printing or testing
-  type,       // TypeError / ValueError: an operation on values of the wrong type
-  security,   // SecurityError: the sandbox refused an attribute (list.append, ...)
-  raised,     // the template's own raise_exception(message)
-  runtime,    // TemplateRuntimeError: unknown filter or test, and the like
-  limit,      // a configured limit (loop iterations, recursion, output size) was hit
+  syntax,      // TemplateSyntaxError: the template does not parse
+  undefined,   // UndefinedError: an undefined value used beyond printing or testing
+  type,        // TypeError: an operation on values of the wrong type
+  value,       // ValueError / IndexError: the right type with a wrong value
+  arithmetic,  // ZeroDivisionError
+  overflow,    // OverflowError: a range larger than the sandbox allows
+  security,    // SecurityError: the sandbox refused an attribute (list.append, ...)
+  raised,      // the template's own raise_exception(message)
+  runtime,     // TemplateRuntimeError: unknown filter or test, and the like
+  limit,       // a configured limit (loop iterations, recursion, output size) was hit
 };
 
 class TemplateError : public SpecdError {
