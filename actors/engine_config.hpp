@@ -14,6 +14,10 @@ struct EngineConfig {
   // Float checkpoints quantized at load to int8 or int4 blocks (engine/model/weight_format.hpp).
   WeightFormat target_weights = WeightFormat::stored;
   WeightFormat draft_weights = WeightFormat::stored;
+  // A Jinja chat template file in place of the target's own (chat_template.jinja,
+  // tokenizer_config.json, GGUF metadata); empty: the target's. A file that cannot be
+  // read or parsed stops the engine at start.
+  std::filesystem::path chat_template;
   int32_t max_batch = 32;      // most requests generating at once (rows of a round)
   int64_t max_seq_len = 1024;  // per request: prompt plus generated tokens (capped at the models' positions)
   // Bytes of KV blocks for both models together; 0: derived from the memory the process
