@@ -109,6 +109,16 @@ TEST_CASE("syntax errors name the template line") {
   CHECK(syntax_error_line("\n{# never closed") == 2);
 }
 
+TEST_CASE("nesting deeper than 200 brackets or blocks is a syntax error, not a stack overflow") {
+  const std::string deep = "{{ " + std::string(5000, '(') + "1" + std::string(5000, ')') + " }}";
+  CHECK(syntax_error_line(deep.c_str()) == 1);
+  std::string blocks;
+  for (int i = 0; i < 1000; ++i) blocks += "{% if true %}";
+  CHECK(syntax_error_line(blocks.c_str()) == 1);
+  const std::string fine = "{{ " + std::string(100, '(') + "1" + std::string(100, ')') + " }}";
+  CHECK(Template::compile(fine).render(Value::dict()) == "1");
+}
+
 TEST_CASE("render errors carry the line of the statement that raised") {
   const Template t = Template::compile("ok\n{% for m in messages %}\n{{ m.content.missing.x }}\n{% endfor %}");
   try {

@@ -39,6 +39,11 @@ TEST_CASE(
        "%}[{{ x }}]{% endcall %}",
        "{}", false, "<[1][2]>"},
       {"{% generation %}inside {{ 1 + 1 }}{% endgeneration %}", "{}", false, "inside 2"},
+      {"{% for n in tree recursive %}({{ n.name }}{{ loop.depth }}{% if n.children %}{{ loop(n.children) }}{% endif "
+       "%}){% endfor %}",
+       "{\"tree\": [{\"name\": \"a\", \"children\": [{\"name\": \"b\", \"children\": []}, {\"name\": \"c\"}]}, "
+       "{\"name\": \"d\"}]}",
+       false, "(a1(b2)(c2))(d1)"},
   };
   for (const RenderCase& c : cases) check_case(c);
 }

@@ -127,6 +127,7 @@ ExprPtr Parser::parse_unary(bool with_filter) {
 }
 
 ExprPtr Parser::parse_primary() {
+  DepthGuard guard(*this);
   const Token& t = current();
   int line = t.line;
   if (t.type == TokenType::name) {

@@ -45,6 +45,7 @@ Body Parser::parse_body(std::initializer_list<std::string_view> ends, std::strin
 }
 
 Stmt Parser::parse_statement() {
+  DepthGuard guard(*this);
   int line = current().line;
   std::string tag = expect_name();
   Stmt s{StmtKind::text, line};

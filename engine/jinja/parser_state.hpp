@@ -145,8 +145,19 @@ class Parser {
 
   ExprPtr parse_test(ExprPtr subject);
 
+  // Nesting of brackets and blocks: bounded, so a hostile template cannot exhaust the stack.
+  struct DepthGuard {
+    explicit DepthGuard(Parser& p) : parser(p) {
+      if (++parser.depth_ > kMaxDepth) parser.fail("template nested more than 200 levels deep");
+    }
+    ~DepthGuard() { --parser.depth_; }
+    Parser& parser;
+  };
+  static constexpr int kMaxDepth = 200;
+
   std::vector<Token> tokens_;
   size_t pos_ = 0;
+  int depth_ = 0;
 };
 
 }  // namespace specd::jinja

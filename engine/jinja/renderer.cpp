@@ -149,7 +149,7 @@ Renderer::Flow Renderer::exec_statement(const Stmt& s) {
     case StmtKind::if_:
       return exec(eval(*s.expr).truthy() ? s.body : s.else_body);
     case StmtKind::for_:
-      return exec_for(s);
+      return exec_for(s, eval(*s.expr), 0);
     case StmtKind::set:
       exec_set(s, eval(*s.expr));
       return Flow::normal;
@@ -184,8 +184,8 @@ Renderer::Flow Renderer::exec_statement(const Stmt& s) {
   return Flow::normal;
 }
 
-Renderer::Flow Renderer::exec_for(const Stmt& s) {
-  std::shared_ptr<Array> items = iterate(eval(*s.expr));
+Renderer::Flow Renderer::exec_for(const Stmt& s, const Value& iterable, int64_t depth0) {
+  std::shared_ptr<Array> items = iterate(iterable);
   std::shared_ptr<Frame> parent = frame_;
   if (s.filter_expr) {
     auto kept = std::make_shared<Array>();
@@ -200,6 +200,8 @@ Renderer::Flow Renderer::exec_for(const Stmt& s) {
   }
   auto info = std::make_shared<LoopInfo>();
   info->items = items;
+  info->depth0 = depth0;
+  if (s.loop_recursive) info->recursive = &s;
   Value loop = Value::loop(info);
   for (size_t i = 0; i < items->size(); ++i) {
     count_iteration();
@@ -285,6 +287,21 @@ Value Renderer::make_macro(const Stmt& s, std::shared_ptr<Frame> closure, std::s
 
 Value Renderer::call(const Value& callee, CallArgs& args) {
   if (callee.kind() == Kind::callable) return callee.callable().function(*this, args);
+  if (callee.kind() == Kind::loop && callee.loop_info().recursive) {
+    // loop(children) inside a recursive for: the same loop over the children, one level deeper.
+    if (args.positional.size() != 1) throw TemplateError(ErrorKind::type, "loop() takes exactly one argument");
+    if (++depth_ > limits_.max_recursion_depth) {
+      throw TemplateError(ErrorKind::limit, "more than " + std::to_string(limits_.max_recursion_depth) +
+                                                " nested macro calls or recursive loops");
+    }
+    std::string buffer;
+    std::string* saved = out_;
+    out_ = &buffer;
+    exec_for(*callee.loop_info().recursive, args.positional[0], callee.loop_info().depth0 + 1);
+    out_ = saved;
+    --depth_;
+    return Value(std::move(buffer));
+  }
   if (callee.is_undefined()) fail_undefined(callee);
   throw TemplateError(ErrorKind::type, std::string("'") + type_name(callee) + "' object is not callable");
 }

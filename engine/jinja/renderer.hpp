@@ -54,7 +54,7 @@ class Renderer {
 
   Flow exec(const Body& body);
   Flow exec_statement(const Stmt& s);
-  Flow exec_for(const Stmt& s);
+  Flow exec_for(const Stmt& s, const Value& iterable, int64_t depth0);
   void exec_set(const Stmt& s, Value value);
   void define_macro(const Stmt& s);
   Value make_macro(const Stmt& s, std::shared_ptr<Frame> closure, std::string name);

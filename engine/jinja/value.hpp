@@ -18,6 +18,7 @@ namespace specd::jinja {
 class Value;
 class Renderer;
 struct LoopInfo;
+struct Stmt;
 
 enum class Kind : uint8_t {
   undefined,
@@ -135,6 +136,7 @@ struct LoopInfo {
   std::shared_ptr<Array> items;
   int64_t index0 = 0;
   int64_t depth0 = 0;
+  const Stmt* recursive = nullptr;  // a `for ... recursive` loop: loop(items) renders it again
 };
 
 // Python `==` (1 == 1.0 == True; lists and dicts element-wise).
