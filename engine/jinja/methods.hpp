@@ -18,6 +18,9 @@ std::optional<Value> call_method(Renderer& renderer, const Value& obj, std::stri
 // obj.name as a value to call later.
 Value bind_method(const Value& obj, std::string name);
 
+// A str method's result, or nullopt when str has no such method (string_methods.cpp).
+std::optional<Value> string_method(const std::string& s, std::string_view name, CallArgs& args);
+
 // Python's str.strip/lstrip/rstrip (chars null: whitespace).
 std::string py_strip(std::string_view s, const Value* chars, bool left, bool right);
 
