@@ -37,10 +37,15 @@ ChatTemplate compiled(std::string_view source, std::string origin, std::string b
   }
 }
 
-ChatTemplate from_gguf(const std::filesystem::path& path) {
+// A GGUF file's tokenizer.chat_template, or `template_file` with the file's tokens.
+ChatTemplate from_gguf(const std::filesystem::path& path, const std::filesystem::path& template_file) {
   const std::optional<GgufChatTemplate> t = gguf_chat_template(GgufFile::open(path));
+  const std::string bos = t ? t->bos_token : "", eos = t ? t->eos_token : "";
+  if (!template_file.empty()) {
+    return compiled(read_file(template_file, "chat template"), template_file.string(), bos, eos);
+  }
   if (!t) throw SpecdError(ErrorCode::unknown_chat_template, path.string() + ": no tokenizer.chat_template");
-  return compiled(t->source, path.string() + " tokenizer.chat_template", t->bos_token, t->eos_token);
+  return compiled(t->source, path.string() + " tokenizer.chat_template", bos, eos);
 }
 
 }  // namespace
@@ -53,38 +58,28 @@ ChatTemplate::ChatTemplate(std::string_view source, std::string origin, std::str
 
 ChatTemplate ChatTemplate::from_model_dir(const std::filesystem::path& model_dir,
                                           const std::filesystem::path& template_file) {
-  std::optional<std::string> bos, eos;
-  const bool gguf = is_gguf_path(model_dir);
+  if (is_gguf_path(model_dir)) return from_gguf(model_dir, template_file);
   const auto config_file = model_dir / "tokenizer_config.json";
-  std::optional<TokenizerConfig> config;
-  if (gguf) {
-    if (const auto t = gguf_chat_template(GgufFile::open(model_dir))) bos = t->bos_token, eos = t->eos_token;
-  } else if (!template_file.empty() && !std::filesystem::exists(config_file)) {
-    // An explicit template needs no tokenizer_config.json; the tokens are then empty.
-  } else {
-    config = read_tokenizer_config(config_file);
-    bos = config->bos_token;
-    eos = config->eos_token;
-  }
+  // An explicit template needs no tokenizer_config.json; its tokens are then empty.
+  const TokenizerConfig config = !template_file.empty() && !std::filesystem::exists(config_file)
+                                     ? TokenizerConfig{}
+                                     : read_tokenizer_config(config_file);
+  const std::string bos = config.bos_token.value_or(""), eos = config.eos_token.value_or("");
   if (!template_file.empty()) {
-    return compiled(read_file(template_file, "chat template"), template_file.string(), bos.value_or(""),
-                    eos.value_or(""));
+    return compiled(read_file(template_file, "chat template"), template_file.string(), bos, eos);
   }
-  if (gguf) return from_gguf(model_dir);
   const auto jinja_file = model_dir / "chat_template.jinja";
   if (std::filesystem::exists(jinja_file)) {
-    return compiled(read_file(jinja_file, "chat template"), jinja_file.string(), bos.value_or(""), eos.value_or(""));
+    return compiled(read_file(jinja_file, "chat template"), jinja_file.string(), bos, eos);
   }
-  if (config->chat_template) {
-    return compiled(*config->chat_template, config_file.string(), bos.value_or(""), eos.value_or(""));
-  }
-  if (config->specd_chat_template) {
-    if (*config->specd_chat_template != "speaker-turns") {
+  if (config.chat_template) return compiled(*config.chat_template, config_file.string(), bos, eos);
+  if (config.specd_chat_template) {
+    if (*config.specd_chat_template != "speaker-turns") {
       throw SpecdError(ErrorCode::unknown_chat_template, config_file.string() + ": specd_chat_template \"" +
-                                                             *config->specd_chat_template +
-                                                             "\" is not one specd knows");
+                                                             *config.specd_chat_template + "\" is not one specd knows");
     }
-    return compiled(kSpeakerTurnsJinja, config_file.string(), bos.value_or("<s>"), eos.value_or("</s>"));
+    return compiled(kSpeakerTurnsJinja, config_file.string(), config.bos_token.value_or("<s>"),
+                    config.eos_token.value_or("</s>"));
   }
   throw SpecdError(ErrorCode::unknown_chat_template,
                    config_file.string() + ": no chat_template (and no chat_template.jinja beside it)");
