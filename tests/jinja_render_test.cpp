@@ -1,7 +1,10 @@
 // The Jinja renderer against Jinja2 itself: every case of ../shared/data/templates/
 // cases.jsonl (56 real chat templates, seven conversations each, rendered the way
 // transformers' apply_chat_template renders them) must come out byte for byte, and
-// every case Jinja2 refused must be refused with the same error.
+// every case Jinja2 refused must be refused with the same error. tests/data/jinja/
+// more_cases.jsonl adds eleven harder conversations per template (parallel tool calls,
+// content parts, null content, nested schemas, ...), rendered by Jinja2 the same way
+// (make_more_cases.py beside it).
 #include <doctest/doctest.h>
 #include <simdjson.h>
 
@@ -45,10 +48,10 @@ struct Case {
   bool expects_error = false;
 };
 
-std::vector<Case> load_cases() {
+std::vector<Case> load_cases(const fs::path& file) {
   std::vector<Case> cases;
-  std::ifstream in(kTemplates / "cases.jsonl");
-  REQUIRE_MESSAGE(in, "missing " << (kTemplates / "cases.jsonl").string());
+  std::ifstream in(file);
+  REQUIRE_MESSAGE(in, "missing " << file.string());
   simdjson::dom::parser parser;
   std::string line;
   while (std::getline(in, line)) {
@@ -75,13 +78,14 @@ TemplateOptions pinned_options() {
   return options;
 }
 
-}  // namespace
-
-TEST_CASE("every case of the 56 real chat templates renders as Jinja2 rendered it, or is refused as it was") {
-  std::vector<Case> cases = load_cases();
-  REQUIRE(cases.size() == 392);
-  std::map<std::string, Template> compiled;
+struct Tally {
   int exact = 0, refused = 0, expected_errors = 0;
+};
+
+// Renders every case; each must equal Jinja2's text, or be refused with Jinja2's error.
+Tally check_cases(const std::vector<Case>& cases) {
+  std::map<std::string, Template> compiled;
+  Tally tally;
   for (const Case& c : cases) {
     INFO(c.template_name << " / " << c.name);
     auto it = compiled.find(c.template_name);
@@ -100,19 +104,39 @@ TEST_CASE("every case of the 56 real chat templates renders as Jinja2 rendered i
         continue;
       }
       CHECK(text == c.text);
-      exact += text == c.text;
+      tally.exact += text == c.text;
       continue;
     }
-    ++expected_errors;
+    ++tally.expected_errors;
     try {
       std::string text = it->second.render(variables);
       FAIL_CHECK("rendered where Jinja2 raised " << c.error);
     } catch (const TemplateError& e) {
       CHECK(e.python_form() == c.error);
-      refused += e.python_form() == c.error;
+      tally.refused += e.python_form() == c.error;
     }
   }
-  MESSAGE("byte-exact renders: " << exact << " of " << cases.size() - expected_errors << "; errors refused with "
-                                 << "Jinja2's message: " << refused << " of " << expected_errors);
-  CHECK(exact + refused == 392);
+  return tally;
+}
+
+}  // namespace
+
+TEST_CASE("every case of the 56 real chat templates renders as Jinja2 rendered it, or is refused as it was") {
+  const std::vector<Case> cases = load_cases(kTemplates / "cases.jsonl");
+  REQUIRE(cases.size() == 392);
+  const Tally t = check_cases(cases);
+  MESSAGE("byte-exact renders: " << t.exact << " of " << cases.size() - t.expected_errors
+                                 << "; errors refused with Jinja2's message: " << t.refused << " of "
+                                 << t.expected_errors);
+  CHECK(t.exact + t.refused == 392);
+}
+
+TEST_CASE("eleven harder conversations per template render as Jinja2 rendered them, or are refused as they were") {
+  const std::vector<Case> cases = load_cases(fs::path(SPECD_SOURCE_DIR) / "tests/data/jinja/more_cases.jsonl");
+  REQUIRE(cases.size() == 616);
+  const Tally t = check_cases(cases);
+  MESSAGE("byte-exact renders: " << t.exact << " of " << cases.size() - t.expected_errors
+                                 << "; errors refused with Jinja2's message: " << t.refused << " of "
+                                 << t.expected_errors);
+  CHECK(t.exact + t.refused == 616);
 }

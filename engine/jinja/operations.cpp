@@ -226,7 +226,11 @@ bool contains(const Value& container, const Value& item) {
     case Kind::undefined:
       return false;
     default:
-      for (const Value& x : *iterate(container)) {
+      if (!container.is_sequence_like()) {
+        throw TemplateError(ErrorKind::type,
+                            std::string("argument of type '") + type_name(container) + "' is not iterable");
+      }
+      for (const Value& x : container.array()) {
         if (equals(x, item)) return true;
       }
       return false;
