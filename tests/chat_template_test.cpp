@@ -182,6 +182,18 @@ TEST_CASE("a missing template or an unknown specd template name is unknown_chat_
   CHECK(chat_error(fs::temp_directory_path() / "specd_chat_no_such_dir").code() == ErrorCode::missing_file);
 }
 
+TEST_CASE("a role other than system, user, assistant, tool is invalid_argument") {
+  const ChatTemplate chat = ChatTemplate::from_model_dir(kSource / "models/target");
+  const std::vector<ChatMessage> bad{{"narrator", "x"}};
+  try {
+    (void)chat.render(bad);
+    FAIL("expected an exception");
+  } catch (const SpecdError& e) {
+    CHECK(e.code() == ErrorCode::invalid_argument);
+    CHECK(std::string(e.what()).find("\"narrator\"") != std::string::npos);
+  }
+}
+
 TEST_CASE("any Jinja template in tokenizer_config.json renders") {
   const fs::path dir = dir_with_config(
       "jinja", R"({"chat_template": "{% for m in messages %}[{{ m.role }}] {{ m.content }}\n{% endfor %}"})");

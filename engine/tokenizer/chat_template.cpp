@@ -89,6 +89,11 @@ std::string ChatTemplate::render(std::span<const ChatMessage> messages) const {
   jinja::Array list;
   list.reserve(messages.size());
   for (const ChatMessage& m : messages) {
+    // The roles chat APIs define; whether a template accepts one is the template's call.
+    if (m.role != "system" && m.role != "user" && m.role != "assistant" && m.role != "tool") {
+      throw SpecdError(ErrorCode::invalid_argument,
+                       "chat message role \"" + m.role + "\" is not one of system, user, assistant, tool");
+    }
     jinja::Value message = jinja::Value::dict();
     message.object().set("role", jinja::Value(m.role));
     message.object().set("content", jinja::Value(m.content));

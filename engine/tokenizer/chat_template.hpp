@@ -19,7 +19,7 @@ class Template;
 class Tokenizer;
 
 struct ChatMessage {
-  std::string role;  // "system", "user", "assistant", or any role the template accepts
+  std::string role;  // "system", "user", "assistant" or "tool" (the template may refuse some)
   std::string content;
 };
 
@@ -44,8 +44,9 @@ class ChatTemplate {
   static ChatTemplate from_model_dir(const std::filesystem::path& model_dir,
                                      const std::filesystem::path& template_file = {});
 
-  // The prompt text. Throws jinja::TemplateError (invalid_argument) when the template
-  // refuses the conversation (its raise_exception) or fails on it, naming the line.
+  // The prompt text. Throws SpecdError(invalid_argument) for another role, and
+  // jinja::TemplateError (invalid_argument) when the template refuses the conversation
+  // (its raise_exception) or fails on it, naming the line.
   std::string render(std::span<const ChatMessage> messages) const;
   // The prompt's token ids: the rendered text encoded without an added BOS, with the
   // template's BOS and EOS strings recognised as the tokenizer's bos_id() and first eos
