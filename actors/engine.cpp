@@ -37,7 +37,7 @@ void check_config(const EngineConfig& c) {
     if (v < 1) throw SpecdError(ErrorCode::invalid_argument, std::string("engine config: ") + name + " must be >= 1");
   };
   positive(c.max_batch, "max_batch");
-  positive(c.max_seq_len, "max_seq_len");
+  positive(c.sequence.max_seq_len, "max_seq_len");
   positive(c.max_waiting, "max_waiting");
   positive(c.burst_queue, "burst_queue");
   positive(c.trace_capacity, "trace_capacity");
@@ -50,7 +50,7 @@ void check_config(const EngineConfig& c) {
   non_negative(c.draft_threads, "draft_threads");
   non_negative(c.kv_cache_memory, "kv_cache_memory");
   positive(c.kv_block_size, "kv_block_size");
-  if (c.k_max < 0) throw SpecdError(ErrorCode::invalid_argument, "engine config: k_max must be >= 0");
+  if (c.sequence.k_max < 0) throw SpecdError(ErrorCode::invalid_argument, "engine config: k_max must be >= 0");
   if (!(c.prefill_slowdown == 0 || c.prefill_slowdown > 1)) {
     throw SpecdError(ErrorCode::invalid_argument, "engine config: prefill_slowdown must be 0 (off) or > 1");
   }
@@ -72,10 +72,10 @@ struct LoadedPair {
 void cap_max_seq_len(EngineConfig& c, const LlamaModel& target, const LlamaModel* draft) {
   int64_t limit = target.config().max_position_embeddings;
   if (draft) limit = std::min<int64_t>(limit, draft->config().max_position_embeddings);
-  if (limit <= 0 || c.max_seq_len <= limit) return;
+  if (limit <= 0 || c.sequence.max_seq_len <= limit) return;
   std::fprintf(stderr, "specd: max_seq_len %lld exceeds the models' max_position_embeddings; using %lld\n",
-               static_cast<long long>(c.max_seq_len), static_cast<long long>(limit));
-  c.max_seq_len = limit;
+               static_cast<long long>(c.sequence.max_seq_len), static_cast<long long>(limit));
+  c.sequence.max_seq_len = limit;
 }
 
 std::string describe_weights(const LlamaModel& model, WeightFormat format) {
@@ -106,14 +106,13 @@ LoadedPair load_pair(EngineConfig c) {
   }
   cap_max_seq_len(p.config, *p.target, p.draft.get());
   // After the weights: what memory is left is what the derived budget shares out.
-  const KvBudgetInput kv{config.kv_cache_memory,
-                         config.kv_cache_memory > 0 ? 0 : memory_available_bytes(),
-                         KvCache::bytes_per_token(p.target->config()),
-                         p.draft ? KvCache::bytes_per_token(p.draft->config()) : 0,
-                         config.kv_block_size,
-                         config.max_batch,
-                         config.max_seq_len,
-                         config.k_max};
+  const KvBudgetInput kv{.configured_bytes = config.kv_cache_memory,
+                         .available_bytes = config.kv_cache_memory > 0 ? 0 : memory_available_bytes(),
+                         .target_bytes_per_token = KvCache::bytes_per_token(p.target->config()),
+                         .draft_bytes_per_token = p.draft ? KvCache::bytes_per_token(p.draft->config()) : 0,
+                         .block_size = config.kv_block_size,
+                         .max_batch = config.max_batch,
+                         .sequence = config.sequence};
   p.kv = plan_kv_budget(kv);
   p.kv_summary = describe(p.kv, kv, config.prefix_cache);
   p.weights_summary = "target " + describe_weights(*p.target, config.target_weights);
@@ -124,15 +123,15 @@ LoadedPair load_pair(EngineConfig c) {
 std::shared_ptr<KvCache> make_cache(const std::shared_ptr<LlamaModel>& model, const EngineConfig& c,
                                     const KvBudget& kv) {
   if (!model) return nullptr;
-  auto cache = std::make_shared<KvCache>(model->config(), c.max_batch, c.max_seq_len, kv.blocks, kv.block_size);
+  auto cache =
+      std::make_shared<KvCache>(model->config(), c.max_batch, c.sequence.max_seq_len, kv.blocks, kv.block_size);
   cache->set_prefix_caching(c.prefix_cache);
   return cache;
 }
 
 // The lanes are the parallelism: OpenBLAS's own pool would run inside both lanes at
-// once and contend for the same cores (a 5-row target pass took 38.5 ms with 2 OpenBLAS
-// threads against 10.5 ms with 1 on this machine). Called before calibration, which
-// must time what rounds will run.
+// once and contend for the same cores (DESIGN.md: thread pools spin). Called before
+// calibration, which must time what rounds will run.
 ThreadPolicy engine_thread_policy(const EngineConfig& c) {
   const bool configured = c.threads > 0 || c.target_threads > 0 || c.draft_threads > 0;
   ThreadPolicy policy = choose_thread_policy(
@@ -166,7 +165,7 @@ struct Engine::Impl {
         permits(threads.budget),
         tokenizer(std::move(p.tokenizer)),
         chat(load_chat_template(config.target_dir, config.chat_template, no_chat_reason)),
-        limits{static_cast<int32_t>(p.target->config().vocab_size), config.max_seq_len, config.k_max},
+        limits{static_cast<int32_t>(p.target->config().vocab_size), config.sequence},
         has_draft(p.draft != nullptr),
         kv(p.kv),
         kv_summary(std::move(p.kv_summary)),
@@ -184,10 +183,14 @@ struct Engine::Impl {
         cache(asio::make_strand(executor), config.max_batch, has_draft) {
     // Calibration times the lanes' round shapes, so it runs once they exist and before
     // the scheduler that plans with its curves.
-    SchedulerOptions options{config.max_waiting,        config.overlap,          has_draft,
-                             config.max_seq_len,        tokenizer.get(),         tokenizer->eos_ids(),
-                             config.prefill_chunk,      config.prefill_slowdown, calibrate(),
-                             {kv.blocks, kv.block_size}};
+    SchedulerOptions options{.max_waiting = config.max_waiting,
+                             .overlap = config.overlap,
+                             .tokenizer = tokenizer.get(),
+                             .eos_ids = tokenizer->eos_ids(),
+                             .prefill_chunk = config.prefill_chunk,
+                             .prefill_slowdown = config.prefill_slowdown,
+                             .planning = calibrate(),
+                             .kv = kv};
     scheduler = std::make_unique<SchedulerActor>(asio::make_strand(executor), std::move(options), cache, lanes,
                                                  trace.get(), live_requests);
   }
@@ -227,14 +230,13 @@ struct Engine::Impl {
 
 // The K planner's setup: the engine's bound on K and the round costs, timed on each
 // lane with its own intra-op budget, one lane after the other: run at once they
-// disturbed each other's timings (a one-row draft step measured 300 ms instead of 0.6 ms
-// while the target calibrated).
+// disturb each other's timings.
 KPlanSetup Engine::Impl::calibrate() {
-  KPlanSetup planning{config.k_max, std::nullopt};
+  KPlanSetup planning{.sequence = config.sequence, .has_draft_model = has_draft};
   if (config.calibration_seconds <= 0) return planning;
   RoundCostModel& costs = planning.round_costs.emplace(
-      config.max_batch, planning.k_max, static_cast<int32_t>(std::min<int64_t>(config.prefill_chunk, 4096)));
-  const CalibrationLimits limits{config.max_batch, planning.k_max, config.calibration_seconds};
+      config.max_batch, planning.sequence.k_max, static_cast<int32_t>(std::min<int64_t>(config.prefill_chunk, 4096)));
+  const CalibrationLimits limits{config.max_batch, planning.sequence.k_max, config.calibration_seconds};
   auto time_verify = [&](Verifier& v) { return calibrate_verify(v.model(), v.cache(), costs, limits); };
   verify_worker.run_blocking("calibrate", time_verify);
   // Without a draft model only prompt-lookup rows draft, and they need the verify curve alone.
@@ -283,21 +285,19 @@ RequestHandle Engine::submit(GenerateRequest request, BurstHandler on_burst, Don
                                      RequestActor::Setup{id, number, std::move(on_burst), std::move(on_done),
                                                          impl.config.burst_queue, impl.live_requests, impl.trace});
   actor->start();
-  auto refuse = [&](ErrorCode code, std::string message) {
-    actor->post_finished({FinishReason::error, RequestError{code, std::move(message)}});
-  };
+  auto refuse = [&](RequestError error) { actor->post_finished({FinishReason::error, std::move(error)}); };
   try {
     std::vector<int32_t> prompt = impl.prompt_ids(request);
     validate_request(request, prompt, impl.limits);
     request.id = id;
     std::lock_guard lock(impl.gate);
     if (!impl.accepting) {
-      refuse(ErrorCode::shutting_down, "the engine is stopping");
+      refuse(engine_stopping());
     } else if (!impl.scheduler->try_submit({actor, std::move(request), std::move(prompt)})) {
-      refuse(ErrorCode::overloaded, "the scheduler's mailbox is full");
+      refuse({ErrorCode::overloaded, "the scheduler's mailbox is full"});
     }
   } catch (const SpecdError& e) {
-    refuse(e.code(), e.message());
+    refuse({e.code(), e.message()});
   }
   return RequestHandle(actor);
 }
@@ -352,18 +352,6 @@ void Engine::write_trace(const std::filesystem::path& path) const { impl_->trace
 
 std::string Engine::trace_json(std::optional<double> seconds, std::optional<std::string> request_id) const {
   return impl_->trace->chrome_json({seconds, std::move(request_id)});
-}
-
-std::vector<Engine::LaneInterval> Engine::lane_intervals() const {
-  std::vector<LaneInterval> out;
-  for (const TraceEvent& e : impl_->trace->events()) {
-    if (e.phase != 'X' || e.track.empty() || e.track == "scheduler") continue;
-    double waited_us = 0;
-    for (const auto& [key, value] : e.args)
-      if (key == "waited_us") waited_us = std::get<double>(value);
-    out.push_back({e.track, e.name, e.start_us - waited_us, e.start_us, e.start_us + e.duration_us});
-  }
-  return out;
 }
 
 RequestHandle::RequestHandle(std::shared_ptr<RequestActor> actor) : actor_(std::move(actor)) {}

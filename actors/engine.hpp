@@ -102,12 +102,6 @@ class Engine {
   // `seconds` (all when unset), of one request when `request_id` is set.
   std::string trace_json(std::optional<double> seconds = {}, std::optional<std::string> request_id = {}) const;
   void write_trace(const std::filesystem::path& path) const;
-  // A lane job: handed to its lane at handed_us, ran from start_us to end_us.
-  struct LaneInterval {
-    std::string lane, label;
-    double handed_us, start_us, end_us;
-  };
-  std::vector<LaneInterval> lane_intervals() const;
 
  private:
   struct Impl;

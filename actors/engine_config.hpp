@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "engine/model/weight_format.hpp"
+#include "engine/request/sequence_limits.hpp"
 
 namespace specd {
 
@@ -18,8 +19,8 @@ struct EngineConfig {
   // tokenizer_config.json, GGUF metadata); empty: the target's. A file that cannot be
   // read or parsed stops the engine at start.
   std::filesystem::path chat_template;
-  int32_t max_batch = 32;      // most requests generating at once (rows of a round)
-  int64_t max_seq_len = 1024;  // per request: prompt plus generated tokens (capped at the models' positions)
+  int32_t max_batch = 32;   // most requests generating at once (rows of a round)
+  SequenceLimits sequence;  // max_seq_len (prompt plus generated tokens) and k_max
   // Bytes of KV blocks for both models together; 0: derived from the memory the process
   // may use after the weights (engine/model/kv_budget.hpp). Printed at start.
   int64_t kv_cache_memory = 0;
@@ -29,14 +30,14 @@ struct EngineConfig {
   bool prefix_cache = true;
   int32_t max_waiting = 256;  // admitted-but-waiting bound; beyond it submit fails `overloaded`
   // Most prompt tokens prefilled per round across newcomers, so running streams keep
-  // decoding while a long prompt arrives; 0: each prompt whole in one round. 128 costs
-  // no prefill throughput at 3B size (chunks of 64-256 against whole prompts, BENCHMARKS.md).
+  // decoding while a long prompt arrives; 0: each prompt whole in one round. The default
+  // costs no prefill throughput at 3B size (BENCHMARKS.md, chunked prefill).
   int64_t prefill_chunk = 128;
   // While requests decode, a round that also carries prompt chunks takes at most this
   // times a round without (priced from the measured pass costs: the chunk shrinks, down
   // to a few tokens, as the model grows), so a long prompt arriving stretches running
-  // streams' typical inter-token gap by this; 0: chunks are always prefill_chunk. 1.5
-  // keeps their p99 within 2.5x their median on a noisy 2-core host (BENCHMARKS.md).
+  // streams' typical inter-token gap by this; 0: chunks are always prefill_chunk. The
+  // default's effect on inter-token latency is measured in BENCHMARKS.md.
   double prefill_slowdown = 1.5;
   int32_t burst_queue = 256;  // bursts a request's sink may lag before `slow_consumer`
   // Compute threads across both lanes; 0: what the process may use (its CPU affinity
@@ -47,7 +48,6 @@ struct EngineConfig {
   bool overlap = true;               // draft lane works on newcomers while the target verifies
   bool trace = false;                // record lane and request spans (trace_json, write_trace)
   int32_t trace_capacity = 100'000;  // events the trace ring holds; the newest overwrite the oldest
-  int32_t k_max = 8;                 // bound on K for every request
   // Seconds each lane spends at start timing passes for the batch K planner; 0 skips
   // calibration (K is then chosen per request from a cost ratio).
   double calibration_seconds = 2.0;

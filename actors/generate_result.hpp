@@ -51,6 +51,9 @@ struct RequestError {
   std::string message;
 };
 
+// The one refusal of a request that reaches the engine after stop() began.
+inline RequestError engine_stopping() { return {ErrorCode::shutting_down, "the engine is stopping"}; }
+
 struct GenerateResult {
   std::string id;
   FinishReason finish_reason = FinishReason::length;

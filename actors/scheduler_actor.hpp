@@ -1,19 +1,20 @@
 #pragma once
 // SchedulerActor: admission, continuous batching and K planning, one round at a time.
 // Requests wait in a bounded queue until CacheManager grants their KV slots and the
-// KV pools have blocks for them, join the
-// batch at a round boundary (their target prefill and draft prefill run inside that
-// round, on the lanes, overlapping the running batch's draft and verify work), and
-// leave it at a round boundary when they finish, are cancelled or fail. It owns each
-// request's round state (SpecSequence) and its RequestOutput, which decides on every
-// burst, before it leaves, whether the request is finished (EOS, stop strings,
-// max_tokens, a full cache): a finished request runs no further round. Rounds go to the
-// lanes as values (RoundLanes). Cancels and submissions that arrive during a round are
-// applied at the next boundary. When the running requests' next round would need more
-// KV blocks than the pools hold, the youngest is preempted: its blocks are dropped and
-// it waits at the head of the queue to be prefilled again from its prompt and the tokens
-// it already sent (its committed blocks usually still cached), then goes on where it
-// was; its client only sees latency. Lives on its strand; its state is touched only by run().
+// pools have blocks for them (engine/planning/schedule_policy.hpp), then prefill chunk
+// by chunk inside the rounds, overlapping the running batch's draft and verify work,
+// and join the batch with their first token. It owns each request's round state
+// (SpecSequence) and its RequestOutput, which decides on every burst, before it leaves,
+// whether the request is finished (EOS, stop strings, max_tokens, a full cache): a
+// finished request runs no further round. Rounds go to the lanes as values
+// (RoundLanes). Cancels and submissions that arrive during a round are applied at the
+// next boundary. A request's slots and KV blocks go back in the step it ends, before
+// its actor hears of it. When the next round would need more KV blocks than the pools
+// hold, the youngest request is preempted: its blocks are dropped and it waits at the
+// head of the queue to be prefilled again from its prompt and the tokens it already
+// sent (its committed blocks usually still cached), then goes on where it was; its
+// client only sees latency. Lives on its strand; its state is touched only by run().
+// The loop is scheduler_actor.cpp, the round scheduler_round.cpp.
 #include <chrono>
 #include <deque>
 #include <memory>
@@ -31,6 +32,7 @@
 #include "actors/round_lanes.hpp"
 #include "actors/scheduler_trace.hpp"
 #include "engine/planning/k_planner.hpp"
+#include "engine/planning/schedule_policy.hpp"
 #include "engine/request/generate_request.hpp"
 
 namespace specd {
@@ -44,28 +46,20 @@ namespace specd::actors {
 class RequestActor;
 using Clock = std::chrono::steady_clock;
 
-// Each model's pool of KV blocks (both hold the same number; engine/model/kv_budget.hpp).
-struct KvBlocks {
-  int32_t blocks = 0;  // 0: no bound (scheduler tests)
-  int32_t block_size = 16;
-};
-
 struct SchedulerOptions {
   int32_t max_waiting = 256;
   bool overlap = true;
-  bool has_draft = false;
-  int64_t max_seq_len = 1024;
   const Tokenizer* tokenizer = nullptr;  // for stop strings and burst text (null: ids only)
   std::vector<int32_t> eos_ids;          // end a request unless it asks to ignore EOS
   int64_t prefill_chunk = 0;             // most prompt tokens prefilled per round (0: no bound)
   // While requests decode, a round carrying prompt chunks takes at most this times a
   // round without (engine/planning/prefill_budget.hpp); 0: always prefill_chunk.
   double prefill_slowdown = 0;
-  // The engine's bound on K and, when calibrated (engine/speculation/cost_calibration.hpp),
-  // the round costs: K is then planned for the batch as a whole each round; without them,
-  // per request.
+  // The sequence limits, whether a draft model exists and, when calibrated
+  // (engine/speculation/cost_calibration.hpp), the round costs: K is then planned for the
+  // batch as a whole each round; without them, per request.
   KPlanSetup planning;
-  KvBlocks kv;
+  KvBudget kv;  // each model's pool; 0 blocks: no bound (scheduler tests)
 };
 
 class SchedulerActor {
@@ -103,70 +97,72 @@ class SchedulerActor {
   awaitable<void> stop(Clock::time_point deadline);
 
  private:
-  struct Entry;  // a request waiting or in the batch
+  struct Entry;  // a request waiting, prefilling or running (actors/scheduler_entry.hpp)
   struct RoundOutcome;
+  using Entries = std::vector<std::unique_ptr<Entry>>;
 
+  // The actor's loop (scheduler_actor.cpp): messages, admission, preemption, endings.
   awaitable<void> collect_messages();
   awaitable<void> handle(Message& message);
+  void take_snapshot(EngineSnapshot& s, const CacheUsage& usage) const;
   awaitable<void> accept(Submit& submit);
   awaitable<void> admit();
-  // KV accounting, in blocks of each model's pool: a request's slots hold at most its
-  // tokens plus a round's drafts. Shared prefix blocks count once per request, so the
-  // pools never run out however requests share.
-  int64_t prefill_length(const Entry& e) const;
-  int64_t blocks_reserved(const Entry& e) const;
-  int64_t blocks_in_use() const;
+  KvFootprint footprint(const Entry& e) const;
+  int64_t blocks_reserved() const;
   // Preempts the youngest requests until the next round fits the pools.
   awaitable<void> preempt_to_fit();
-  awaitable<void> preempt(Entry& entry);
+  // Finishes and removes every entry of `entries` that `which` selects. Coroutine
+  // arguments here are references, pointers or trivially destructible values: no
+  // temporary with a destructor is left in a co_await expression (compilers have
+  // destroyed such temporaries twice; see CMakeLists.txt).
+  template <class Which>
+  awaitable<void> finish_where(Entries& entries, const Which& which, FinishReason reason,
+                               const RequestError* error = nullptr);
+  // The one place a request that was accepted ends: its slots and blocks are released,
+  // its finish reason decided (compose_finish_reason), its counters kept, its actor told.
+  awaitable<void> end(Entries& leaving, FinishReason reason, const RequestError* failure);
+  // The entries' slots go back to CacheManager and their KV blocks to the pools, in one
+  // job per lane, before anyone hears of the ending: an idle engine holds no block.
+  awaitable<void> release_slots(std::span<Entry* const> entries);
+  // Once stopping: ends the waiting requests now and, past the deadline, the rest.
+  awaitable<void> end_for_stop();
+  bool idle() const;
+  void post(Message message);
+
+  // The round (scheduler_round.cpp): plan, execute on the lanes, apply.
   awaitable<void> run_round();
   // The running rows' plan, with the K the planner chose for each.
   RoundPlan plan_round(std::optional<BatchPlan>& batch_plan);
   awaitable<RoundOutcome> execute(RoundPlan& plan);
-  // Prompt tokens the round's pass carries beside the plan's verify rows.
-  int64_t prefill_budget(const RoundPlan& plan) const;
+  // The chunks of the prefilling requests' prompts the round's pass carries.
+  std::vector<TargetPrefill> choose_chunks(const RoundPlan& plan, RoundOutcome& out);
   // Applies the round's outputs and the newcomers' first tokens; finishes who ended.
   awaitable<void> apply_round(RoundOutcome& outcome, double seconds);
   awaitable<void> start_prefilled(RoundOutcome& outcome);
-  // Passes a burst through the entry's output and on to its actor; true when the
-  // entry has finished (a stop condition, or a sink too slow for its bursts).
-  // `planned_k`: the K planned for the row this round; -1 for a newcomer's first token.
-  // `tree_nodes`: the nodes of the row's tree (0: a chain).
-  bool deliver(Entry& entry, std::span<const int32_t> tokens, int32_t drafted, int32_t accepted, int32_t planned_k = -1,
-               int32_t tree_nodes = 0);
-  // Coroutine arguments here are references, pointers or trivially destructible values:
-  // no temporary with a destructor is left in a co_await expression (compilers have
-  // destroyed such temporaries twice; see CMakeLists.txt).
-  awaitable<void> finish(Entry& entry, FinishReason ended_by, const RequestError* failure = nullptr);
-  // Finishes and removes every entry of `entries` that `which` selects.
-  template <class Which>
-  awaitable<void> finish_where(std::vector<std::unique_ptr<Entry>>& entries, const Which& which, FinishReason reason,
-                               const RequestError* error = nullptr);
-  // Once stopping: ends the waiting requests now and, past the deadline, the rest.
-  awaitable<void> end_for_stop();
+  // A round's burst, and a newcomer's first token, through the entry's output to its
+  // actor (the trace records each as its own span).
+  void deliver_round(Entry& entry, const RoundOutput& row, int32_t planned_k);
+  void deliver_first_token(Entry& entry, int32_t token);
+  // The burst on to the entry's actor; a sink too slow for its bursts ends the request.
+  void post_burst(Entry& entry, OutputChunk burst);
   void count_drafts(int32_t drafted, int32_t accepted);
   // Adds a decode round of `rows` rows to the snapshot's plain or drafting tallies.
   void tally_round(size_t rows, bool drafted, double seconds, int64_t delivered);
   void trace_round(const RoundOutcome& outcome, int64_t delivered, const std::optional<BatchPlan>& plan);
-  bool idle() const;
   // The median seconds of the last rounds without newcomers (0: none yet).
   double recent_round_seconds() const;
-  // The lanes free the KV blocks of slots released since the last call (ended or
-  // preempted requests), in one job per lane.
-  awaitable<void> return_released_blocks();
-  void post(Message message);
 
   asio::any_io_executor strand_;
-  SchedulerOptions options_;
+  const SchedulerOptions options_;
   CacheManager& cache_;
   RoundLanes& lanes_;
   SchedulerTrace trace_;
   std::shared_ptr<std::atomic<int64_t>> live_requests_;
   Mailbox<Message> mailbox_;
 
-  std::vector<std::unique_ptr<Entry>> waiting_;  // FIFO, bounded by max_waiting
-  std::vector<std::unique_ptr<Entry>> fresh_;    // admitted, prefilled in the next round
-  std::vector<std::unique_ptr<Entry>> running_;  // prefilled, in the batch
+  Entries waiting_;     // FIFO, bounded by max_waiting
+  Entries prefilling_;  // admitted, their prompts prefilled chunk by chunk over the next rounds
+  Entries running_;     // have their first token, in the batch
   // Chooses every row's K; fed each round's outcome.
   KPlanner planner_;
   RoundTiming round_timing_;        // of the round now being applied (trace)
@@ -174,7 +170,6 @@ class SchedulerActor {
   bool batch_drafting_ = true;      // the last round drafted for some row (or K is not planned)
   static constexpr size_t kRecentRounds = 15;
   std::deque<double> recent_rounds_;  // seconds of the last rounds without newcomers (prefill_budget)
-  std::vector<SlotGrant> released_;   // slots whose lane blocks go back before the next round
   EngineSnapshot counters_;           // the monotonic counters part
   int64_t delivered_tokens_ = 0;      // to requests so far, first tokens included (trace)
   bool stopping_ = false;

@@ -4,7 +4,7 @@
 
 #include "actors/asio_aliases.hpp"
 #include "actors/spawn.hpp"
-#include "net/listener.hpp"
+#include "net/gateway.hpp"
 #include "net/request_timing.hpp"
 
 namespace specd::net {

@@ -68,7 +68,7 @@ std::vector<Key> keys_of(GatewayConfig& c) {
       {"engine", "target_weights", &c.engine.target_weights},
       {"engine", "draft_weights", &c.engine.draft_weights},
       {"engine", "max_batch", &c.engine.max_batch},
-      {"engine", "max_seq_len", &c.engine.max_seq_len},
+      {"engine", "max_seq_len", &c.engine.sequence.max_seq_len},
       {"engine", "max_waiting", &c.engine.max_waiting},
       {"engine", "prefill_chunk", &c.engine.prefill_chunk},
       {"engine", "prefill_slowdown", &c.engine.prefill_slowdown},
@@ -80,7 +80,7 @@ std::vector<Key> keys_of(GatewayConfig& c) {
       {"engine", "target_threads", &c.engine.target_threads},
       {"engine", "draft_threads", &c.engine.draft_threads},
       {"engine", "overlap", &c.engine.overlap},
-      {"engine", "k_max", &c.engine.k_max},
+      {"engine", "k_max", &c.engine.sequence.k_max},
       {"trace", "enabled", &c.engine.trace},
       {"trace", "capacity", &c.engine.trace_capacity},
   };
@@ -252,7 +252,8 @@ void validate(const GatewayConfig& c) {
   if (c.engine.kv_block_size < 16 || c.engine.kv_block_size > 1024 || c.engine.kv_block_size % 16 != 0) {
     throw SpecdError(ErrorCode::bad_value, "config: engine.kv_block_size must be a multiple of 16 in [16, 1024]");
   }
-  if (c.engine.max_seq_len < 1) throw SpecdError(ErrorCode::bad_value, "config: engine.max_seq_len must be >= 1");
+  if (c.engine.sequence.max_seq_len < 1)
+    throw SpecdError(ErrorCode::bad_value, "config: engine.max_seq_len must be >= 1");
   if (c.engine.max_batch < 1) throw SpecdError(ErrorCode::bad_value, "config: engine.max_batch must be >= 1");
   if (c.engine.prefill_chunk < 0) throw SpecdError(ErrorCode::bad_value, "config: engine.prefill_chunk must be >= 0");
   if (!(c.engine.prefill_slowdown == 0 || c.engine.prefill_slowdown > 1))

@@ -12,7 +12,7 @@
 #include "json/json_serialize.hpp"
 #include "net/client_stream.hpp"
 #include "net/frames.hpp"
-#include "net/listener.hpp"
+#include "net/gateway.hpp"
 #include "net/openai_stream.hpp"
 #include "net/request_target.hpp"
 #include "net/static_files.hpp"

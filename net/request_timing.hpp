@@ -33,7 +33,6 @@ class RequestTiming {
   Route route_;
   std::string client_id_;
   const GatewayHooks& hooks_;
-  Clock::time_point submitted_ = Clock::now();
   std::optional<Clock::time_point> last_burst_;
   int64_t bursts_ = 0;
 };

@@ -12,7 +12,7 @@
 #include "actors/asio_aliases.hpp"
 #include "actors/spawn.hpp"
 #include "net/frames.hpp"
-#include "net/listener.hpp"
+#include "net/gateway.hpp"
 #include "net/request_timing.hpp"
 #include "net/wire_error.hpp"
 

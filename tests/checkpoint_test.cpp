@@ -273,13 +273,13 @@ TEST_CASE("the inference load keeps each dtype and its logits match the referenc
     CHECK(bytes_per_weight < dtype_size(storage) * 1.25);  // packing pads blocks of 16 outputs only
     CHECK(loaded->parameter_count() == model->parameter_count());
     at::Tensor tokens = at::arange(0, 40, at::kLong).remainder(97).unsqueeze(0);
-    KvCache cache(loaded->config(), 1, 64, KvCache::blocks_for(1, 64));
+    KvCache cache(loaded->config(), 1, 64, KvCache::blocks_to_hold(1, 64));
     const int32_t slot = 0;
     at::Tensor cached = loaded->forward({tokens, {slot}, {40}}, cache, LogitsFor::all_positions);
     at::Tensor full = reference->forward_full(tokens);
     const double scale = full.abs().max().item<double>();
     CHECK((cached - full).abs().max().item<double>() / scale < kBf16KvTolerance);
-    KvCache reference_cache(loaded->config(), 1, 64, KvCache::blocks_for(1, 64));
+    KvCache reference_cache(loaded->config(), 1, 64, KvCache::blocks_to_hold(1, 64));
     at::Tensor reference_cached = reference->forward({tokens, {slot}, {40}}, reference_cache, LogitsFor::all_positions);
     CHECK((cached - reference_cached).abs().max().item<double>() / scale < tolerance);
   }

@@ -62,7 +62,7 @@ std::vector<std::vector<int32_t>> encoded_prompts() {
 }
 
 std::vector<int32_t> target_only(const std::vector<int32_t>& prompt, int32_t max_tokens) {
-  KvCache cache(pair().target->config(), 1, 256, KvCache::blocks_for(1, 256));
+  KvCache cache(pair().target->config(), 1, 256, KvCache::blocks_to_hold(1, 256));
   GenerationRequest r;
   r.prompt = prompt;
   r.max_tokens = max_tokens;
@@ -99,8 +99,8 @@ SpecStats check_greedy_grid(const std::vector<std::pair<std::string, SpecSetting
     for (size_t batch : batches) {
       CAPTURE(name);
       CAPTURE(batch);
-      KvCache tc(pair().target->config(), 8, 256, KvCache::blocks_for(8, 256)),
-          dc(pair().draft->config(), 8, 256, KvCache::blocks_for(8, 256));
+      KvCache tc(pair().target->config(), 8, 256, KvCache::blocks_to_hold(8, 256)),
+          dc(pair().draft->config(), 8, 256, KvCache::blocks_to_hold(8, 256));
       SpecModels models{*pair().target, tc, pair().draft.get(), &dc};
       for (size_t first = 0; first < prompts.size(); first += batch) {
         std::vector<DriverRequest> reqs;
@@ -156,8 +156,8 @@ TEST_CASE("sampled speculation on the default pair matches target-only in distri
   sp.top_k = 3;
   const auto exact = exact_joint3(*pair().target, prompt, sp);
   REQUIRE(exact.size() == 27);
-  KvCache tc(pair().target->config(), 8, 64, KvCache::blocks_for(8, 64)),
-      dc(pair().draft->config(), 8, 64, KvCache::blocks_for(8, 64));
+  KvCache tc(pair().target->config(), 8, 64, KvCache::blocks_to_hold(8, 64)),
+      dc(pair().draft->config(), 8, 64, KvCache::blocks_to_hold(8, 64));
   SpecModels models{*pair().target, tc, pair().draft.get(), &dc};
   const int64_t n = 12000;
   const JointSample sample = sample_joint3(models, prompt, sp, n, 5000);
@@ -172,8 +172,8 @@ TEST_CASE("sampled speculation on the default pair matches target-only in distri
 
 TEST_CASE("a stop string spanning token boundaries ends the text before it, on accepted tokens only") {
   const auto prompt = pair().tokenizer->encode("ROMEO:\nBut soft, what light", true);
-  KvCache tc(pair().target->config(), 1, 256, KvCache::blocks_for(1, 256)),
-      dc(pair().draft->config(), 1, 256, KvCache::blocks_for(1, 256));
+  KvCache tc(pair().target->config(), 1, 256, KvCache::blocks_to_hold(1, 256)),
+      dc(pair().draft->config(), 1, 256, KvCache::blocks_to_hold(1, 256));
   SpecModels models{*pair().target, tc, pair().draft.get(), &dc};
   DriverRequest r;
   r.prompt = prompt;

@@ -36,7 +36,7 @@ EngineConfig default_config() {
   c.target_dir = kModels / "target";
   c.draft_dir = kModels / "draft";
   c.max_batch = 32;
-  c.max_seq_len = 256;
+  c.sequence.max_seq_len = 256;
   return c;
 }
 
@@ -150,7 +150,7 @@ TEST_CASE("32 concurrent greedy requests with mixed speculation settings each re
     drafted += result.spec.drafted;
   }
   CHECK(drafted > 0);
-  const EngineSnapshot s = settled_snapshot(io, engine);
+  const EngineSnapshot s = io.run(engine.snapshot());  // blocks return before the result: no wait
   CHECK(s.target_slots_in_use == 0);
   CHECK(s.draft_slots_in_use == 0);
   CHECK(s.kv_blocks_referenced_target == 0);
@@ -190,7 +190,7 @@ TEST_CASE("cancelling in the middle of a stream stops its bursts and frees both 
   CHECK(result.finish_reason == FinishReason::cancelled);
   CHECK(after_cancel == 0);
   CHECK(result.token_ids.size() < 200);
-  const EngineSnapshot s = settled_snapshot(io, engine);
+  const EngineSnapshot s = io.run(engine.snapshot());  // blocks return before the result: no wait
   CHECK(s.target_slots_in_use == 0);
   CHECK(s.draft_slots_in_use == 0);
   CHECK(s.kv_blocks_referenced_target == 0);
@@ -308,10 +308,10 @@ TEST_CASE("max_seq_len above the models' max_position_embeddings is capped befor
   IoThreads io(1);
   EngineConfig c = default_config();
   c.max_batch = 2;
-  c.max_seq_len = int64_t{1} << 24;  // uncapped, the caches would need terabytes
+  c.sequence.max_seq_len = int64_t{1} << 24;  // uncapped, the caches would need terabytes
   c.calibration_seconds = 0;
   Engine engine(io.io().get_executor(), c);
-  CHECK(engine.config().max_seq_len == 1024);  // both committed models' max_position_embeddings
+  CHECK(engine.config().sequence.max_seq_len == 1024);  // both committed models' max_position_embeddings
   Collector too_long;
   GenerateRequest r;
   r.prompt_ids = std::vector<int32_t>(1024, 5);
@@ -331,7 +331,7 @@ TEST_CASE("stop with requests in flight ends them within the deadline and refuse
   // Requests that outlast the deadline on any host: one token a round (no speculation),
   // 1000 rounds. 200 tokens with drafts took under the 100 ms on a warm process.
   EngineConfig config = default_config();
-  config.max_seq_len = 1024;
+  config.sequence.max_seq_len = 1024;
   Engine engine(io.io().get_executor(), config);
   std::vector<std::unique_ptr<Collector>> collectors;
   std::vector<RequestHandle> handles;
@@ -416,21 +416,6 @@ TEST_CASE("newcomers' draft prefill overlaps the running batch's verify pass on 
     completion_tokens += result.usage.completion_tokens;
   }
   io.run(engine.stop(std::chrono::seconds(5)));
-  // A newcomer's draft prefill is handed to the draft lane while the batch's verify pass
-  // is in the target lane's hands. Whether the two also compute at the same instant is
-  // up to the OS: on a loaded host a lane thread may wake after the other lane's short
-  // job ended, so the check is on the hand-over, not on the run intervals.
-  const auto intervals = engine.lane_intervals();
-  int overlapping = 0;
-  for (const auto& a : intervals) {
-    if (a.label != "draft prefill") continue;
-    CHECK(a.lane == "draft lane");
-    CHECK(a.handed_us <= a.start_us);
-    for (const auto& b : intervals) {
-      if (b.label.starts_with("verify") && a.handed_us < b.end_us && b.handed_us < a.end_us) ++overlapping;
-    }
-  }
-  CHECK(overlapping >= 1);
   const auto path = std::filesystem::temp_directory_path() / "specd_overlap_trace.json";
   engine.write_trace(path);
   std::ifstream in(path);
@@ -445,9 +430,22 @@ TEST_CASE("newcomers' draft prefill overlaps the running batch's verify pass on 
   int rounds = 0;
   std::map<int64_t, int> prefill_flows_into;  // lane thread id -> prefill flows landing there
   std::map<int64_t, std::string> lane_of_tid;
+  struct LaneJob {
+    int64_t tid;
+    std::string label;
+    double handed_us, start_us, end_us;
+  };
+  std::vector<LaneJob> lane_jobs;  // from when each job was handed to its lane to its end
   const boost::json::value trace = boost::json::parse(json);
   for (const auto& event : trace.at("traceEvents").as_array()) {
     const auto& e = event.as_object();
+    if (e.at("pid").as_int64() != 2 && e.at("ph") == "X" && e.contains("args")) {
+      const auto& args = e.at("args").as_object();
+      const double start = e.at("ts").to_number<double>();
+      const double waited = args.contains("waited_us") ? args.at("waited_us").to_number<double>() : 0;
+      lane_jobs.push_back({e.at("tid").as_int64(), e.at("name").as_string().c_str(), start - waited, start,
+                           start + e.at("dur").to_number<double>()});
+    }
     const bool request_track = e.at("pid").as_int64() == 2;
     if (request_track && e.at("name") == "prefill" && e.at("ph") == "X") {
       prefills += 1;
@@ -478,4 +476,18 @@ TEST_CASE("newcomers' draft prefill overlaps the running batch's verify pass on 
   CHECK(flows_by_lane["target lane"] == static_cast<int>(prefills));
   CHECK(flows_by_lane["draft lane"] >= 1);
   CHECK(flows_by_lane["draft lane"] <= static_cast<int>(prefills));
+  // A newcomer's draft prefill is handed to the draft lane while the batch's verify pass
+  // is in the target lane's hands. Whether the two also compute at the same instant is
+  // up to the OS: on a loaded host a lane thread may wake after the other lane's short
+  // job ended, so the check is on the hand-over, not on the run intervals.
+  int overlapping = 0;
+  for (const LaneJob& a : lane_jobs) {
+    if (a.label != "draft prefill") continue;
+    CHECK(lane_of_tid.at(a.tid) == "draft lane");
+    CHECK(a.handed_us <= a.start_us);
+    for (const LaneJob& b : lane_jobs) {
+      if (b.label.starts_with("verify") && a.handed_us < b.end_us && b.handed_us < a.end_us) ++overlapping;
+    }
+  }
+  CHECK(overlapping >= 1);
 }

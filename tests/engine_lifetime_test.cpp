@@ -88,7 +88,7 @@ TEST_CASE("10,000 mixed requests with random cancels return slots, actors and me
   c.target_dir = kModels / "target";
   c.draft_dir = kModels / "draft";
   c.max_batch = 32;
-  c.max_seq_len = 64;
+  c.sequence.max_seq_len = 64;
   Engine engine(io.io().get_executor(), c);
   churn(engine, kWarmup, 1);  // warm-up: allocator pools and caches reach their working size
   const int64_t baseline = rss_kib();

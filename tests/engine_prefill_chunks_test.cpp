@@ -19,7 +19,7 @@ EngineConfig chunked_config(int64_t prefill_chunk) {
   c.target_dir = std::filesystem::path(SPECD_SOURCE_DIR) / "models" / "target";
   c.draft_dir = std::filesystem::path(SPECD_SOURCE_DIR) / "models" / "draft";
   c.max_batch = 8;
-  c.max_seq_len = 256;
+  c.sequence.max_seq_len = 256;
   c.calibration_seconds = 0;  // K as asked: the test is about prefill
   c.prefill_chunk = prefill_chunk;
   return c;

@@ -25,7 +25,7 @@ EngineConfig pair_config() {
   c.target_dir = std::filesystem::path(SPECD_SOURCE_DIR) / "models" / "target";
   c.draft_dir = std::filesystem::path(SPECD_SOURCE_DIR) / "models" / "draft";
   c.max_batch = 4;
-  c.max_seq_len = 512;
+  c.sequence.max_seq_len = 512;
   c.calibration_seconds = 0;  // K as asked
   return c;
 }
@@ -93,7 +93,7 @@ TEST_CASE("a conversation's next turn maps its cached prefix and keeps the targe
         cached_before = r.usage.prompt_tokens;
         conversation += r.text + "\nFirst Citizen:\nSpeak, speak.\n";
       }
-      const EngineSnapshot s = settled_snapshot(io, engine);
+      const EngineSnapshot s = io.run(engine.snapshot());  // blocks return before the result: no wait
       CHECK(s.prefix_hit_tokens > 0);
       CHECK(s.prefix_queried_tokens > s.prefix_hit_tokens);
       CHECK(s.kv_blocks_used == 0);
@@ -136,7 +136,7 @@ TEST_CASE("requests preempted for want of KV blocks resume with their greedy tok
     requests.push_back(r);
   }
   EngineConfig c = pair_config();
-  c.max_seq_len = 192;
+  c.sequence.max_seq_len = 192;
   std::vector<std::vector<int32_t>> alone;  // each request by itself, with room to spare
   {
     IoThreads io(1);
@@ -148,7 +148,7 @@ TEST_CASE("requests preempted for want of KV blocks resume with their greedy tok
   const int64_t block_bytes =
       c.kv_block_size * (KvCache::bytes_per_token(load_model_config(c.target_dir / "config.json")) +
                          KvCache::bytes_per_token(load_model_config(c.draft_dir / "config.json")));
-  c.kv_cache_memory = (blocks_for(c.max_seq_len + c.k_max + 1, c.kv_block_size) + 3) * block_bytes;
+  c.kv_cache_memory = (blocks_for(c.sequence.max_seq_len + c.sequence.k_max + 1, c.kv_block_size) + 3) * block_bytes;
   for (bool prefix_cache : {true, false}) {
     CAPTURE(prefix_cache);
     c.prefix_cache = prefix_cache;
@@ -161,7 +161,7 @@ TEST_CASE("requests preempted for want of KV blocks resume with their greedy tok
       CHECK(results[i].token_ids.size() == static_cast<size_t>(kMaxTokens));
       CHECK(results[i].token_ids == alone[i]);
     }
-    const EngineSnapshot s = settled_snapshot(io, engine);
+    const EngineSnapshot s = io.run(engine.snapshot());  // blocks return before the result: no wait
     CHECK(s.preemptions > 0);
     CHECK(s.kv_blocks_used == 0);
     CHECK(s.kv_blocks_referenced_target == 0);

@@ -37,7 +37,7 @@ TEST_CASE("the committed conf/specd.toml loads with its documented values") {
   CHECK(c.finished_ids_per_connection == 256);
   CHECK(c.protocol.max_tokens_limit == 4096);
   CHECK(c.protocol.default_max_tokens == 128);
-  CHECK(c.engine.k_max == 8);
+  CHECK(c.engine.sequence.k_max == 8);
   CHECK(c.shutdown_deadline_seconds == 5);
   CHECK(c.io_threads == 0);  // automatic: one per usable CPU
 }
@@ -67,8 +67,8 @@ TEST_CASE("values override defaults; relative paths resolve against the file's d
   CHECK(c.finished_ids_per_connection == 0);
   CHECK(c.ws_idle_seconds == 2.5);
   CHECK(c.engine.draft_dir.empty());
-  CHECK(c.engine.k_max == 4);
-  CHECK(c.engine.max_seq_len == 512);
+  CHECK(c.engine.sequence.k_max == 4);
+  CHECK(c.engine.sequence.max_seq_len == 512);
   CHECK(c.protocol.default_temperature == 0.0);
   CHECK(c.max_connections == 256);  // untouched default
 }

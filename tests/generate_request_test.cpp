@@ -14,7 +14,7 @@ using namespace specd;
 
 namespace {
 
-const RequestLimits kLimits{100, 16, 8};  // vocabulary, max_seq_len, k_max
+const RequestLimits kLimits{.vocab_size = 100, .sequence = {.max_seq_len = 16, .k_max = 8}};
 
 GenerateRequest good() {
   GenerateRequest r;

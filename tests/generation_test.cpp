@@ -32,7 +32,7 @@ GenerationRequest request_for(std::vector<int32_t> prompt, double temperature, u
 
 TEST_CASE("greedy generation is deterministic and matches argmax of the full forward") {
   auto model = random_model(tiny_config(), 31);
-  KvCache cache(model->config(), 1, 64, KvCache::blocks_for(1, 64));
+  KvCache cache(model->config(), 1, 64, KvCache::blocks_to_hold(1, 64));
   auto req = request_for({1, 5, 9, 14}, 0.0, 0, 12);
   auto a = generate_target_only(*model, cache, req);
   auto b = generate_target_only(*model, cache, req);
@@ -50,7 +50,7 @@ TEST_CASE("greedy generation is deterministic and matches argmax of the full for
 
 TEST_CASE("sampling with the same seed repeats, and another seed differs") {
   auto model = random_model(tiny_config(), 32);
-  KvCache cache(model->config(), 1, 64, KvCache::blocks_for(1, 64));
+  KvCache cache(model->config(), 1, 64, KvCache::blocks_to_hold(1, 64));
   auto a = generate_target_only(*model, cache, request_for({1, 7}, 1.0, 42, 30));
   auto b = generate_target_only(*model, cache, request_for({1, 7}, 1.0, 42, 30));
   auto c = generate_target_only(*model, cache, request_for({1, 7}, 1.0, 43, 30));
@@ -60,7 +60,7 @@ TEST_CASE("sampling with the same seed repeats, and another seed differs") {
 
 TEST_CASE("generation stops on an EOS id, keeps it, and never exceeds max_tokens or the cache") {
   auto model = random_model(tiny_config(), 33);
-  KvCache cache(model->config(), 1, 64, KvCache::blocks_for(1, 64));
+  KvCache cache(model->config(), 1, 64, KvCache::blocks_to_hold(1, 64));
   auto free_run = generate_target_only(*model, cache, request_for({1, 3}, 0.0, 0, 10));
   REQUIRE(free_run.tokens.size() == 10);
   auto req = request_for({1, 3}, 0.0, 0, 10);
@@ -71,7 +71,7 @@ TEST_CASE("generation stops on an EOS id, keeps it, and never exceeds max_tokens
   CHECK(stopped.tokens.size() == expected_len);
   CHECK(stopped.finish_reason == FinishReason::stop);
 
-  KvCache small(model->config(), 1, 8, KvCache::blocks_for(1, 8));
+  KvCache small(model->config(), 1, 8, KvCache::blocks_to_hold(1, 8));
   auto capped = generate_target_only(*model, small, request_for({1, 3, 4}, 0.0, 0, 100));
   CHECK(capped.tokens.size() == 6);  // 3 prompt + 5 fed generated tokens fill 8 positions, +1 sampled
   CHECK(capped.finish_reason == FinishReason::length);

@@ -76,7 +76,7 @@ std::shared_ptr<LlamaModel> cached_model(const fs::path& path) {
 // Greedy ids as llama.cpp's server reported them: up to 32, ending with the EOS when one
 // ended generation (the fixtures' README says the EOS is left out; their ids keep it).
 std::vector<int32_t> greedy(LlamaModel& model, const std::vector<int32_t>& prompt) {
-  KvCache cache(model.config(), 1, 256, KvCache::blocks_for(1, 256));
+  KvCache cache(model.config(), 1, 256, KvCache::blocks_to_hold(1, 256));
   GenerationRequest r;
   r.prompt = prompt;
   r.max_tokens = 32;
@@ -337,14 +337,19 @@ TEST_CASE("refusals: wrong magic, truncated, another architecture, unsupported t
   CHECK(e.code() == ErrorCode::unsupported_architecture);
   CHECK(e.message() == path.string() + ": general.architecture is 'qwen2'; specd supports only 'llama'");
 
-  tiny("llama", 12, 256 * 144).write(path);  // Q4_K: 144 bytes a block of 256
+  tiny("llama", 12, 256 * 144).write(path);  // Q4_K (144 bytes a block of 256) beside F32 k and v: a stacked qkv
+  CHECK(load_model(path)->config().num_hidden_layers == 1);
+  tiny("llama", 10, 256 * 84).write(path);  // Q2_K: 84 bytes a block of 256
   e = load_error(path);
   CHECK(e.code() == ErrorCode::unsupported_dtype);
   CHECK(e.message() == path.string() +
-                           ": tensor blk.0.attn_q.weight is Q4_K; specd loads F32, F16, BF16, Q8_0 and Q4_0 tensors "
-                           "(llama-quantize --pure writes only the requested type)");
-  tiny("llama", 14, 256 * 210).write(path);
-  CHECK(load_error(path).message().find("tensor blk.0.attn_q.weight is Q6_K;") != std::string::npos);
+                           ": tensor blk.0.attn_q.weight is Q2_K; specd loads F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, "
+                           "Q5_1, Q4_K, Q5_K and Q6_K tensors (Q2_K, Q3_K and the IQ types have no kernel: choose a "
+                           "Q4_K_M or larger preset)");
+  tiny("llama", 11, 256 * 110).write(path);
+  CHECK(load_error(path).message().find("tensor blk.0.attn_q.weight is Q3_K;") != std::string::npos);
+  tiny("llama", 23, 256 * 136).write(path);
+  CHECK(load_error(path).message().find("tensor blk.0.attn_q.weight is IQ4_XS;") != std::string::npos);
   tiny("llama", 99, 0).write(path);  // a type ggml does not define
   CHECK(load_error(path).message().find("tensor blk.0.attn_q.weight is type 99;") != std::string::npos);
 

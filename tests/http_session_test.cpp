@@ -136,7 +136,7 @@ TEST_CASE("an SSE client too slow to read ends with slow_consumer and [DONE], co
   net::GatewayConfig config = test_gateway_config();
   config.outbound_queue_frames = 2;
   config.send_buffer_bytes = 4096;
-  config.engine.max_seq_len = 1024;
+  config.engine.sequence.max_seq_len = 1024;
   GatewayFixture f(config);
   asio::io_context io;
   beast::tcp_stream stream(io);
@@ -392,7 +392,7 @@ TEST_CASE(
     "draining: /health 503 draining, requests and upgrades 503 shutting_down while a stream finishes; then closed") {
   net::GatewayConfig config = test_gateway_config();
   config.shutdown_deadline_seconds = 60;  // nothing is cancelled: the drain ends when the sessions do
-  config.engine.max_seq_len = 1024;
+  config.engine.sequence.max_seq_len = 1024;
   GatewayFixture f(config);
   const asio::ip::tcp::endpoint server(asio::ip::make_address("127.0.0.1"), f.port());
   asio::io_context io;

@@ -48,7 +48,7 @@ RoundCosts one_step(double step, double verify) {
 }  // namespace
 
 TEST_CASE("fixed K is capped by the caches' room and max_tokens; rows that cannot draft get 0") {
-  KPlanner planner({8, std::nullopt}, {64, true});
+  KPlanner planner({.sequence = {.max_seq_len = 64, .k_max = 8}, .has_draft_model = true});
   RequestK four = planner.start(fixed(4), true);
   CHECK(plan_one(planner, four) == 4);
   CHECK(plan_one(planner, four, 62) == 2);  // verify writes g and K drafts after 61 tokens
@@ -64,7 +64,7 @@ TEST_CASE("fixed K is capped by the caches' room and max_tokens; rows that canno
   CHECK(plan_one(planner, disabled) == 0);
 
   // Without a draft model only prompt lookup drafts: it needs no slot.
-  KPlanner target_only({8, std::nullopt}, {64, false});
+  KPlanner target_only({.sequence = {.max_seq_len = 64, .k_max = 8}, .has_draft_model = false});
   RequestK model = target_only.start(fixed(4), true);
   RequestK lookup = target_only.start(fixed(4, DrafterKind::lookup), false);
   CHECK(plan_one(target_only, model) == 0);
@@ -72,7 +72,7 @@ TEST_CASE("fixed K is capped by the caches' room and max_tokens; rows that canno
 }
 
 TEST_CASE("the engine's k_max bounds every request; a request's own bound below it is kept") {
-  KPlanner planner({5, std::nullopt}, {1024, true});
+  KPlanner planner({.sequence = {.max_seq_len = 1024, .k_max = 5}, .has_draft_model = true});
   RequestK big_fixed = planner.start(fixed(8), true);
   CHECK(plan_one(planner, big_fixed) == 5);
   // A draft that is always accepted: the recent acceptance, where new requests start, nears 1.
@@ -87,11 +87,11 @@ TEST_CASE("the engine's k_max bounds every request; a request's own bound below 
   RequestK own = planner.start(adaptive(3), true);
   CHECK(plan_one(planner, own) == 3);
   CHECK(planner.k_max() == 5);
-  CHECK_THROWS_AS(KPlanner({-1, std::nullopt}, {}), SpecdError);
+  CHECK_THROWS_AS(KPlanner({.sequence = {.k_max = -1}}), SpecdError);
 }
 
 TEST_CASE("adaptive K uses the measured cost ratio, 0.1 until it is measured") {
-  KPlanner planner({8, std::nullopt}, {1024, true});
+  KPlanner planner({.sequence = {.max_seq_len = 1024, .k_max = 8}, .has_draft_model = true});
   RequestK request = planner.start(adaptive(), true);
   CHECK(request.acceptance() == doctest::Approx(kDefaultAcceptancePrior));
   CHECK(planner.measured_cost_ratio() == 0);
@@ -102,7 +102,7 @@ TEST_CASE("adaptive K uses the measured cost ratio, 0.1 until it is measured") {
 }
 
 TEST_CASE("every row that drafted feeds its own estimate and its drafter's recent acceptance") {
-  KPlanner planner({8, std::nullopt}, {1024, false});
+  KPlanner planner({.sequence = {.max_seq_len = 1024, .k_max = 8}, .has_draft_model = false});
   RequestK lookup = planner.start(fixed(4, DrafterKind::lookup), false);
   const KOutcome rejected{&lookup, 4, 0};
   planner.observe(std::span(&rejected, 1), {});
@@ -121,7 +121,7 @@ TEST_CASE("every row that drafted feeds its own estimate and its drafter's recen
 }
 
 TEST_CASE("a request plans with its own short window shrunk toward its drafter's pooled acceptance") {
-  KPlanner planner({8, std::nullopt}, {1024, true});
+  KPlanner planner({.sequence = {.max_seq_len = 1024, .k_max = 8}, .has_draft_model = true});
   const RoundCosts prices = one_step(0.075, 0.207);  // the padded pair's: c = 0.36
   const double c = 0.075 / 0.207;
   // Other requests' rows accepted 4 of 4 drafts 500 times and 3 of 4 drafts 100 times.
@@ -162,7 +162,6 @@ TEST_CASE("the batch plan plans adaptive lookup rows from the verify curve alone
     return costs;
   };
   const SpecSettings lookup = adaptive(8, DrafterKind::lookup);
-  const RoundLimits lookup_only{128, false};
 
   // Rows whose drafts were all accepted once: acceptance 6.52 / 7.6, about 0.86.
   auto accepted_once = [](KPlanner& planner, RequestK& x, RequestK& y) {
@@ -171,7 +170,8 @@ TEST_CASE("the batch plan plans adaptive lookup rows from the verify curve alone
   };
 
   // A flat verify pass: lookup drafts are free, so both rows take the whole K.
-  KPlanner flat({8, verify_only(1e-3, 0.0)}, lookup_only);
+  KPlanner flat(
+      {.sequence = {.max_seq_len = 128, .k_max = 8}, .has_draft_model = false, .round_costs = verify_only(1e-3, 0.0)});
   RequestK a = flat.start(lookup, false);
   RequestK b = flat.start(lookup, false);
   accepted_once(flat, a, b);
@@ -185,7 +185,8 @@ TEST_CASE("the batch plan plans adaptive lookup rows from the verify curve alone
 
   // A verify pass proportional to the tokens fed: every draft costs a full token's
   // time and returns less than one, so speculation is off for both.
-  KPlanner proportional({8, verify_only(0.0, 1e-3)}, lookup_only);
+  KPlanner proportional(
+      {.sequence = {.max_seq_len = 128, .k_max = 8}, .has_draft_model = false, .round_costs = verify_only(0.0, 1e-3)});
   RequestK c = proportional.start(lookup, false);
   RequestK d = proportional.start(lookup, false);
   accepted_once(proportional, c, d);
@@ -196,7 +197,8 @@ TEST_CASE("the batch plan plans adaptive lookup rows from the verify curve alone
 
   // An adaptive draft-model row needs the draft-step curve: no batch plan without it,
   // and each row picks its own K: best_k(0.7, 0.1, 8).
-  KPlanner mixed({8, verify_only(1e-3, 0.0)}, {128, true});
+  KPlanner mixed(
+      {.sequence = {.max_seq_len = 128, .k_max = 8}, .has_draft_model = true, .round_costs = verify_only(1e-3, 0.0)});
   RequestK e = mixed.start(lookup, false);
   RequestK f = mixed.start(adaptive(), true);
   rows = {{&e, 5, 100}, {&f, 3, 100}};
@@ -209,7 +211,7 @@ TEST_CASE("a batch plan keeps fixed rows at their K and caps its rows by the roo
   RoundCostModel costs(4, 8);
   for (int32_t t = 1; t <= 36; ++t) costs.observe_verify(t, 1e-3);
   for (int32_t r = 1; r <= 4; ++r) costs.observe_draft_step(r, 1e-5);
-  KPlanner planner({8, costs}, {64, true});
+  KPlanner planner({.sequence = {.max_seq_len = 64, .k_max = 8}, .has_draft_model = true, .round_costs = costs});
   RequestK fixed_row = planner.start(fixed(3), true);
   RequestK planned = planner.start(adaptive(), true);
   std::vector<KRow> rows{{&fixed_row, 10, 100}, {&planned, 60, 100}};

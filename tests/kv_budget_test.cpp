@@ -20,8 +20,8 @@ KvBudgetInput padded_pair() {
   in.draft_bytes_per_token = 2 * 16 * 8 * 64 * 2;
   in.block_size = 16;
   in.max_batch = 32;
-  in.max_seq_len = 1024;
-  in.k_max = 8;
+  in.sequence.max_seq_len = 1024;
+  in.sequence.k_max = 8;
   return in;
 }
 
@@ -69,7 +69,7 @@ TEST_CASE("a derived budget takes half of what is available, and no more than ma
 
 TEST_CASE("a budget too small for one request of max_seq_len is refused with what it needs") {
   KvBudgetInput in = padded_pair();
-  in.max_seq_len = 8192;
+  in.sequence.max_seq_len = 8192;
   in.configured_bytes = 64 << 20;
   const std::string configured = refusal(in);
   CAPTURE(configured);

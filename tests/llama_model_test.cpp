@@ -43,7 +43,7 @@ TEST_CASE("incremental decode through the KV cache equals the full forward at se
     CAPTURE(length);
     at::Tensor tokens = random_tokens(length, 97, 100 + length);
     at::Tensor reference = full_logits(*model, tokens);
-    KvCache cache(model->config(), 2, 128, KvCache::blocks_for(2, 128));
+    KvCache cache(model->config(), 2, 128, KvCache::blocks_to_hold(2, 128));
     const int32_t slot = 0;
     const int64_t prefill = length / 2 + 1;
     ForwardBatch first{tokens.narrow(0, 0, prefill).unsqueeze(0), {slot}, {prefill}};
@@ -69,7 +69,7 @@ TEST_CASE("batched rows of different lengths and cache positions match each row 
       seqs.push_back(random_tokens(lengths[r] + 6, 97, 200 + r));
       refs.push_back(full_logits(*model, seqs.back()));
     }
-    KvCache cache(model->config(), 6, 64, KvCache::blocks_for(6, 64));
+    KvCache cache(model->config(), 6, 64, KvCache::blocks_to_hold(6, 64));
     // Slot 0 stays unused, so rows use slots 1..4 in a non-trivial order.
     std::vector<int32_t> slots = {4, 3, 2, 1};
 
@@ -111,7 +111,7 @@ TEST_CASE("truncating the cache and re-feeding gives the same logits as never ha
   auto model = random_model(tiny_config(), 3);
   at::Tensor tokens = random_tokens(20, 97, 5);
   at::Tensor reference = full_logits(*model, tokens);
-  KvCache cache(model->config(), 1, 32, KvCache::blocks_for(1, 32));
+  KvCache cache(model->config(), 1, 32, KvCache::blocks_to_hold(1, 32));
   const int32_t slot = 0;
   model->forward({tokens.narrow(0, 0, 12).unsqueeze(0), {slot}, {12}}, cache, LogitsFor::last_position);
   // Write 5 wrong tokens past position 12 (like rejected drafts), then roll back.
@@ -120,7 +120,7 @@ TEST_CASE("truncating the cache and re-feeding gives the same logits as never ha
   at::Tensor out =
       model->forward({tokens.narrow(0, 12, 8).unsqueeze(0), {slot}, {8}}, cache, LogitsFor::all_positions)[0];
   CHECK(max_diff(out, reference.narrow(0, 12, 8)) < kCachedTolerance);
-  KvCache fresh(model->config(), 1, 32, KvCache::blocks_for(1, 32));
+  KvCache fresh(model->config(), 1, 32, KvCache::blocks_to_hold(1, 32));
   model->forward({tokens.narrow(0, 0, 12).unsqueeze(0), {slot}, {12}}, fresh, LogitsFor::last_position);
   CHECK(at::equal(
       out, model->forward({tokens.narrow(0, 12, 8).unsqueeze(0), {slot}, {8}}, fresh, LogitsFor::all_positions)[0]));
@@ -129,7 +129,7 @@ TEST_CASE("truncating the cache and re-feeding gives the same logits as never ha
 TEST_CASE("a forward past max_seq_len is an out_of_capacity error and leaves the cache unchanged") {
   torch::InferenceMode guard;
   auto model = random_model(tiny_config(), 3);
-  KvCache cache(model->config(), 1, 8, KvCache::blocks_for(1, 8));
+  KvCache cache(model->config(), 1, 8, KvCache::blocks_to_hold(1, 8));
   const int32_t slot = 0;
   model->forward({at::ones({1, 6}, at::kLong), {slot}, {6}}, cache, LogitsFor::last_position);
   try {
@@ -142,7 +142,7 @@ TEST_CASE("a forward past max_seq_len is an out_of_capacity error and leaves the
 }
 
 TEST_CASE("the KV cache keeps a length per slot within max_seq_len, and its size in bytes") {
-  KvCache cache(tiny_config(), 2, 16, KvCache::blocks_for(2, 16));
+  KvCache cache(tiny_config(), 2, 16, KvCache::blocks_to_hold(2, 16));
   CHECK(cache.slot_count() == 2);
   cache.set_length(1, 9);
   CHECK(cache.length(0) == 0);
@@ -227,7 +227,7 @@ TEST_CASE("packing the parameters for inference keeps their values and the full 
   const at::Tensor k_before = model->named_parameters()["model.layers.1.self_attn.k_proj.weight"].clone();
   model->pack_parameters_for_inference();
   CHECK(at::equal(model->named_parameters()["model.layers.1.self_attn.k_proj.weight"], k_before));
-  KvCache cache(model->config(), 1, 64, KvCache::blocks_for(1, 64));
+  KvCache cache(model->config(), 1, 64, KvCache::blocks_to_hold(1, 64));
   const int32_t slot = 0;
   at::Tensor cached = model->forward({tokens, {slot}, {30}}, cache, LogitsFor::all_positions);
   CHECK(max_diff(cached, before) < kCachedTolerance);

@@ -55,7 +55,7 @@ double relative_error(const at::Tensor& a, const at::Tensor& b) {
 
 // Every position's logits through the inference path (forward on a KV cache).
 at::Tensor all_logits(LlamaModel& model, const std::vector<int32_t>& prompt) {
-  KvCache cache(model.config(), 1, 256, KvCache::blocks_for(1, 256));
+  KvCache cache(model.config(), 1, 256, KvCache::blocks_to_hold(1, 256));
   const int32_t slot = 0;
   const int64_t length = static_cast<int64_t>(prompt.size());
   ForwardBatch batch{
@@ -64,7 +64,7 @@ at::Tensor all_logits(LlamaModel& model, const std::vector<int32_t>& prompt) {
 }
 
 std::vector<int32_t> greedy(LlamaModel& model, const std::vector<int32_t>& prompt) {
-  KvCache cache(model.config(), 1, 256, KvCache::blocks_for(1, 256));
+  KvCache cache(model.config(), 1, 256, KvCache::blocks_to_hold(1, 256));
   GenerationRequest request;
   request.prompt = prompt;
   request.max_tokens = kGreedyTokens;  // no eos_ids: always the full length

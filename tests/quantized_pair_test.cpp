@@ -52,7 +52,7 @@ const char* kPrompts[] = {
 };
 
 std::vector<int32_t> target_only(LlamaModel& target, const std::vector<int32_t>& prompt) {
-  KvCache cache(target.config(), 1, 256, KvCache::blocks_for(1, 256));
+  KvCache cache(target.config(), 1, 256, KvCache::blocks_to_hold(1, 256));
   GenerationRequest r;
   r.prompt = prompt;
   r.max_tokens = 24;
@@ -73,8 +73,8 @@ void check_greedy(WeightFormat target_format, WeightFormat draft_format, kernels
     for (size_t batch : {size_t(1), size_t(6)}) {
       CAPTURE(k);
       CAPTURE(batch);
-      KvCache tc(p.target->config(), 6, 256, KvCache::blocks_for(6, 256)),
-          dc(p.draft->config(), 6, 256, KvCache::blocks_for(6, 256));
+      KvCache tc(p.target->config(), 6, 256, KvCache::blocks_to_hold(6, 256)),
+          dc(p.draft->config(), 6, 256, KvCache::blocks_to_hold(6, 256));
       SpecModels models{*p.target, tc, p.draft.get(), &dc};
       for (size_t first = 0; first < prompts.size(); first += batch) {
         std::vector<DriverRequest> reqs;
@@ -109,8 +109,8 @@ void check_sampled(WeightFormat format) {
   sp.top_k = 3;
   const auto exact = exact_joint3(*p.target, prompt, sp);
   REQUIRE(exact.size() == 27);
-  KvCache tc(p.target->config(), 8, 64, KvCache::blocks_for(8, 64)),
-      dc(p.draft->config(), 8, 64, KvCache::blocks_for(8, 64));
+  KvCache tc(p.target->config(), 8, 64, KvCache::blocks_to_hold(8, 64)),
+      dc(p.draft->config(), 8, 64, KvCache::blocks_to_hold(8, 64));
   SpecModels models{*p.target, tc, p.draft.get(), &dc};
   const int64_t n = 12000;
   const JointSample sample = sample_joint3(models, prompt, sp, n, 7000);

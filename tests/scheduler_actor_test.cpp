@@ -135,7 +135,7 @@ class Harness {
  public:
   Harness(int32_t slots, SchedulerOptions options)
       : io_(1),
-        cache_(asio::make_strand(io_.io()), slots, options.has_draft),
+        cache_(asio::make_strand(io_.io()), slots, options.planning.has_draft_model),
         scheduler_(asio::make_strand(io_.io()), options, cache_, lanes, nullptr, nullptr) {
     spawn_logged(
         cache_.executor(), [this] { return cache_.run(); }, "cache manager");
@@ -208,8 +208,8 @@ GenerateRequest request(int32_t tag, int32_t max_tokens, int32_t k = 3) {
 SchedulerOptions options(int32_t max_waiting = 16, int64_t max_seq_len = 256) {
   SchedulerOptions o;
   o.max_waiting = max_waiting;
-  o.has_draft = true;
-  o.max_seq_len = max_seq_len;
+  o.planning.has_draft_model = true;
+  o.planning.sequence.max_seq_len = max_seq_len;
   return o;
 }
 
@@ -448,7 +448,7 @@ TEST_CASE("a prefix cache hit moves the first chunk past the cached tokens; cach
 
 TEST_CASE("when the KV blocks run out the youngest request is preempted and resumes with its output unchanged") {
   SchedulerOptions o = options();
-  o.planning.k_max = 2;
+  o.planning.sequence.k_max = 2;
   o.kv = {12, 4};  // 48 positions: two requests of 30 tokens do not fit at once
   Harness h(2, o);
   h.lanes.script[1] = counting(1, 40);

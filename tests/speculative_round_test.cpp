@@ -120,7 +120,7 @@ TEST_CASE("a reused draft slot holding a longer stale context is cut to the shar
 
   SpecSettings spec;
   spec.k = 4;
-  KPlanner planner({8, std::nullopt}, {128, true});
+  KPlanner planner({.sequence = {.max_seq_len = 128, .k_max = 8}, .has_draft_model = true});
   SpecSequence seq(prompt, 0, 1, SamplingParams{}, spec, planner.start(spec, true));
   TargetPrefill first_prompt{0, prompt, seq.sampling, seq.rng};
   const FirstToken first_token = verifier.prefill(std::span(&first_prompt, 1)).front();
@@ -170,7 +170,7 @@ TEST_CASE("near max_seq_len K shrinks and the last tokens come from plain target
   TestPair pair = make_pair(true, 1, 40);
   const auto prompt = mixed_prompts()[7];  // 1 + 7*13 % 47 = 45 % 47... length below
   std::vector<int32_t> short_prompt(prompt.begin(), prompt.begin() + std::min<size_t>(prompt.size(), 20));
-  KvCache cache(pair.target->config(), 1, 40, KvCache::blocks_for(1, 40));
+  KvCache cache(pair.target->config(), 1, 40, KvCache::blocks_to_hold(1, 40));
   GenerationRequest ref;
   ref.prompt = short_prompt;
   ref.max_tokens = 100;
@@ -255,7 +255,7 @@ TEST_CASE("bad requests are refused before any slot is taken") {
 }
 
 TEST_CASE("a row's draft lag counts what rounds without its draft model appended; drafting clears it") {
-  KPlanner planner({8, std::nullopt}, {1024, true});
+  KPlanner planner({.sequence = {.max_seq_len = 1024, .k_max = 8}, .has_draft_model = true});
   SpecSettings spec;
   spec.k = 4;
   SpecSequence seq({1, 2, 3}, 0, 0, SamplingParams{}, spec, planner.start(spec, true));

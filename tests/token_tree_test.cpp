@@ -122,7 +122,7 @@ TEST_CASE("a tree longer than the room left near max_seq_len shrinks to fit") {
   TestPair pair = make_pair(true, 2, 48);
   std::vector<int32_t> prompt(40, 7);
   prompt[0] = 1;
-  KvCache cache(pair.target->config(), 1, 48, KvCache::blocks_for(1, 48));
+  KvCache cache(pair.target->config(), 1, 48, KvCache::blocks_to_hold(1, 48));
   GenerationRequest r;
   r.prompt = prompt;
   r.max_tokens = 100;

@@ -69,7 +69,7 @@ TEST_CASE("lookup rows get merged continuations at depth 1; K = 0 rows get nothi
 }
 
 TEST_CASE("a new request's tree gain starts where recent requests' tree rounds left it, per drafter") {
-  KPlanner planner({8, std::nullopt}, {1024, true});
+  KPlanner planner({.sequence = {.max_seq_len = 1024, .k_max = 8}, .has_draft_model = true});
   SpecSettings spec;
   spec.adaptive = true;
   spec.tree.mode = TreeMode::automatic;

@@ -323,7 +323,7 @@ TEST_CASE("a client too slow to read is cancelled with slow_consumer; another cl
   net::GatewayConfig config = test_gateway_config();
   config.outbound_queue_frames = 2;
   config.send_buffer_bytes = 4096;
-  config.engine.max_seq_len = 1024;
+  config.engine.sequence.max_seq_len = 1024;
   GatewayFixture fixture(config);
   fixture.run([&]() -> asio::awaitable<void> {
     net::WsClient slow(co_await asio::this_coro::executor);

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "engine/kernels/linear_isa.hpp"
+#include "engine/kernels/nibble_format.hpp"
 
 #if defined(SPECD_KERNELS_X86)
 #include <cpuid.h>
@@ -99,7 +100,23 @@ BlockKernel quant_kernel_for(Isa isa, Dtype d) {
   return detail::reference_quant_kernel(d);
 }
 
+// The nibble formats: vpdpbusd on the AVX-512 tiers where the CPU has AVX512-VNNI (else
+// the AVX2 kernel) and on avx2vnni (ymm). Integer sums and float chain are the reference's, so
+// the results are the same bits on all of them.
+BlockKernel nibble_kernel_for(Isa isa, Dtype d) {
+#if defined(SPECD_KERNELS_X86)
+  if ((isa == Isa::avx512f || isa == Isa::avx512bf16) && cpu_has_avx512_vnni()) {
+    return detail::avx512vnni_nibble_kernel(d);
+  }
+  if (isa == Isa::avx2vnni) return detail::avx2vnni_nibble_kernel(d);
+  if (isa != Isa::reference) return detail::avx2_nibble_kernel(d);
+#endif
+  (void)isa;
+  return detail::reference_nibble_kernel(d);
+}
+
 BlockKernel kernel_for(Isa isa, Dtype d) {
+  if (is_nibble_format(d)) return nibble_kernel_for(isa, d);
   if (is_quantized(d)) return quant_kernel_for(isa, d);
 #if defined(SPECD_KERNELS_X86)
   switch (isa) {
@@ -146,6 +163,42 @@ void prepare_quantized(const PackedWeight& w, const float* x, int64_t m, KernelC
   call.x = quads.data();
   call.x_scale = scales.data();
   call.group_start = starts.data();
+}
+
+// The nibble formats' activations: quads as above, one scale per super-block and the
+// int16 pairs of sub-block sums (KernelCall).
+void prepare_nibble(const PackedWeight& w, const float* x, int64_t m, KernelCall& call) {
+  thread_local std::vector<uint32_t> quads;
+  thread_local std::vector<float> scales, row_scales;
+  thread_local std::vector<int32_t> sums;
+  thread_local std::vector<int8_t> row;
+  const detail::NibbleLayout L = detail::nibble_layout(w.dtype());
+  const int64_t in = w.in(), superblocks = in / L.inputs, pairs = L.sum_pairs(), span = L.sum_inputs();
+  if (quads.size() < static_cast<size_t>(in / 4 * m)) quads.resize(in / 4 * m);
+  if (scales.size() < static_cast<size_t>(superblocks * m)) scales.resize(superblocks * m);
+  if (sums.size() < static_cast<size_t>(superblocks * pairs * m)) sums.resize(superblocks * pairs * m);
+  row.resize(in);
+  row_scales.resize(superblocks);
+  for (int64_t r = 0; r < m; ++r) {
+    quantize_activations(x + r * in, in, L.inputs, row.data(), row_scales.data());
+    for (int64_t k = 0; k < in / 4; ++k) std::memcpy(&quads[k * m + r], &row[4 * k], 4);
+    for (int64_t t = 0; t < superblocks; ++t) {
+      scales[t * m + r] = row_scales[t];
+      for (int64_t p = 0; p < pairs; ++p) {
+        int32_t half[2] = {0, 0};
+        for (int64_t h = 0; h < 2; ++h) {
+          const int64_t first = t * L.inputs + (2 * p + h) * span;
+          if (first >= (t + 1) * L.inputs) break;  // one sub-block: (sum, 0)
+          for (int64_t j = 0; j < span; ++j) half[h] += row[first + j];
+        }
+        sums[(t * pairs + p) * m + r] =
+            static_cast<int32_t>(static_cast<uint32_t>(half[0] & 0xffff) | static_cast<uint32_t>(half[1]) << 16);
+      }
+    }
+  }
+  call.x = quads.data();
+  call.x_scale = scales.data();
+  call.x_sums = sums.data();
 }
 
 // The activations input-major (see KernelCall): BF16 pairs for vdpbf16ps (each value
@@ -219,12 +272,16 @@ Isa best_isa() {
 }
 
 void quantize_activations(const float* x, int64_t n, int8_t* q, float* d) {
-  for (int64_t g = 0; g < n / kQuantGroup; ++g, x += kQuantGroup, q += kQuantGroup) {
+  quantize_activations(x, n, kQuantGroup, q, d);
+}
+
+void quantize_activations(const float* x, int64_t n, int64_t group, int8_t* q, float* d) {
+  for (int64_t g = 0; g < n / group; ++g, x += group, q += group) {
     float amax = 0;
-    for (int64_t j = 0; j < kQuantGroup; ++j) amax = std::max(amax, std::fabs(x[j]));
+    for (int64_t j = 0; j < group; ++j) amax = std::max(amax, std::fabs(x[j]));
     d[g] = amax / 127;
     const float id = d[g] != 0 ? 1.0f / d[g] : 0.0f;  // as ggml: x * (1 / d)
-    for (int64_t j = 0; j < kQuantGroup; ++j) q[j] = static_cast<int8_t>(round_even(x[j] * id));
+    for (int64_t j = 0; j < group; ++j) q[j] = static_cast<int8_t>(round_even(x[j] * id));
   }
 }
 
@@ -232,14 +289,36 @@ void linear(const PackedWeight& w, const float* x, int64_t m, float* y, KernelTh
   linear(w, x, m, y, best_isa(), threads);
 }
 
+namespace {
+
+// Each part of a stacked matrix into its own columns of y: a copy of m x part.out()
+// floats a part, small beside streaming the part's weights.
+void linear_stacked(const PackedWeight& w, const float* x, int64_t m, float* y, Isa isa, KernelThreads* threads) {
+  thread_local std::vector<float> part_y;
+  int64_t first = 0;
+  for (const PackedWeight& part : w.parts()) {
+    if (part_y.size() < static_cast<size_t>(m * part.out())) part_y.resize(m * part.out());
+    linear(part, x, m, part_y.data(), isa, threads);
+    for (int64_t r = 0; r < m; ++r) {
+      std::memcpy(y + r * w.out() + first, part_y.data() + r * part.out(), part.out() * sizeof(float));
+    }
+    first += part.out();
+  }
+}
+
+}  // namespace
+
 void linear(const PackedWeight& w, const float* x, int64_t m, float* y, Isa isa, KernelThreads* threads) {
   if (m <= 0) return;
   if (!isa_supported(isa)) throw std::invalid_argument(std::string("kernel ISA not supported here: ") + isa_name(isa));
+  if (w.stacked()) return linear_stacked(w, x, m, y, isa, threads);
   KernelCall call;
   call.w = &w;
   call.m = m;
   call.y = y;
-  if (is_quantized(w.dtype())) {
+  if (is_nibble_format(w.dtype())) {
+    prepare_nibble(w, x, m, call);
+  } else if (is_quantized(w.dtype())) {
     prepare_quantized(w, x, m, call);
   } else {
     prepare_activations(w, x, m, isa == Isa::avx512bf16 && w.dtype() == Dtype::bf16, call);

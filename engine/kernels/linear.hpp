@@ -10,14 +10,9 @@
 // relies on it (a verify pass must equal one-row steps exactly).
 //
 // Prefill (larger m): the same kernel tiled over 16-row chunks, each weight block reused
-// from L2 by all chunks. It beats the packaged GEMM, so it stays: 2048 -> 8192, one
-// thread, the calling thread's CPU time (medians; a loaded host, 2026-11-23, one run of
-// `specd bench --kernels --prefill`):
-//   M = 64:  this kernel BF16 11.4 ms, F32 20.5 ms; OpenBLAS 0.3.21 sgemm (F32) 32.8 ms
-//   M = 256: this kernel BF16 39.3 ms, F32 77.8 ms; OpenBLAS sgemm 94.8 ms
-// (OpenBLAS repacks the weights on every call: its M = 2 costs 13.7 ms against 3.3 ms
-// for its sgemv at M = 1.) oneDNN 2.6.3 and libxsmm 1.17 BF16 were slower than a
-// weight-stationary kernel from M = 8 (DESIGN.md, "Facts measured on this platform").
+// from L2 by all chunks. Hand-written because it beats the packaged GEMMs at every m the
+// engine runs (OpenBLAS repacks the weights on every call; oneDNN and libxsmm BF16 lose
+// from M = 8): the figures are in BENCHMARKS.md ("Why hand-written") and DESIGN.md.
 // Re-measure: `specd bench --kernels --prefill --threads 1`.
 #include <cstdint>
 #include <optional>
@@ -51,6 +46,9 @@ void linear(const PackedWeight& w, const float* x, int64_t m, float* y,
 // alone, so a row's outputs do not depend on m. The AVX-512 tiers run them with vpdpbusd
 // where the CPU has AVX512-VNNI, else with the AVX2 kernels; avx2vnni with vpdpbusd on ymm.
 void quantize_activations(const float* x, int64_t n, int8_t* q, float* d);
+// The same in groups of `group` inputs (n a multiple of it): the nibble formats take one
+// scale per stored block, 256 inputs for the K-quants as llama.cpp's Q8_K.
+void quantize_activations(const float* x, int64_t n, int64_t group, int8_t* q, float* d);
 
 // The same with an explicit kernel family (tests and benchmarks); isa must be supported.
 void linear(const PackedWeight& w, const float* x, int64_t m, float* y, Isa isa, KernelThreads* threads);

@@ -104,8 +104,7 @@ BlockKernel avx512f_kernel(Dtype d) {
       return blocks<F16>;
     case Dtype::bf16:
       return blocks<BF16>;
-    case Dtype::q8_0:  // the block formats have their own kernels (linear_quant_*.cpp)
-    case Dtype::q4_0:
+    default:  // the block formats have their own kernels (linear_quant_*.cpp, linear_nibble_*.cpp)
       break;
   }
   return nullptr;

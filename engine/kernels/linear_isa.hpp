@@ -20,6 +20,11 @@ namespace specd::kernels::detail {
 // inputs and row r, x_scale[g * m + r] is the rows's scale and group_start[g * m + r] the
 // integer the group's sum starts from: -offset * sum(q) for weights stored as unsigned
 // q + offset (128 for Q8_0, 8 for Q4_0), so u8 x s8 products need no correction after.
+//
+// For the nibble formats (nibble_format.hpp) x holds the same quads, quantized with one
+// scale per super-block t (x_scale[t * m + r]), and x_sums[(t * P + p) * m + r] holds the
+// sums of the row's quants over sub-blocks 2p and 2p + 1 as two int16 (low, high), P =
+// NibbleLayout::sum_pairs(): the operand of vpmaddwd against two lanes' mins.
 struct KernelCall {
   const PackedWeight* w = nullptr;
   const void* x = nullptr;
@@ -27,6 +32,7 @@ struct KernelCall {
   float* y = nullptr;  // m rows of w->out()
   const float* x_scale = nullptr;
   const int32_t* group_start = nullptr;
+  const int32_t* x_sums = nullptr;
 };
 
 // Computes output blocks [block_begin, block_end) for all m rows.
@@ -43,6 +49,14 @@ BlockKernel reference_quant_kernel(Dtype d);
 BlockKernel avx2_quant_kernel(Dtype d);        // vpmaddubsw + vpmaddwd
 BlockKernel avx2vnni_quant_kernel(Dtype d);    // vpdpbusd on ymm (AVX-VNNI)
 BlockKernel avx512vnni_quant_kernel(Dtype d);  // vpdpbusd (AVX512-VNNI and BW)
+// The nibble formats, per output and super-block: the exact integers S = sum of sc * q * x
+// over its sub-blocks and Mn = its offset's sum (nibble_format.hpp), then
+// acc = fma(float(S - Mn), d * d_x, acc) where the offset is folded into d, else
+// acc = fma(float(S), d * d_x, acc); acc = fma(float(Mn), ms * d_x, acc).
+BlockKernel reference_nibble_kernel(Dtype d);
+BlockKernel avx2_nibble_kernel(Dtype d);        // vpmaddubsw + vpmaddwd by the sub-block scales
+BlockKernel avx2vnni_nibble_kernel(Dtype d);    // vpdpbusd on ymm + vpmulld by the sub-block scales
+BlockKernel avx512vnni_nibble_kernel(Dtype d);  // vpdpbusd + vpmulld by the sub-block scales
 
 // Every tier's weight streams are prefetched this far ahead of the line a tile reads:
 // with the hardware prefetcher alone, tiles holding one or two streams a thread waited on

@@ -26,8 +26,7 @@ float stored(Dtype d, const std::byte* p) {
     case Dtype::bf16:
       std::memcpy(&h, p, 2);
       return bf16_to_float(h);
-    case Dtype::q8_0:
-    case Dtype::q4_0:
+    default:
       break;
   }
   return 0;
@@ -66,8 +65,7 @@ BlockKernel reference_kernel(Dtype d) {
       return reference_blocks<Dtype::f16>;
     case Dtype::bf16:
       return reference_blocks<Dtype::bf16>;
-    case Dtype::q8_0:  // the block formats have their own kernels (linear_quant_*.cpp)
-    case Dtype::q4_0:
+    default:  // the block formats have their own kernels (linear_quant_*.cpp, linear_nibble_*.cpp)
       break;
   }
   return nullptr;

@@ -25,6 +25,18 @@ const char* dtype_name(Dtype d) {
       return "q8_0";
     case Dtype::q4_0:
       return "q4_0";
+    case Dtype::q4_1:
+      return "q4_1";
+    case Dtype::q5_0:
+      return "q5_0";
+    case Dtype::q5_1:
+      return "q5_1";
+    case Dtype::q4_k:
+      return "q4_k";
+    case Dtype::q5_k:
+      return "q5_k";
+    case Dtype::q6_k:
+      return "q6_k";
   }
   return "?";
 }
@@ -34,7 +46,14 @@ size_t dtype_size(Dtype d) {
   return d == Dtype::f32 ? 4 : 2;
 }
 
-bool is_quantized(Dtype d) { return d == Dtype::q8_0 || d == Dtype::q4_0; }
+bool is_quantized(Dtype d) { return d == Dtype::q8_0 || d == Dtype::q4_0 || is_nibble_format(d); }
+
+bool is_nibble_format(Dtype d) {
+  return d == Dtype::q4_1 || d == Dtype::q5_0 || d == Dtype::q5_1 || d == Dtype::q4_k || d == Dtype::q5_k ||
+         d == Dtype::q6_k;
+}
+
+int64_t quant_block_inputs(Dtype d) { return d == Dtype::q4_k || d == Dtype::q5_k || d == Dtype::q6_k ? 256 : 32; }
 
 namespace {
 
@@ -101,8 +120,7 @@ float load_source(const void* data, Dtype d, int64_t index) {
       return f16_to_float(static_cast<const uint16_t*>(data)[index]);
     case Dtype::bf16:
       return bf16_to_float(static_cast<const uint16_t*>(data)[index]);
-    case Dtype::q8_0:
-    case Dtype::q4_0:
+    default:
       break;
   }
   return 0;
@@ -164,6 +182,7 @@ PackedWeight PackedWeight::allocate(int64_t out, int64_t in, Dtype dtype) {
 // Byte copies of the stored values, never converted: a row's weights go to lane `lane`
 // of each 64-byte step (the layout above).
 void PackedWeight::pack_row(const std::byte* src, int64_t in, Dtype dtype, int64_t lane, std::byte* block) {
+  if (is_nibble_format(dtype)) return pack_nibble_row(src, in, dtype, lane, block);
   if (is_quantized(dtype)) return pack_quant_row(src, in, dtype, lane, block);
   if (dtype == Dtype::bf16) {  // pairs of inputs: 4 bytes a step; an odd last input leaves its pad zero
     for (int64_t i = 0; i < in; i += 2) std::memcpy(block + i * 32 + lane * 4, src + i * 2, i + 1 < in ? 4 : 2);
@@ -215,12 +234,45 @@ void PackedWeightBuilder::add(const void* data, int64_t rows, const PackOptions&
   next_ += rows;
 }
 
+PackedWeight PackedWeightBuilder::finish_added() && {
+  if (next_ == 0) throw std::logic_error("PackedWeightBuilder: no rows added");
+  if (next_ == w_.out_) return std::move(w_);
+  PackedWeight part = PackedWeight::allocate(next_, w_.in_, w_.dtype_);
+  std::memcpy(part.data_.get(), w_.data_.get(), part.bytes());  // blocks of 16 rows do not depend on out
+  return part;
+}
+
+PackedWeight PackedWeight::stack(std::vector<PackedWeight> parts) {
+  if (parts.empty()) throw std::invalid_argument("PackedWeight::stack: no parts");
+  if (parts.size() == 1) return std::move(parts.front());
+  PackedWeight w;
+  w.in_ = parts.front().in_;
+  w.dtype_ = parts.front().dtype_;
+  for (const PackedWeight& p : parts) {
+    if (p.in_ != w.in_ || p.stacked()) throw std::invalid_argument("PackedWeight::stack: parts of another in");
+    w.out_ += p.out_;
+  }
+  w.parts_ = std::move(parts);
+  return w;
+}
+
+size_t PackedWeight::bytes() const {
+  size_t total = static_cast<size_t>(blocks() * block_bytes_);
+  for (const PackedWeight& p : parts_) total += p.bytes();
+  return total;
+}
+
 PackedWeight PackedWeightBuilder::finish() && {
   if (next_ != w_.out_) throw std::logic_error("PackedWeightBuilder: rows missing");
   return std::move(w_);
 }
 
 float PackedWeight::at(int64_t o, int64_t i) const {
+  for (const PackedWeight& p : parts_) {
+    if (o < p.out_) return p.at(o, i);
+    o -= p.out_;
+  }
+  if (is_nibble_format(dtype_)) return nibble_at(o, i);
   if (dtype_ == Dtype::q8_0) return static_cast<float>(quant_at(o, i)) * scale_at(o, i);
   if (dtype_ == Dtype::q4_0) return static_cast<float>(quant_at(o, i) - 8) * scale_at(o, i);
   return load_source(block(o / kBlock), dtype_, lane_offset(dtype_, o % kBlock, i));

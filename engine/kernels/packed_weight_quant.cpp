@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/kernels/nibble_format.hpp"
 #include "engine/kernels/packed_weight.hpp"
 
 namespace specd::kernels {
@@ -19,10 +20,16 @@ int64_t group_quant_bytes(Dtype d) { return d == Dtype::q8_0 ? 512 : 256; }
 
 void check_quant_shape(int64_t in, Dtype d) {
   if (!is_quantized(d)) throw std::invalid_argument(std::string("not a block format: ") + dtype_name(d));
-  if (in % kQuantGroup != 0) {
-    throw std::invalid_argument(std::string("PackedWeight: ") + dtype_name(d) + " needs in a multiple of 32, got " +
-                                std::to_string(in));
+  if (in % quant_block_inputs(d) != 0) {
+    throw std::invalid_argument(std::string("PackedWeight: ") + dtype_name(d) + " needs in a multiple of " +
+                                std::to_string(quant_block_inputs(d)) + ", got " + std::to_string(in));
   }
+}
+
+// quantize() and quantize_row() write only llama.cpp's Q8_0 and Q4_0.
+void check_quantizer(Dtype d) {
+  if (d != Dtype::q8_0 && d != Dtype::q4_0)
+    throw std::invalid_argument(std::string("specd quantizes only to q8_0 and q4_0, not ") + dtype_name(d));
 }
 
 // Byte of output lane o, input i of a block, and for Q4_0 whether the high nibble.
@@ -66,20 +73,42 @@ void quantize_q4_0(const float* x, std::byte* block) {
 
 size_t quant_block_bytes(Dtype d) {
   check_quant_shape(0, d);
-  return d == Dtype::q8_0 ? 34 : 18;
+  switch (d) {
+    case Dtype::q8_0:
+      return 34;
+    case Dtype::q4_0:
+      return 18;
+    case Dtype::q4_1:
+      return 20;
+    case Dtype::q5_0:
+      return 22;
+    case Dtype::q5_1:
+      return 24;
+    case Dtype::q4_k:
+      return 144;
+    case Dtype::q5_k:
+      return 176;
+    default:  // q6_k
+      return 210;
+  }
 }
 
 size_t stored_row_bytes(Dtype d, int64_t in) {
-  if (is_quantized(d)) return static_cast<size_t>(in / kQuantGroup) * quant_block_bytes(d);
+  if (is_quantized(d)) return static_cast<size_t>(in / quant_block_inputs(d)) * quant_block_bytes(d);
   return static_cast<size_t>(in) * dtype_size(d);
 }
 
 int64_t PackedWeight::quant_block_bytes_for(int64_t in, Dtype dtype) {
   check_quant_shape(in, dtype);
+  if (is_nibble_format(dtype)) {
+    const detail::NibbleLayout L = detail::nibble_layout(dtype);
+    return (in / L.inputs * L.chunk_bytes() + 63) / 64 * 64;
+  }
   return (in / kQuantGroup * (group_quant_bytes(dtype) + 32) + 63) / 64 * 64;  // quants, then scales
 }
 
 void quantize_row(const float* x, int64_t n, Dtype d, std::byte* blocks) {
+  check_quantizer(d);
   check_quant_shape(n, d);
   const size_t bytes = quant_block_bytes(d);
   for (int64_t g = 0; g < n / kQuantGroup; ++g) {
@@ -110,6 +139,7 @@ void PackedWeight::pack_quant_row(const std::byte* src, int64_t in, Dtype dtype,
 
 PackedWeight PackedWeight::quantize(const void* data, Dtype source, int64_t out, int64_t in, Dtype dtype) {
   if (is_quantized(source)) throw std::invalid_argument("PackedWeight::quantize: the source must be f32, f16 or bf16");
+  check_quantizer(dtype);
   check_quant_shape(in, dtype);
   const size_t row_bytes = in / kQuantGroup * quant_block_bytes(dtype);
   std::vector<std::byte> blocks(out * row_bytes);
@@ -127,6 +157,7 @@ PackedWeight PackedWeight::quantize(const void* data, Dtype source, int64_t out,
 }
 
 int32_t PackedWeight::quant_at(int64_t o, int64_t i) const {
+  if (is_nibble_format(dtype_)) return nibble_quant_at(o, i);
   bool high = false;
   const auto byte = std::to_integer<uint8_t>(block(o / kB)[quant_offset(dtype_, o % kB, i, &high)]);
   if (dtype_ == Dtype::q8_0) return static_cast<int32_t>(byte) - 128;
@@ -134,6 +165,8 @@ int32_t PackedWeight::quant_at(int64_t o, int64_t i) const {
 }
 
 float PackedWeight::scale_at(int64_t o, int64_t i) const {
+  if (dtype_ != Dtype::q8_0 && dtype_ != Dtype::q4_0)  // the nibble formats have several scales a weight
+    throw std::logic_error(std::string("PackedWeight::scale_at: not a q8_0 or q4_0 matrix but ") + dtype_name(dtype_));
   uint16_t h;
   std::memcpy(&h, block(o / kB) + scale_offset(in_, dtype_, o % kB, i), 2);
   return f16_to_float(h);

@@ -58,7 +58,6 @@ void BlockAllocator::forget(int32_t block) {
 
 PrefixHit BlockAllocator::match(std::span<const int32_t> tokens) {
   PrefixHit hit;
-  queried_tokens_ += static_cast<int64_t>(tokens.size());
   const size_t full = tokens.empty() ? 0 : (tokens.size() - 1) / block_size_;
   for (size_t i = 0; i < full; ++i) {
     const auto block_tokens = tokens.subspan(i * block_size_, block_size_);
@@ -73,7 +72,6 @@ PrefixHit BlockAllocator::match(std::span<const int32_t> tokens) {
     hit.key = key;
   }
   hit.tokens = static_cast<int64_t>(hit.blocks.size()) * block_size_;
-  hit_tokens_ += hit.tokens;
   publish();
   return hit;
 }

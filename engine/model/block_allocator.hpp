@@ -4,8 +4,8 @@
 // blocks per request, actors/scheduler_actor.hpp). A free list, a reference count per block, and for each full block of
 // committed tokens a key over (the parent block's key, its token ids), so that equal prefixes find equal blocks (vLLM's
 // block pool, SGLang's radix cache). A block that nobody references but that holds a keyed prefix stays cached, in
-// least-recently-released order, until a new block is needed. Prefix queries and hits are counted in tokens. Not
-// thread-safe, except referenced_published().
+// least-recently-released order, until a new block is needed. Prefix hits are counted where they are decided, by
+// the scheduler (actors/scheduler_round.cpp). Not thread-safe, except referenced_published().
 #include <atomic>
 #include <cstdint>
 #include <list>
@@ -72,11 +72,6 @@ class BlockAllocator {
   void release(int32_t block);
   void release_all(std::span<const int32_t> blocks);
 
-  // Prefix-cache counters in tokens (what vLLM and the Gateway API read): every token
-  // that match() was asked about, and those it found cached.
-  int64_t queried_tokens() const { return queried_tokens_; }
-  int64_t hit_tokens() const { return hit_tokens_; }
-
  private:
   struct KeyHash {
     size_t operator()(const BlockKey& k) const { return static_cast<size_t>(k.a ^ (k.b * 0x9E3779B97F4A7C15ULL)); }
@@ -96,8 +91,6 @@ class BlockAllocator {
   std::vector<int32_t> free_;  // a stack
   std::list<int32_t> lru_;     // unreferenced cached blocks, oldest first
   std::vector<std::list<int32_t>::iterator> in_lru_;
-  int64_t queried_tokens_ = 0;
-  int64_t hit_tokens_ = 0;
   std::atomic<int32_t> referenced_published_{0};
 };
 

@@ -17,7 +17,7 @@ double measure_decode_step_seconds(LlamaModel& model, int32_t steps, int64_t con
   constexpr int32_t kWarmup = 8;
   constexpr int32_t kRuns = 7;
   const int64_t max_seq = context + steps + kWarmup + 1;
-  KvCache cache(model.config(), 1, max_seq, KvCache::blocks_for(1, max_seq));
+  KvCache cache(model.config(), 1, max_seq, KvCache::blocks_to_hold(1, max_seq));
   const int32_t slot = 0;  // the cache's one slot
   const int64_t vocab = model.config().vocab_size;
   at::Tensor prompt = at::arange(context, at::kLong).remainder(vocab).unsqueeze(0);

@@ -112,6 +112,18 @@ std::optional<Dtype> kernel_dtype(uint32_t ggml_type) {
       return Dtype::q8_0;
     case GgmlType::q4_0:
       return Dtype::q4_0;
+    case GgmlType::q4_1:
+      return Dtype::q4_1;
+    case GgmlType::q5_0:
+      return Dtype::q5_0;
+    case GgmlType::q5_1:
+      return Dtype::q5_1;
+    case GgmlType::q4_k:
+      return Dtype::q4_k;
+    case GgmlType::q5_k:
+      return Dtype::q5_k;
+    case GgmlType::q6_k:
+      return Dtype::q6_k;
     default:
       return std::nullopt;
   }
@@ -136,9 +148,9 @@ std::string dims_text(const std::vector<int64_t>& dims) {
   return s + "]";
 }
 
-// Hands the packer each tensor it asks for by HF name, checked and un-permuted. llama-quantize's
-// Q4_0 mixture stores a tied embedding whose rows are a multiple of 256 as Q6_K, which is
-// refused here like every type without a kernel; --pure keeps every tensor Q4_0.
+// Hands the packer each tensor it asks for by HF name, checked and un-permuted. Every type
+// llama-quantize's Q4_0, Q4_K_M, Q5_K_M and Q6_K presets write runs as stored (a tied
+// embedding kept at Q6_K too); Q2_K, Q3_K and the IQ types are refused: they have no kernel.
 class GgufTensorSource {
  public:
   GgufTensorSource(const GgufFile& file, const ModelConfig& c, LoadProgress& progress)
@@ -156,8 +168,8 @@ class GgufTensorSource {
     if (!dtype)
       fail(ErrorCode::unsupported_dtype, file_,
            "tensor " + t->name + " is " + ggml_type_name(t->type) +
-               "; specd loads F32, F16, BF16, Q8_0 and Q4_0 tensors (llama-quantize --pure writes only the "
-               "requested type)");
+               "; specd loads F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K and Q6_K tensors (Q2_K, Q3_K "
+               "and the IQ types have no kernel: choose a Q4_K_M or larger preset)");
     previous_ = t;
     progress_.advance(t->nbytes);
     const bool q = name->ends_with("attn_q.weight"), k = name->ends_with("attn_k.weight");

@@ -65,28 +65,30 @@ kernels::PackOptions pack_options(const RawTensor& t) {
   return options;
 }
 
-// Packs the row-wise concatenation of several [rows_i, in] tensors of one dtype, quantized
-// to `to` when given and stored as floats. Each part is packed (or quantized into blocks,
-// a quarter to a half of its float bytes, and those packed) before the next is asked
-// for: a source may release a tensor's memory then.
+// Packs the row-wise concatenation of several [rows_i, in] tensors, quantized to `to`
+// when given and stored as floats; runs of another dtype become parts of a stacked matrix. Each part is packed (or
+// quantized into blocks, a quarter to a half of its float bytes, and those packed) before the next is asked for: a
+// source may release a tensor's memory then.
 PackedWeight pack_stacked(const TensorSource& source, const std::vector<std::pair<std::string, int64_t>>& parts,
                           int64_t in, QuantizeTo to) {
   int64_t total = 0;
   for (const auto& part : parts) total += part.second;
   std::optional<PackedWeightBuilder> builder;
-  std::optional<Dtype> dtype;
-  std::vector<std::byte> blocks;  // a part quantized here
+  std::vector<PackedWeight> stacked;  // parts of other dtypes before the builder's (PackedWeight::stack)
+  std::vector<std::byte> blocks;      // a part quantized here
   for (const auto& [name, part_rows] : parts) {
     const RawTensor t = source(name, {part_rows, in});
-    if (dtype && *dtype != t.dtype) {
-      throw SpecdError(ErrorCode::unsupported_dtype, "tensor " + name + " is " + kernels::dtype_name(t.dtype) +
-                                                         ", the tensors fused with it are " +
-                                                         kernels::dtype_name(*dtype));
-    }
-    dtype = t.dtype;
     check_quantizable(name, in, t.dtype, to);
     const bool quantize_here = to && !kernels::is_quantized(t.dtype);
-    if (!builder) builder.emplace(total, in, quantize_here ? *to : t.dtype);
+    const Dtype dtype = quantize_here ? *to : t.dtype;
+    // llama-quantize's K-quant presets mix types within a fused matrix (Q4_K q and k
+    // with a Q6_K v): the rows so far become a part of their own.
+    if (builder && builder->dtype() != dtype) {
+      total -= builder->added();
+      stacked.push_back(std::move(*builder).finish_added());
+      builder.reset();
+    }
+    if (!builder) builder.emplace(total, in, dtype);
     if (quantize_here) {
       blocks.clear();
       append_quantized(t, part_rows, in, *to, blocks);
@@ -96,7 +98,8 @@ PackedWeight pack_stacked(const TensorSource& source, const std::vector<std::pai
       builder->add(t.data, part_rows, pack_options(t));
     }
   }
-  return std::move(*builder).finish();
+  stacked.push_back(std::move(*builder).finish());
+  return PackedWeight::stack(std::move(stacked));
 }
 
 std::vector<float> norm_weights(const TensorSource& source, const std::string& name, int64_t n) {

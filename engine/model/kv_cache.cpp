@@ -36,7 +36,7 @@ int64_t KvCache::bytes_per_token(const ModelConfig& config) {
   return 2 * config.num_hidden_layers * config.num_key_value_heads * config.head_dim * int64_t{2};
 }
 
-int32_t KvCache::blocks_for(int32_t slots, int64_t max_seq_len, int32_t block_size) {
+int32_t KvCache::blocks_to_hold(int32_t slots, int64_t max_seq_len, int32_t block_size) {
   const int64_t blocks = static_cast<int64_t>(slots) * ((max_seq_len + block_size - 1) / block_size);
   if (slots <= 0 || max_seq_len <= 0 || block_size <= 0 || blocks > std::numeric_limits<int32_t>::max()) {
     throw SpecdError(ErrorCode::invalid_argument, "no KV pool holds " + std::to_string(slots) + " slots of " +

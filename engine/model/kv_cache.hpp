@@ -30,7 +30,7 @@ class KvCache {
   // K and V of all layers in BF16.
   static int64_t bytes_per_token(const ModelConfig& config);
   // Blocks that hold `slots` sequences of max_seq_len each (a pool that never runs out).
-  static int32_t blocks_for(int32_t slots, int64_t max_seq_len, int32_t block_size = kDefaultBlockSize);
+  static int32_t blocks_to_hold(int32_t slots, int64_t max_seq_len, int32_t block_size = kDefaultBlockSize);
 
   int32_t slot_count() const { return slot_count_; }
   int64_t max_seq_len() const { return max_seq_len_; }
@@ -77,8 +77,6 @@ class KvCache {
   void commit(int32_t slot, std::span<const int32_t> tokens);
   void set_prefix_caching(bool on) { prefix_caching_ = on; }
   bool prefix_caching() const { return prefix_caching_; }
-  int64_t prefix_queried_tokens() const { return allocator_.queried_tokens(); }
-  int64_t prefix_hit_tokens() const { return allocator_.hit_tokens(); }
 
   // For the forward: a slot's blocks (position p is in block_table(slot)[p / block_size()])
   // and the storage they index.

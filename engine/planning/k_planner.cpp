@@ -6,14 +6,15 @@
 
 namespace specd {
 
-KPlanner::KPlanner(KPlanSetup setup, RoundLimits limits) : k_max_(setup.k_max), limits_(limits) {
+KPlanner::KPlanner(KPlanSetup setup)
+    : k_max_(setup.sequence.k_max), max_seq_len_(setup.sequence.max_seq_len), has_draft_model_(setup.has_draft_model) {
   if (k_max_ < 0) throw SpecdError(ErrorCode::invalid_argument, "k_max must be >= 0");
   meter_.rounds = std::move(setup.round_costs);
 }
 
 RequestK KPlanner::start(const SpecSettings& spec, bool has_draft_slot) const {
   const bool model_drafter = spec.drafter == DrafterKind::model;
-  const bool drafts = spec.enabled && (!model_drafter || (limits_.has_draft_model && has_draft_slot));
+  const bool drafts = spec.enabled && (!model_drafter || (has_draft_model_ && has_draft_slot));
   const int32_t bound = spec.k_max > 0 ? std::min(spec.k_max, k_max_) : k_max_;
   AdaptiveK adaptive_k(meter_.cost_ratio(), bound, kDefaultProbeEvery, meter_.acceptance.estimate(spec.drafter));
   if (spec.tree.mode == TreeMode::fixed) {  // the shape's depth, every round
@@ -81,7 +82,7 @@ void KPlanner::observe(std::span<const KOutcome> rows, const RoundCosts& costs, 
 }
 
 int64_t KPlanner::room(const KRow& row) const {
-  return std::min<int64_t>(limits_.max_seq_len - row.context, int64_t{row.max_new} - 1);
+  return std::min<int64_t>(max_seq_len_ - row.context, int64_t{row.max_new} - 1);
 }
 
 int32_t KPlanner::row_k(const KRow& row, int32_t planned) const {

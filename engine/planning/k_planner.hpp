@@ -16,19 +16,16 @@
 #include "engine/planning/cost_meter.hpp"
 #include "engine/planning/round_cost_model.hpp"
 #include "engine/planning/tree_plan.hpp"
+#include "engine/request/sequence_limits.hpp"
 #include "engine/request/spec_settings.hpp"
 
 namespace specd {
 
-// What bounds K besides the request: the caches' length and whether a draft model exists.
-struct RoundLimits {
-  int64_t max_seq_len = 1024;
-  bool has_draft_model = false;
-};
-
-// What the engine gives its planner.
+// What the engine gives its planner: the bounds on K (k_max: no row drafts more; the
+// caches' length), whether a draft model exists, and the round costs.
 struct KPlanSetup {
-  int32_t k_max = 8;                          // the engine's bound on K: no row drafts more
+  SequenceLimits sequence;
+  bool has_draft_model = false;
   std::optional<RoundCostModel> round_costs;  // calibrated: K is planned for the batch as a whole
 };
 
@@ -87,7 +84,7 @@ struct KPlan {
 class KPlanner {
  public:
   // Throws SpecdError(invalid_argument) for k_max < 0.
-  KPlanner(KPlanSetup setup, RoundLimits limits);
+  explicit KPlanner(KPlanSetup setup);
 
   // A newly admitted request's K (`has_draft_slot`: it holds a draft-model KV slot). Its
   // acceptance estimate and tree gain start at its drafter's recent ones. Throws
@@ -123,7 +120,8 @@ class KPlanner {
   void plan_trees(std::span<const KRow> rows, KPlan& plan) const;
 
   int32_t k_max_;
-  RoundLimits limits_;
+  int64_t max_seq_len_;
+  bool has_draft_model_;
   CostMeter meter_;
 };
 

@@ -55,13 +55,13 @@ KvBudget plan_kv_budget(const KvBudgetInput& in) {
   }
   const int64_t block_bytes = (in.target_bytes_per_token + in.draft_bytes_per_token) * in.block_size;
   // One request at its longest, with the speculative rows a verify pass writes past it.
-  const int64_t least = blocks_for(in.max_seq_len + in.k_max + 1, in.block_size);
+  const int64_t least = blocks_for(in.sequence.max_seq_len + in.sequence.k_max + 1, in.block_size);
   KvBudget b;
   b.block_size = in.block_size;
   b.derived = in.configured_bytes <= 0;
   int64_t blocks = 0;
   if (b.derived) {
-    const int64_t wanted = static_cast<int64_t>(in.max_batch) * blocks_for(in.max_seq_len, in.block_size);
+    const int64_t wanted = static_cast<int64_t>(in.max_batch) * blocks_for(in.sequence.max_seq_len, in.block_size);
     blocks = std::min(std::max(wanted, least), in.available_bytes / 2 / block_bytes);
   } else {
     blocks = in.configured_bytes / block_bytes;
@@ -70,7 +70,7 @@ KvBudget plan_kv_budget(const KvBudgetInput& in) {
   if (blocks < least) {
     std::ostringstream why;
     why << "the KV cache needs at least " << format_bytes(least * block_bytes) << " for one request of max_seq_len "
-        << in.max_seq_len << " (" << least << " blocks of " << in.block_size << " tokens at "
+        << in.sequence.max_seq_len << " (" << least << " blocks of " << in.block_size << " tokens at "
         << format_bytes(block_bytes) << " a block across both models), but ";
     if (b.derived) {
       why << "half the memory available, " << format_bytes(in.available_bytes / 2)

@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <string>
 
+#include "engine/request/sequence_limits.hpp"
+
 namespace specd {
 
 struct KvBudgetInput {
@@ -17,8 +19,7 @@ struct KvBudgetInput {
   int64_t draft_bytes_per_token = 0;  // 0: no draft model
   int32_t block_size = 16;
   int32_t max_batch = 1;
-  int64_t max_seq_len = 1;
-  int32_t k_max = 0;
+  SequenceLimits sequence;
 };
 
 struct KvBudget {

@@ -19,21 +19,21 @@ void validate_input(const GenerateRequest& r, std::span<const int32_t> ids, cons
   for (int32_t id : ids) {
     if (id < 0 || id >= limits.vocab_size) refuse("prompt id " + std::to_string(id) + " outside the vocabulary");
   }
-  if (static_cast<int64_t>(ids.size()) >= limits.max_seq_len) {
+  if (static_cast<int64_t>(ids.size()) >= limits.sequence.max_seq_len) {
     throw SpecdError(ErrorCode::out_of_capacity, "prompt of " + std::to_string(ids.size()) +
                                                      " tokens does not fit max_seq_len " +
-                                                     std::to_string(limits.max_seq_len));
+                                                     std::to_string(limits.sequence.max_seq_len));
   }
 }
 
 void validate_spec(const SpecSettings& spec, const RequestLimits& limits) {
   if (!spec.enabled) return;
-  const std::string bound = "[0, " + std::to_string(limits.k_max) + "]";
-  if (spec.k < 0 || spec.k > limits.k_max) refuse("speculative.k must be in " + bound);
-  if (spec.adaptive && (spec.k_max < 0 || spec.k_max > limits.k_max))
+  const std::string bound = "[0, " + std::to_string(limits.sequence.k_max) + "]";
+  if (spec.k < 0 || spec.k > limits.sequence.k_max) refuse("speculative.k must be in " + bound);
+  if (spec.adaptive && (spec.k_max < 0 || spec.k_max > limits.sequence.k_max))
     refuse("the bound of K = auto must be in " + bound);
-  if (spec.tree.mode == TreeMode::fixed && static_cast<int32_t>(spec.tree.widths.size()) > limits.k_max)
-    refuse("speculative.tree is deeper than the engine's k_max " + std::to_string(limits.k_max));
+  if (spec.tree.mode == TreeMode::fixed && static_cast<int32_t>(spec.tree.widths.size()) > limits.sequence.k_max)
+    refuse("speculative.tree is deeper than the engine's k_max " + std::to_string(limits.sequence.k_max));
 }
 
 }  // namespace

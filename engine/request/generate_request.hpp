@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "engine/request/sampling_params.hpp"
+#include "engine/request/sequence_limits.hpp"
 #include "engine/request/spec_settings.hpp"
 #include "engine/tokenizer/chat_template.hpp"
 
@@ -34,8 +35,7 @@ struct GenerateRequest {
 // What bounds a request in this engine.
 struct RequestLimits {
   int32_t vocab_size = 0;
-  int64_t max_seq_len = 0;  // prompt plus generated tokens
-  int32_t k_max = 0;        // drafted tokens per round
+  SequenceLimits sequence;
 };
 
 // The one validation of a request, with its prompt's token ids: throws SpecdError

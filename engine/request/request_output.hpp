@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "engine/request/finish_reason.hpp"
+#include "engine/request/sequence_limits.hpp"
 #include "engine/request/spec_settings.hpp"
 #include "engine/request/stop_conditions.hpp"
 #include "engine/tokenizer/stream_detokenizer.hpp"
@@ -27,7 +28,7 @@ struct OutputLimits {
   std::vector<std::string> stop;  // needs a tokenizer
   int32_t max_tokens = 128;
   int64_t prompt_tokens = 0;
-  int64_t max_seq_len = 1024;  // the context may not outgrow the KV cache
+  int64_t max_seq_len = SequenceLimits{}.max_seq_len;  // the context may not outgrow the KV cache
 };
 
 // The part of a round that the client receives.

@@ -49,18 +49,4 @@ class IoThreads {
   std::vector<std::thread> threads_;
 };
 
-// The engine's snapshot once every request has ended and both KV pools have their blocks
-// back (the scheduler returns an ended request's blocks after its result is delivered),
-// or the last snapshot after 5 s.
-inline EngineSnapshot settled_snapshot(IoThreads& io, Engine& engine) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-  for (;;) {
-    EngineSnapshot s = io.run(engine.snapshot());
-    const bool settled =
-        s.running == 0 && s.waiting == 0 && s.kv_blocks_referenced_target == 0 && s.kv_blocks_referenced_draft == 0;
-    if (settled || std::chrono::steady_clock::now() > deadline) return s;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-}
-
 }  // namespace specd::testing

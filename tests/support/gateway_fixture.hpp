@@ -24,8 +24,8 @@
 #include "engine/model/model_files.hpp"
 #include "engine/tokenizer/tokenizer.hpp"
 #include "json/json_serialize.hpp"
+#include "net/gateway.hpp"
 #include "net/gateway_config.hpp"
-#include "net/listener.hpp"
 #include "net/ws_client.hpp"
 #include "tests/support/engine_runner.hpp"
 #include "tests/support/generation_drivers.hpp"
@@ -42,7 +42,7 @@ inline net::GatewayConfig test_gateway_config() {
   net::GatewayConfig c = net::default_gateway_config();
   c.port = 0;
   c.protocol.default_temperature = 0.0;
-  c.engine.max_seq_len = 256;
+  c.engine.sequence.max_seq_len = 256;
   c.engine.max_batch = 32;
   c.shutdown_deadline_seconds = 2;
   return c;

@@ -177,10 +177,12 @@ std::vector<SpecResult> generate_speculative(SpecModels& m, const std::vector<Dr
     request.stop = r.stop;
     request.spec = r.spec;
     validate_request(request, r.prompt,
-                     {static_cast<int32_t>(m.target.config().vocab_size), max_seq_len, largest_k(requests)});
+                     {.vocab_size = static_cast<int32_t>(m.target.config().vocab_size),
+                      .sequence = {.max_seq_len = max_seq_len, .k_max = largest_k(requests)}});
   }
   torch::InferenceMode inference;
-  KPlanner planner({largest_k(requests), std::nullopt}, {max_seq_len, m.draft != nullptr});
+  KPlanner planner(
+      {.sequence = {.max_seq_len = max_seq_len, .k_max = largest_k(requests)}, .has_draft_model = m.draft != nullptr});
   Drafter drafter = borrow_drafter(m);
   Verifier verifier = borrow_verifier(m);
   DriverSlots slots{SlotPool(m.target_cache.slot_count()), std::nullopt};

@@ -25,7 +25,7 @@ inline std::map<Continuation, double> exact_joint3(LlamaModel& target, const std
   c10::InferenceMode guard;
   // The inference forward the speculative runs use, on a fresh cache slot per context.
   const int64_t max_seq = static_cast<int64_t>(prompt.size()) + 4;
-  KvCache cache(target.config(), 1, max_seq, KvCache::blocks_for(1, max_seq));
+  KvCache cache(target.config(), 1, max_seq, KvCache::blocks_to_hold(1, max_seq));
   const int32_t slot = 0;  // the cache's one slot
   auto dist = [&](const std::vector<int32_t>& ctx) {
     std::vector<int64_t> ids(ctx.begin(), ctx.end());

@@ -31,7 +31,7 @@ inline std::vector<int32_t> solo_greedy(const std::string& prompt, int32_t max_t
   static const std::filesystem::path target_dir = std::filesystem::path(SPECD_SOURCE_DIR) / "models" / "target";
   static auto tokenizer = load_tokenizer(target_dir);
   static auto target = load_model(target_dir);
-  static KvCache cache(target->config(), 1, 1024, KvCache::blocks_for(1, 1024));
+  static KvCache cache(target->config(), 1, 1024, KvCache::blocks_to_hold(1, 1024));
   GenerationRequest r;
   r.prompt = tokenizer->encode(prompt, true);
   r.max_tokens = max_tokens;

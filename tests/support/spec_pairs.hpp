@@ -45,8 +45,9 @@ inline TestPair make_pair(bool perturbed, int32_t slots, int64_t max_seq = 128) 
   TestPair p;
   p.target = random_model(tiny_config(), 101);
   p.draft = perturbed ? perturbed_copy(*p.target, 0.015, 7) : random_model(small_draft_config(), 202);
-  p.target_cache = std::make_unique<KvCache>(p.target->config(), slots, max_seq, KvCache::blocks_for(slots, max_seq));
-  p.draft_cache = std::make_unique<KvCache>(p.draft->config(), slots, max_seq, KvCache::blocks_for(slots, max_seq));
+  p.target_cache =
+      std::make_unique<KvCache>(p.target->config(), slots, max_seq, KvCache::blocks_to_hold(slots, max_seq));
+  p.draft_cache = std::make_unique<KvCache>(p.draft->config(), slots, max_seq, KvCache::blocks_to_hold(slots, max_seq));
   return p;
 }
 
@@ -65,7 +66,7 @@ inline std::vector<std::vector<int32_t>> mixed_prompts() {
 // Target-only greedy ids on a cache of its own: the reference speculation must equal.
 inline std::vector<int32_t> target_only(LlamaModel& target, const std::vector<int32_t>& prompt, int32_t max_tokens,
                                         double repetition_penalty = 1.0) {
-  KvCache cache(target.config(), 1, 128, KvCache::blocks_for(1, 128));
+  KvCache cache(target.config(), 1, 128, KvCache::blocks_to_hold(1, 128));
   GenerationRequest r;
   r.prompt = prompt;
   r.max_tokens = max_tokens;

@@ -6,9 +6,10 @@ mode (target-only, K = 4, K = auto) and each repeat, in turn: `specd generate --
 (a fresh process: its decode tokens/s, the ids), then the same request over a WebSocket
 to one long-running `specd serve` (the done frame's decode tokens/s, the wall time of the
 request, the ids). Interleaved, so the host's drift hits both sides alike. Prints one JSON
-object: per mode the medians, min and max of each side, serve/generate, and whether every
-repeat gave identical ids. For the served request it also says where the CPUs went: the
-server's threads by name (the compute lanes name theirs) and this client, in CPUs busy.
+object: per mode the medians, min and max of each side, serve/generate, whether every
+repeat gave identical ids, and those ids (to compare two builds). For the served request it
+also says where the CPUs went: the server's threads by name (the compute lanes name
+theirs) and this client, in CPUs busy.
 
     /usr/bin/python3 tools/bench/one_path_bench.py [--specd build/specd] [--repeats 7] \
         [--max-tokens 128] [--prompt "ROMEO:"] [--serve-arg=--io-threads=2 ...]
@@ -96,7 +97,7 @@ def summary(values):
 
 async def bench(args, url, server_pid):
     runs = {mode: {"generate": [], "serve": [], "serve_wall": [], "cpus": collections.defaultdict(list),
-                   "ids_identical": True} for mode in MODES}
+                   "ids_identical": True, "ids": None} for mode in MODES}
     for repeat in range(args.repeats):
         for mode, (cli_mode, spec) in MODES.items():
             generated = run_generate(args, cli_mode)
@@ -105,7 +106,8 @@ async def bench(args, url, server_pid):
             r["generate"].append(generated["decode_tokens_per_second"])
             r["serve"].append(served["decode_tokens_per_second"])
             r["serve_wall"].append(served["wall_tokens_per_second"])
-            r["ids_identical"] &= generated["ids"] == served["ids"]
+            r["ids_identical"] &= generated["ids"] == served["ids"] and r["ids"] in (None, generated["ids"])
+            r["ids"] = generated["ids"]
             for name, cpus in served["cpus"].items():
                 r["cpus"][name].append(cpus)
     out = {}
@@ -114,6 +116,8 @@ async def bench(args, url, server_pid):
         out[mode] = {"generate_decode_tokens_per_second": generate, "serve_decode_tokens_per_second": serve,
                      "serve_wall_tokens_per_second": summary(r["serve_wall"]),
                      "serve_over_generate": serve["median"] / generate["median"], "ids_identical": r["ids_identical"],
+                     # The ids every repeat gave, so two builds' runs can be compared.
+                     "ids": r["ids"],
                      # CPUs busy during a served request (median), by server thread name and the client.
                      "serve_cpus": {name: statistics.median(v + [0] * (args.repeats - len(v)))
                                     for name, v in sorted(r["cpus"].items())}}

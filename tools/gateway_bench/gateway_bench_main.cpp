@@ -29,8 +29,8 @@
 #include "actors/engine.hpp"
 #include "json/json_number.hpp"
 #include "json/json_serialize.hpp"
+#include "net/gateway.hpp"
 #include "net/gateway_config.hpp"
-#include "net/listener.hpp"
 #include "net/ws_client.hpp"
 
 namespace asio = boost::asio;
@@ -117,7 +117,7 @@ int main(int argc, char** argv) {
   net::GatewayConfig config = net::default_gateway_config();
   config.port = 0;
   config.max_connections = 4096;
-  config.engine.max_seq_len = 256;
+  config.engine.sequence.max_seq_len = 256;
   config.engine.max_waiting = 4096;
   ReadyTimes ready;
   net::GatewayHooks hooks;

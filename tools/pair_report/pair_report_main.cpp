@@ -85,9 +85,9 @@ int main(int argc, char** argv) {
     config.target_dir = a.target;
     config.draft_dir = a.draft;
     config.max_batch = 1;
-    config.max_seq_len = a.prompt_tokens + a.new_tokens + 1;
+    config.sequence.max_seq_len = a.prompt_tokens + a.new_tokens + 1;
     config.threads = a.threads;
-    config.k_max = std::max(config.k_max, a.k);
+    config.sequence.k_max = std::max(config.sequence.k_max, a.k);
     config.calibration_seconds = 0;  // fixed K
     EngineRunner runner(config);
     const auto prompts = heldout_prompts(a, *runner.engine().tokenizer());

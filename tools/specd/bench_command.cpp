@@ -38,7 +38,7 @@ struct BenchArgs {
   std::string prompts_file;       // empty: conf/bench_prompts.txt of specd's data directory
   int32_t max_tokens = 64;
   int32_t prompt_count = 24;
-  int32_t k_max = 8;
+  int32_t k_max = SequenceLimits{}.k_max;
   int32_t spec_repeat = 1;           // --spec: runs of the whole interleaved sequence (--repeat)
   ModelBenchArgs model_bench;        // without --spec: the real-size single-model benchmark
   ConcurrencyBenchArgs concurrency;  // --concurrency: serving figures through the actors
@@ -173,7 +173,7 @@ void run_bench(const BenchArgs& a) {
     throw SpecdError(ErrorCode::invalid_argument, "bench --spec needs a draft model (--draft)");
   const StepCosts steps = measure_step_costs(pair.engine, a.pair.threads);
   const double c = steps.draft / steps.target;
-  pair.engine.k_max = a.k_max;
+  pair.engine.sequence.k_max = a.k_max;
   pair.engine.calibration_seconds = 2.0;  // auto rows plan K from the measured costs, as in serve
   EngineRunner runner(pair.engine);
   const std::vector<std::string> prompts = read_prompts(a);

@@ -307,7 +307,7 @@ void run_concurrency_bench(const PairArgs& pair, const ConcurrencyBenchArgs& arg
   config.target_weights = weight_format_of(pair.weights);
   config.draft_weights = weight_format_of(pair.draft_weights.empty() ? pair.weights : pair.draft_weights);
   config.max_batch = std::max(most, 1);
-  config.max_seq_len = pair.max_seq_len;
+  config.sequence.max_seq_len = pair.max_seq_len;
   config.trace = !args.trace_path.empty();
   config.threads = pair.threads;
   ThreadPolicy threads;

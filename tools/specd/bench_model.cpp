@@ -149,7 +149,7 @@ Figures measure_model(const std::string& dir, WeightFormat weights, const ModelB
   int64_t most_rows = 1;
   for (int64_t rows : a.verify_rows) most_rows = std::max(most_rows, rows);
   const int64_t max_seq = a.prompt_len + std::max<int64_t>(a.steps + 1, most_rows);
-  KvCache cache(c, a.batch, max_seq, KvCache::blocks_for(a.batch, max_seq));
+  KvCache cache(c, a.batch, max_seq, KvCache::blocks_to_hold(a.batch, max_seq));
   std::vector<int32_t> slots;
   for (int32_t b = 0; b < a.batch; ++b) slots.push_back(b);  // the cache holds exactly these
 

@@ -123,11 +123,12 @@ PairChoice choose_pair(const PairArgs& a) {
   p.engine.target_weights = weight_format_of(a.weights);
   p.engine.draft_weights = weight_format_of(a.draft_weights.empty() ? a.weights : a.draft_weights);
   p.engine.chat_template = a.chat_template;
-  p.engine.max_seq_len = a.max_seq_len;
+  p.engine.sequence.max_seq_len = a.max_seq_len;
   if (!a.kv_cache_memory.empty()) p.engine.kv_cache_memory = parse_byte_size(a.kv_cache_memory, "--kv-cache-memory");
   p.engine.threads = a.threads;
   // A fixed --k or tree depth above the default.
-  p.engine.k_max = std::max({p.engine.k_max, p.spec.k, static_cast<int32_t>(p.spec.tree.widths.size())});
+  p.engine.sequence.k_max =
+      std::max({p.engine.sequence.k_max, p.spec.k, static_cast<int32_t>(p.spec.tree.widths.size())});
   // One request at a time: a few slots, and the planner's costs measured only when K or
   // the tree is planned (calibration takes a second per lane).
   p.engine.max_batch = 4;

@@ -18,7 +18,7 @@ namespace specd::cli {
 struct PairArgs {
   std::string model, draft, k = "4", drafter = "model", tree = "off";
   bool no_spec = false;
-  int64_t max_seq_len = 1024;
+  int64_t max_seq_len = SequenceLimits{}.max_seq_len;
   int threads = 0;
   std::string kv_cache_memory;                    // empty: derived
   std::string weights = "stored", draft_weights;  // draft_weights empty: as weights

@@ -53,7 +53,7 @@ void run_perplexity(const PerplexityArgs& a) {
   if (ids.empty()) throw SpecdError(ErrorCode::bad_value, "--text " + a.text_file + " holds no tokens");
 
   torch::InferenceMode guard;
-  KvCache cache(config, 1, context, KvCache::blocks_for(1, context));
+  KvCache cache(config, 1, context, KvCache::blocks_to_hold(1, context));
   const auto t0 = std::chrono::steady_clock::now();
   double nll = 0;
   int64_t scored = 0;

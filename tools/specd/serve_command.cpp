@@ -2,7 +2,7 @@
 // every limit and default (conf/specd.toml); flags override it. Prints the URL once
 // listening; SIGINT/SIGTERM drain it and stop (streams finish until the deadline, then
 // are cancelled; WebSockets close with 1012; meanwhile /health answers 503 draining and
-// new requests are refused with shutting_down; net/listener.hpp).
+// new requests are refused with shutting_down; net/gateway.hpp).
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
 
@@ -15,8 +15,8 @@
 #include "actors/engine.hpp"
 #include "actors/spawn.hpp"
 #include "net/data_dir.hpp"
+#include "net/gateway.hpp"
 #include "net/gateway_config.hpp"
-#include "net/listener.hpp"
 #include "tools/specd/cli_common.hpp"
 #include "tools/specd/pair_options.hpp"
 

@@ -1,4 +1,4 @@
-// The gateway's listener: the connection limit refuses the connection beyond it with
+// The gateway: the connection limit refuses the connection beyond it with
 // 503 too_many_connections (others keep working), and a graceful stop lets short
 // streams finish, cancels long ones at the deadline with a final done (cancelled),
 // closes WebSockets with 1012 and refuses new connections.
@@ -39,7 +39,7 @@ TEST_CASE("beyond max_connections a connection is refused with 503 too_many_conn
 TEST_CASE("graceful stop: short streams finish, long ones end with done cancelled, then close code 1012") {
   net::GatewayConfig config = test_gateway_config();
   config.shutdown_deadline_seconds = 0.5;
-  config.engine.max_seq_len = 1024;
+  config.engine.sequence.max_seq_len = 1024;
   GatewayFixture fixture(config);
   auto stopped = std::make_shared<std::atomic<bool>>(false);
   fixture.run([&]() -> asio::awaitable<void> {

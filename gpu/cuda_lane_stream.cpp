@@ -1,4 +1,4 @@
-#include "compute/cuda/cuda_lane_stream.hpp"
+#include "gpu/cuda_lane_stream.hpp"
 
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>

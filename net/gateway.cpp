@@ -1,4 +1,4 @@
-#include "net/listener.hpp"
+#include "net/gateway.hpp"
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/post.hpp>

@@ -1,0 +1,177 @@
+// AVX-512 VNNI kernels of the nibble formats (Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K;
+// compiled with -mavx512f -mavx512bw -mavx512vnni -mf16c), hand-written as the AVX2 ones
+// (no packaged library runs llama.cpp's blocks in this layout). A 64-byte quant vector
+// holds all 16 outputs of a block: vpdpbusd multiplies its unsigned quants by a row's
+// four int8 activations, broadcast, into each lane's int32 sum over a sub-block, and one
+// vpmulld by the lanes' sub-block scales adds it to the super-block's S. Integers exact,
+// then the reference's float chain: the same bits as every other tier.
+#include <immintrin.h>
+
+#include <algorithm>
+
+#include "engine/kernels/linear_isa.hpp"
+#include "engine/kernels/nibble_format.hpp"
+#include "engine/kernels/tile_dispatch.hpp"
+
+namespace specd::kernels::detail {
+
+namespace {
+
+constexpr int64_t kB = PackedWeight::kBlock;
+constexpr int kRows = 8;
+
+// Step s of a group (q: the group's bytes): the unsigned quants of inputs 4s..4s+3 (part
+// 0) or 16 + 4s.. (part 1) for the 16 lanes, nibble and high bits joined.
+template <int Bits>
+inline __m512i step_quants(const std::byte* q, int part, int s) {
+  const __m512i low4 = _mm512_set1_epi8(0x0f);
+  const __m512i raw = _mm512_loadu_si512(q + s * 64);
+  __m512i w = part ? _mm512_and_si512(_mm512_srli_epi16(raw, 4), low4) : _mm512_and_si512(raw, low4);
+  if constexpr (Bits == 5) {
+    const __m512i hb = _mm512_loadu_si512(q + 256);
+    const __m512i at4 = part ? _mm512_srli_epi16(hb, s) : _mm512_slli_epi16(hb, 4 - s);
+    w = _mm512_or_si512(w, _mm512_and_si512(at4, _mm512_set1_epi8(0x10)));
+  } else if constexpr (Bits == 6) {
+    const __m512i hb = _mm512_loadu_si512(q + (part ? 320 : 256));
+    const __m512i at4 = s < 2 ? _mm512_slli_epi16(hb, 4 - 2 * s) : s == 2 ? hb : _mm512_srli_epi16(hb, 2);
+    w = _mm512_or_si512(w, _mm512_and_si512(at4, _mm512_set1_epi8(0x30)));
+  }
+  return w;
+}
+
+template <bool Signed>
+inline __m512i lane_ints(const std::byte* p) {  // 16 bytes, lane o at byte o, as int32
+  const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+  return Signed ? _mm512_cvtepi8_epi32(v) : _mm512_cvtepu8_epi32(v);
+}
+
+template <bool Signed>
+inline __m512i interleaved_pairs(const std::byte* a, const std::byte* b) {  // (a_o, b_o) int16 a lane
+  const __m128i va = _mm_loadu_si128(reinterpret_cast<const __m128i*>(a));
+  const __m128i vb = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b));
+  const __m256i v = _mm256_set_m128i(_mm_unpackhi_epi8(va, vb), _mm_unpacklo_epi8(va, vb));
+  return Signed ? _mm512_cvtepi8_epi16(v) : _mm512_cvtepu8_epi16(v);
+}
+
+template <Dtype D, int R>
+void tile_block(const KernelCall& c, int64_t b, int64_t r0) {
+  constexpr NibbleLayout L = nibble_layout(D);
+  const auto* x = static_cast<const int32_t*>(c.x) + r0;
+  const int64_t m = c.m, superblocks = c.w->in() / L.inputs;
+  const std::byte* blk = c.w->block(b);
+  __m512 acc[R];
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
+  for (int64_t t = 0; t < superblocks; ++t) {
+    const std::byte* chunk = blk + t * L.chunk_bytes();
+    const int32_t* xt = x + t * (L.inputs / 4) * m;
+    __m512i s[R], mn[R];
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) s[r] = mn[r] = _mm512_setzero_si512();
+    for (int g = 0; g < L.groups(); ++g) {
+      const std::byte* group = chunk + g * L.group_bytes();
+#pragma GCC unroll 6
+      for (int l = 0; l < L.group_bytes() / 64; ++l) prefetch_ahead(group + l * 64);
+      const int32_t* xg = xt + g * 8 * m;
+      // One int32 sum a sub-block scale: both parts (inputs 0..15, 16..31) share one
+      // except in Q6_K.
+      constexpr int kSums = L.sub_scales == 16 ? 2 : 1;
+      __m512i part_sum[kSums][R];
+#pragma GCC unroll 2
+      for (int part = 0; part < 2; ++part) {
+        const int k = kSums == 2 ? part : 0;
+#pragma GCC unroll 4
+        for (int step = 0; step < 4; ++step) {
+          const __m512i w = step_quants<L.bits>(group, part, step);
+#pragma GCC unroll 8
+          for (int r = 0; r < R; ++r) {
+            const __m512i xb = _mm512_set1_epi32(xg[(part * 4 + step) * m + r]);
+            const __m512i start = (step == 0 && (part == 0 || kSums == 2)) ? _mm512_setzero_si512() : part_sum[k][r];
+            part_sum[k][r] = _mm512_dpbusd_epi32(start, w, xb);
+          }
+        }
+      }
+#pragma GCC unroll 2
+      for (int k = 0; k < kSums; ++k) {
+#pragma GCC unroll 8
+        for (int r = 0; r < R; ++r) {
+          if constexpr (L.sub_scales == 0) {
+            s[r] = _mm512_add_epi32(s[r], part_sum[k][r]);
+          } else {
+            const int sub = L.sub_scales == 16 ? 2 * g + k : g;
+            const __m512i sc = lane_ints<L.signed_scales>(chunk + L.scales_at() + 16 * sub);
+            s[r] = _mm512_add_epi32(s[r], _mm512_mullo_epi32(part_sum[k][r], sc));
+          }
+        }
+      }
+    }
+    const int32_t* sums = c.x_sums + t * L.sum_pairs() * m + r0;
+#pragma GCC unroll 8
+    for (int p = 0; p < L.sum_pairs(); ++p) {
+      __m512i lanes;
+      if constexpr (L.offset == NibbleOffset::group_mins) {
+        lanes = interleaved_pairs<false>(chunk + L.mins_at() + 16 * (2 * p), chunk + L.mins_at() + 16 * (2 * p + 1));
+      } else if constexpr (L.offset == NibbleOffset::scales_x32) {
+        lanes = interleaved_pairs<true>(chunk + L.scales_at() + 16 * (2 * p), chunk + L.scales_at() + 16 * (2 * p + 1));
+      } else {
+        lanes = _mm512_set1_epi32(L.offset_constant());
+      }
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) {
+        mn[r] = _mm512_add_epi32(mn[r], _mm512_madd_epi16(lanes, _mm512_set1_epi32(sums[p * m + r])));
+      }
+    }
+    const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(chunk + L.d_at())));
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      const __m512 dx = _mm512_set1_ps(c.x_scale[t * m + r0 + r]);
+      if constexpr (L.folded()) {
+        const __m512i n = L.offset == NibbleOffset::scales_x32 ? _mm512_slli_epi32(mn[r], 5) : mn[r];
+        acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(s[r], n)), _mm512_mul_ps(d, dx), acc[r]);
+      } else {
+        const __m512 ms = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(chunk + L.ms_at())));
+        acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s[r]), _mm512_mul_ps(d, dx), acc[r]);
+        acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(mn[r]), _mm512_mul_ps(ms, dx), acc[r]);
+      }
+    }
+  }
+  const int64_t out = c.w->out(), o0 = b * kB;
+  const auto mask = static_cast<__mmask16>((1u << std::min<int64_t>(kB, out - o0)) - 1);
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) _mm512_mask_storeu_ps(c.y + (r0 + r) * out + o0, mask, acc[r]);
+}
+
+template <Dtype D, int R, int NV>
+void tile(const KernelCall& c, int64_t b0, int64_t r0) {
+  for (int v = 0; v < NV; ++v) tile_block<D, R>(c, b0 + v, r0);
+}
+
+constexpr int one_block(int) { return 1; }
+
+template <Dtype D>
+void blocks(const KernelCall& c, int64_t b_begin, int64_t b_end) {
+  row_chunks_per_l2_group<kRows, one_block>(c, b_begin, b_end, []<int R, int NV>() { return tile<D, R, NV>; });
+}
+
+}  // namespace
+
+BlockKernel avx512vnni_nibble_kernel(Dtype d) {
+  switch (d) {
+    case Dtype::q4_1:
+      return blocks<Dtype::q4_1>;
+    case Dtype::q5_0:
+      return blocks<Dtype::q5_0>;
+    case Dtype::q5_1:
+      return blocks<Dtype::q5_1>;
+    case Dtype::q4_k:
+      return blocks<Dtype::q4_k>;
+    case Dtype::q5_k:
+      return blocks<Dtype::q5_k>;
+    case Dtype::q6_k:
+      return blocks<Dtype::q6_k>;
+    default:
+      return nullptr;
+  }
+}
+
+}  // namespace specd::kernels::detail
