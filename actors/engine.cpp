@@ -162,12 +162,16 @@ ThreadPolicy engine_thread_policy(const EngineConfig& c) {
   return policy;
 }
 
-// The target's chat template, or nothing (with the reason) when its directory has none
-// specd knows: requests with messages are then refused.
-std::optional<ChatTemplate> load_chat_template(const std::filesystem::path& dir, std::string& why_not) {
+// The target's chat template, or nothing (with the reason) when it has none: requests
+// with messages are then refused. A template that is there but does not parse, or an
+// explicit template file that cannot be read, is a start-up error.
+std::optional<ChatTemplate> load_chat_template(const std::filesystem::path& dir, const std::filesystem::path& file,
+                                               std::string& why_not) {
   try {
-    return ChatTemplate::from_model_dir(dir);
+    return ChatTemplate::from_model_dir(dir, file);
   } catch (const SpecdError& e) {
+    const bool absent = e.code() == ErrorCode::unknown_chat_template || e.code() == ErrorCode::missing_file;
+    if (!file.empty() || !absent) throw;
     why_not = e.message();
     return std::nullopt;
   }
@@ -182,7 +186,7 @@ struct Engine::Impl {
         threads(engine_thread_policy(config)),
         permits(threads.budget),
         tokenizer(std::move(p.tokenizer)),
-        chat(load_chat_template(config.target_dir, no_chat_reason)),
+        chat(load_chat_template(config.target_dir, config.chat_template, no_chat_reason)),
         limits{static_cast<int32_t>(p.target->config().vocab_size), config.sequence},
         has_draft(p.draft != nullptr),
         kv(p.kv),

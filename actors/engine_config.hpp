@@ -15,6 +15,10 @@ struct EngineConfig {
   // Float checkpoints quantized at load to int8 or int4 blocks (engine/model/weight_format.hpp).
   WeightFormat target_weights = WeightFormat::stored;
   WeightFormat draft_weights = WeightFormat::stored;
+  // A Jinja chat template file in place of the target's own (chat_template.jinja,
+  // tokenizer_config.json, GGUF metadata); empty: the target's. A file that cannot be
+  // read or parsed stops the engine at start.
+  std::filesystem::path chat_template;
   int32_t max_batch = 32;   // most requests generating at once (rows of a round)
   SequenceLimits sequence;  // max_seq_len (prompt plus generated tokens) and k_max
   // Bytes of KV blocks for both models together; 0: derived from the memory the process

@@ -1,6 +1,7 @@
 // Chat templates: exact prompt strings and ids for the Llama 3 templates (expected
 // values rendered by @lenml/tokenizers' Jinja engine) and the default pair's
-// speaker-turns template, template detection and its errors.
+// speaker-turns template, rendered by engine/jinja; where a template is looked for,
+// and the errors of a missing or failing one.
 #include <doctest/doctest.h>
 #include <simdjson.h>
 
@@ -71,7 +72,7 @@ fs::path dir_with_config(const std::string& name, const std::string& json) {
 
 TEST_CASE("Llama 3 template: text and ids match apply_chat_template for every conversation") {
   const ChatTemplate chat = ChatTemplate::from_model_dir(kLlama3Dir);
-  CHECK(chat.kind() == ChatTemplateKind::llama3);
+  CHECK(chat.origin() == (kLlama3Dir / "tokenizer_config.json").string());
   for (const auto& c : load_conversations("chat")) {
     CAPTURE(c.name);
     CHECK(chat.render(c.messages) == c.text);
@@ -81,7 +82,6 @@ TEST_CASE("Llama 3 template: text and ids match apply_chat_template for every co
 
 TEST_CASE("Llama 3.2 template: the date lines and system turn match the official template's output") {
   const ChatTemplate chat = ChatTemplate::from_model_dir(kSource / "tests/data/llama3_2_chat");
-  CHECK(chat.kind() == ChatTemplateKind::llama3_dated);
   for (const auto& c : load_conversations("chat_llama3_2")) {
     CAPTURE(c.name);
     CHECK(chat.render(c.messages) == c.text);
@@ -99,7 +99,6 @@ TEST_CASE("Llama 3.2 template: the date lines and system turn match the official
 TEST_CASE("speaker-turns template of the default pair: exact strings and ids") {
   const fs::path dir = kSource / "models/target";
   const ChatTemplate chat = ChatTemplate::from_model_dir(dir);
-  CHECK(chat.kind() == ChatTemplateKind::speaker_turns);
   SentencePieceTokenizer tok(dir / "tokenizer.model");
   REQUIRE(tok.bos_id() == 1);
   REQUIRE(tok.eos_ids() == std::vector<int32_t>{2});
@@ -130,23 +129,50 @@ TEST_CASE("speaker-turns template of the default pair: exact strings and ids") {
         join({{1}, seg("SYSTEM:\n"), {2}, seg("USER:\n x "), {2}, seg("ASSISTANT:\n")}));
 }
 
-TEST_CASE("a role other than system, user, assistant is invalid_argument") {
-  const ChatTemplate chat(ChatTemplateKind::llama3, "<|begin_of_text|>", "<|eot_id|>");
-  const std::vector<ChatMessage> bad{{"tool", "x"}};
+TEST_CASE("a template's raise_exception is invalid_argument naming the template and its line") {
+  const ChatTemplate chat(
+      "{% for m in messages %}\n{% if m.role == 'tool' %}{{ raise_exception('no tools here') }}"
+      "{% endif %}{{ m.content }}{% endfor %}",
+      "test.jinja", "<s>", "</s>");
+  const std::vector<ChatMessage> tool{{"tool", "x"}};
   try {
-    (void)chat.render(bad);
+    (void)chat.render(tool);
     FAIL("expected an exception");
   } catch (const SpecdError& e) {
     CHECK(e.code() == ErrorCode::invalid_argument);
-    CHECK(std::string(e.what()).find("\"tool\"") != std::string::npos);
+    CHECK(std::string(e.what()) == "invalid_argument: template line 2: no tools here");
   }
+  const std::vector<ChatMessage> user{{"user", "x"}};
+  CHECK(chat.render(user) == "x");
 }
 
-TEST_CASE("an unknown or missing template is unknown_chat_template naming the file") {
+TEST_CASE("sources in order: an explicit file, chat_template.jinja, tokenizer_config.json (string or list form)") {
+  const fs::path dir = dir_with_config(
+      "list_form",
+      R"({"bos_token": "<B>", "eos_token": {"content": "<E>"}, "chat_template": [)"
+      R"({"name": "tool_use", "template": "tools"}, {"name": "default", "template": "{{ bos_token }}listed"}]})");
+  const std::vector<ChatMessage> user{{"user", "x"}};
+  CHECK(ChatTemplate::from_model_dir(dir).render(user) == "<B>listed");
+  std::ofstream(dir / "chat_template.jinja") << "{{ eos_token }}from the jinja file\n";
+  CHECK(ChatTemplate::from_model_dir(dir).render(user) == "<E>from the jinja file");
+  CHECK(ChatTemplate::from_model_dir(dir).origin() == (dir / "chat_template.jinja").string());
+  const fs::path own = dir / "own.jinja";
+  std::ofstream(own) << "{{ messages[0].content }} {{ bos_token }}";
+  CHECK(ChatTemplate::from_model_dir(dir, own).render(user) == "x <B>");
+  std::ofstream(own) << "line 1\n{% if %}";
+  try {
+    (void)ChatTemplate::from_model_dir(dir, own);
+    FAIL("expected an exception");
+  } catch (const SpecdError& e) {
+    CHECK(e.code() == ErrorCode::invalid_argument);
+    CHECK(std::string(e.what()).find(own.string() + ": template line 2: ") != std::string::npos);
+  }
+  fs::remove_all(dir);
+}
+
+TEST_CASE("a missing template or an unknown specd template name is unknown_chat_template naming the file") {
   for (const auto& [name, json] : std::vector<std::pair<std::string, std::string>>{
-           {"jinja", R"({"chat_template": "{% for m in messages %}{{ m.content }}{% endfor %}"})"},
-           {"none", R"({"bos_token": "<s>"})"},
-           {"specd_name", R"({"specd_chat_template": "pirate-speak"})"}}) {
+           {"none", R"({"bos_token": "<s>"})"}, {"specd_name", R"({"specd_chat_template": "pirate-speak"})"}}) {
     CAPTURE(name);
     const fs::path dir = dir_with_config(name, json);
     const SpecdError e = chat_error(dir);
@@ -154,4 +180,23 @@ TEST_CASE("an unknown or missing template is unknown_chat_template naming the fi
     CHECK(std::string(e.what()).find((dir / "tokenizer_config.json").string()) != std::string::npos);
   }
   CHECK(chat_error(fs::temp_directory_path() / "specd_chat_no_such_dir").code() == ErrorCode::missing_file);
+}
+
+TEST_CASE("a role other than system, user, assistant, tool is invalid_argument") {
+  const ChatTemplate chat = ChatTemplate::from_model_dir(kSource / "models/target");
+  const std::vector<ChatMessage> bad{{"narrator", "x"}};
+  try {
+    (void)chat.render(bad);
+    FAIL("expected an exception");
+  } catch (const SpecdError& e) {
+    CHECK(e.code() == ErrorCode::invalid_argument);
+    CHECK(std::string(e.what()).find("\"narrator\"") != std::string::npos);
+  }
+}
+
+TEST_CASE("any Jinja template in tokenizer_config.json renders") {
+  const fs::path dir = dir_with_config(
+      "jinja", R"({"chat_template": "{% for m in messages %}[{{ m.role }}] {{ m.content }}\n{% endfor %}"})");
+  const std::vector<ChatMessage> messages{{"system", "s"}, {"user", "u"}, {"tool", "t"}};
+  CHECK(ChatTemplate::from_model_dir(dir).render(messages) == "[system] s\n[user] u\n[tool] t\n");
 }

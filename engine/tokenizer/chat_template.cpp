@@ -1,7 +1,11 @@
 #include "engine/tokenizer/chat_template.hpp"
 
+#include <fstream>
+#include <sstream>
+
 #include "engine/base/errors.hpp"
 #include "engine/checkpoint/gguf_file.hpp"
+#include "engine/jinja/template.hpp"
 #include "engine/tokenizer/gguf_tokenizer.hpp"
 #include "engine/tokenizer/tokenizer.hpp"
 #include "engine/tokenizer/tokenizer_config.hpp"
@@ -10,154 +14,150 @@ namespace specd {
 
 namespace {
 
-// Jinja's trim is Python's str.strip(); specd strips ASCII whitespace only (Unicode
-// spaces at the ends of a chat message are rare enough not to warrant tables).
-std::string trim(std::string_view s) {
-  constexpr std::string_view kSpace = " \t\n\r\v\f";
-  const size_t begin = s.find_first_not_of(kSpace);
-  if (begin == std::string_view::npos) return {};
-  return std::string(s.substr(begin, s.find_last_not_of(kSpace) - begin + 1));
-}
-
-void check_role(const ChatMessage& m) {
-  if (m.role != "system" && m.role != "user" && m.role != "assistant") {
-    throw SpecdError(ErrorCode::invalid_argument,
-                     "chat message role \"" + m.role + "\" is not one of system, user, assistant");
-  }
-}
-
-std::string upper(std::string s) {
-  for (char& c : s) c = static_cast<char>(c >= 'a' && c <= 'z' ? c - 'a' + 'A' : c);
-  return s;
-}
-
-void append_header_turn(const std::string& role, std::string_view content, std::string& out) {
-  out += "<|start_header_id|>" + role + "<|end_header_id|>\n\n" + trim(content) + "<|eot_id|>";
-}
-
-}  // namespace
-
-ChatTemplate::ChatTemplate(ChatTemplateKind kind, std::string bos_token, std::string eos_token)
-    : kind_(kind), bos_token_(std::move(bos_token)), eos_token_(std::move(eos_token)) {}
-
-namespace {
-
-// specd's tiny pair's template as its tokenizer_config.json (and a GGUF made from it) holds it.
+// specd's tiny pair's template, for a tokenizer_config.json that names it
+// ("specd_chat_template": "speaker-turns") without carrying its text.
 constexpr std::string_view kSpeakerTurnsJinja =
     "{{ bos_token }}{% for message in messages %}{{ message['role'] | upper }}:\n{{ message['content'] }}"
     "{{ eos_token }}{% endfor %}{% if add_generation_prompt %}ASSISTANT:\n{% endif %}";
 
-// A chat_template text specd renders natively, or an error naming its source.
-ChatTemplate recognise(const std::string& source, const std::optional<std::string>& bos,
-                       const std::optional<std::string>& eos, const std::string& where) {
-  if (source == kSpeakerTurnsJinja)
-    return ChatTemplate(ChatTemplateKind::speaker_turns, bos.value_or("<s>"), eos.value_or("</s>"));
-  const bool llama3 = source.find("<|start_header_id|>") != std::string::npos &&
-                      source.find("<|end_header_id|>") != std::string::npos &&
-                      source.find("<|eot_id|>") != std::string::npos;
-  if (!llama3)
-    throw SpecdError(ErrorCode::unknown_chat_template,
-                     where + ": chat_template is not one specd knows (Llama 3, or specd_chat_template)");
-  const bool dated = source.find("Cutting Knowledge Date") != std::string::npos;
-  return ChatTemplate(dated ? ChatTemplateKind::llama3_dated : ChatTemplateKind::llama3,
-                      bos.value_or("<|begin_of_text|>"), eos.value_or("<|eot_id|>"));
+std::string read_file(const std::filesystem::path& path, const char* what) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw SpecdError(ErrorCode::missing_file, std::string("cannot read ") + what + " " + path.string());
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
 }
 
-ChatTemplate from_gguf(const std::filesystem::path& path) {
+// A template that does not parse names its origin: "FILE: template line N: ...".
+ChatTemplate compiled(std::string_view source, std::string origin, std::string bos, std::string eos) {
+  try {
+    return ChatTemplate(source, origin, std::move(bos), std::move(eos));
+  } catch (const SpecdError& e) {
+    throw SpecdError(e.code(), origin + ": " + e.message());
+  }
+}
+
+// A GGUF file's tokenizer.chat_template, or `template_file` with the file's tokens.
+ChatTemplate from_gguf(const std::filesystem::path& path, const std::filesystem::path& template_file) {
   const std::optional<GgufChatTemplate> t = gguf_chat_template(GgufFile::open(path));
+  const std::string bos = t ? t->bos_token : "", eos = t ? t->eos_token : "";
+  if (!template_file.empty()) {
+    return compiled(read_file(template_file, "chat template"), template_file.string(), bos, eos);
+  }
   if (!t) throw SpecdError(ErrorCode::unknown_chat_template, path.string() + ": no tokenizer.chat_template");
-  // A Llama 3 GGUF's eos token may be <|end_of_text|>; its turns end in <|eot_id|>.
-  const bool llama3 = t->source.find("<|eot_id|>") != std::string::npos;
-  return recognise(t->source, t->bos_token, llama3 ? std::nullopt : std::optional(t->eos_token), path.string());
+  return compiled(t->source, path.string() + " tokenizer.chat_template", bos, eos);
 }
 
 }  // namespace
 
-ChatTemplate ChatTemplate::from_model_dir(const std::filesystem::path& model_dir) {
-  if (is_gguf_path(model_dir)) return from_gguf(model_dir);
-  const auto file = model_dir / "tokenizer_config.json";
-  const TokenizerConfig config = read_tokenizer_config(file);
+ChatTemplate::ChatTemplate(std::string_view source, std::string origin, std::string bos_token, std::string eos_token)
+    : template_(std::make_shared<const jinja::Template>(jinja::Template::compile(source))),
+      origin_(std::move(origin)),
+      bos_token_(std::move(bos_token)),
+      eos_token_(std::move(eos_token)) {}
+
+ChatTemplate ChatTemplate::from_model_dir(const std::filesystem::path& model_dir,
+                                          const std::filesystem::path& template_file) {
+  if (is_gguf_path(model_dir)) return from_gguf(model_dir, template_file);
+  const auto config_file = model_dir / "tokenizer_config.json";
+  // An explicit template needs no tokenizer_config.json; its tokens are then empty.
+  const TokenizerConfig config = !template_file.empty() && !std::filesystem::exists(config_file)
+                                     ? TokenizerConfig{}
+                                     : read_tokenizer_config(config_file);
+  const std::string bos = config.bos_token.value_or(""), eos = config.eos_token.value_or("");
+  if (!template_file.empty()) {
+    return compiled(read_file(template_file, "chat template"), template_file.string(), bos, eos);
+  }
+  const auto jinja_file = model_dir / "chat_template.jinja";
+  if (std::filesystem::exists(jinja_file)) {
+    return compiled(read_file(jinja_file, "chat template"), jinja_file.string(), bos, eos);
+  }
+  if (config.chat_template) return compiled(*config.chat_template, config_file.string(), bos, eos);
   if (config.specd_chat_template) {
     if (*config.specd_chat_template != "speaker-turns") {
-      throw SpecdError(ErrorCode::unknown_chat_template, file.string() + ": specd_chat_template \"" +
+      throw SpecdError(ErrorCode::unknown_chat_template, config_file.string() + ": specd_chat_template \"" +
                                                              *config.specd_chat_template + "\" is not one specd knows");
     }
-    return ChatTemplate(ChatTemplateKind::speaker_turns, config.bos_token.value_or("<s>"),
-                        config.eos_token.value_or("</s>"));
+    return compiled(kSpeakerTurnsJinja, config_file.string(), config.bos_token.value_or("<s>"),
+                    config.eos_token.value_or("</s>"));
   }
-  if (!config.chat_template) throw SpecdError(ErrorCode::unknown_chat_template, file.string() + ": no chat_template");
-  return recognise(*config.chat_template, config.bos_token, config.eos_token, file.string());
-}
-
-const char* ChatTemplate::name() const {
-  switch (kind_) {
-    case ChatTemplateKind::llama3:
-      return "llama3";
-    case ChatTemplateKind::llama3_dated:
-      return "llama3-dated";
-    case ChatTemplateKind::speaker_turns:
-      return "speaker-turns";
-  }
-  return "?";
-}
-
-void ChatTemplate::append_llama3(std::span<const ChatMessage> messages, std::string& out) const {
-  if (kind_ == ChatTemplateKind::llama3) {
-    // The 3.0 template puts BOS before the first message only.
-    if (!messages.empty()) out += bos_token_;
-    for (const auto& m : messages) append_header_turn(m.role, m.content, out);
-  } else {
-    out += bos_token_;
-    std::string system;
-    if (!messages.empty() && messages.front().role == "system") {
-      system = trim(messages.front().content);
-      messages = messages.subspan(1);
-    }
-    // Always a system turn, even without a system message (the official template).
-    out += "<|start_header_id|>system<|end_header_id|>\n\nCutting Knowledge Date: December 2023\nToday Date: " +
-           date_string_ + "\n\n" + system + "<|eot_id|>";
-    for (const auto& m : messages) append_header_turn(m.role, m.content, out);
-  }
-  out += "<|start_header_id|>assistant<|end_header_id|>\n\n";
-}
-
-std::vector<ChatTemplate::Part> ChatTemplate::parts(std::span<const ChatMessage> messages) const {
-  for (const auto& m : messages) check_role(m);
-  if (kind_ != ChatTemplateKind::speaker_turns) {
-    // One text: the BPE tokenizer turns the special-token strings into their ids.
-    std::string text;
-    append_llama3(messages, text);
-    return {{Part::text, std::move(text)}};
-  }
-  std::vector<Part> out{{Part::bos, bos_token_}};
-  for (const auto& m : messages) {
-    out.push_back({Part::text, upper(m.role) + ":\n" + m.content});
-    out.push_back({Part::eos, eos_token_});
-  }
-  out.push_back({Part::text, "ASSISTANT:\n"});
-  return out;
+  throw SpecdError(ErrorCode::unknown_chat_template,
+                   config_file.string() + ": no chat_template (and no chat_template.jinja beside it)");
 }
 
 std::string ChatTemplate::render(std::span<const ChatMessage> messages) const {
-  std::string text;
-  for (const auto& part : parts(messages)) text += part.value;
-  return text;
+  jinja::Array list;
+  list.reserve(messages.size());
+  for (const ChatMessage& m : messages) {
+    // The roles chat APIs define; whether a template accepts one is the template's call.
+    if (m.role != "system" && m.role != "user" && m.role != "assistant" && m.role != "tool") {
+      throw SpecdError(ErrorCode::invalid_argument,
+                       "chat message role \"" + m.role + "\" is not one of system, user, assistant, tool");
+    }
+    jinja::Value message = jinja::Value::dict();
+    message.object().set("role", jinja::Value(m.role));
+    message.object().set("content", jinja::Value(m.content));
+    list.push_back(std::move(message));
+  }
+  jinja::Value variables = jinja::Value::dict();
+  variables.object().set("messages", jinja::Value::list(std::move(list)));
+  variables.object().set("add_generation_prompt", jinja::Value(true));
+  variables.object().set("bos_token", jinja::Value(bos_token_));
+  variables.object().set("eos_token", jinja::Value(eos_token_));
+  variables.object().set("date_string", jinja::Value(date_string_));
+  return template_->render(variables);
 }
 
+namespace {
+
+struct SpecialToken {
+  std::string_view text;
+  int32_t id;
+};
+
+// The BOS/EOS strings the tokenizer would not turn into one token by itself. (One
+// token is enough: a Llama 3 template's eos string <|eot_id|> is a special token
+// while the tokenizer's first EOS id may be <|end_of_text|>.)
+std::vector<SpecialToken> unmapped_specials(const Tokenizer& tokenizer, const std::string& bos,
+                                            const std::string& eos) {
+  std::vector<SpecialToken> out;
+  auto consider = [&](const std::string& text, std::optional<int32_t> id) {
+    if (text.empty() || !id) return;
+    if (tokenizer.encode(text, false).size() != 1) out.push_back({text, *id});
+  };
+  consider(bos, tokenizer.bos_id());
+  consider(eos, tokenizer.eos_ids().empty() ? std::nullopt : std::optional(tokenizer.eos_ids().front()));
+  return out;
+}
+
+}  // namespace
+
 std::vector<int32_t> ChatTemplate::encode(std::span<const ChatMessage> messages, const Tokenizer& tokenizer) const {
+  const std::string text = render(messages);
+  const std::vector<SpecialToken> specials = unmapped_specials(tokenizer, bos_token_, eos_token_);
+  if (specials.empty()) return tokenizer.encode(text, false);
   std::vector<int32_t> ids;
-  for (const auto& part : parts(messages)) {
-    if (part.kind == Part::text) {
-      const auto piece = tokenizer.encode(part.value, false);
-      ids.insert(ids.end(), piece.begin(), piece.end());
-    } else if (part.kind == Part::bos) {
-      if (!tokenizer.bos_id()) throw SpecdError(ErrorCode::tokenizer_error, "chat template needs a BOS id");
-      ids.push_back(*tokenizer.bos_id());
-    } else {
-      if (tokenizer.eos_ids().empty()) throw SpecdError(ErrorCode::tokenizer_error, "chat template needs an EOS id");
-      ids.push_back(tokenizer.eos_ids().front());
+  size_t start = 0;
+  auto flush = [&](size_t end) {
+    if (end <= start) return;
+    const auto piece = tokenizer.encode(std::string_view(text).substr(start, end - start), false);
+    ids.insert(ids.end(), piece.begin(), piece.end());
+  };
+  for (size_t pos = 0; pos < text.size();) {
+    const SpecialToken* hit = nullptr;
+    for (const SpecialToken& s : specials) {
+      if (text.compare(pos, s.text.size(), s.text) == 0 && (!hit || s.text.size() > hit->text.size())) hit = &s;
     }
+    if (!hit) {
+      ++pos;
+      continue;
+    }
+    flush(pos);
+    ids.push_back(hit->id);
+    pos += hit->text.size();
+    start = pos;
   }
+  flush(text.size());
   return ids;
 }
 

@@ -28,10 +28,28 @@ std::optional<std::string> string_field(od::value value, const std::filesystem::
   if (value.is_null()) return std::nullopt;
   std::string_view text;
   if (value.get_string().get(text) != simdjson::SUCCESS) {
-    // A list of named templates ({"name", "template"}) is a newer HF form specd does not read.
     throw SpecdError(ErrorCode::bad_value, file.string() + ": " + std::string(key) + " must be a string");
   }
   return std::string(text);
+}
+
+// chat_template: a string, or HF's list of named templates [{"name", "template"}]
+// whose "default" entry is the chat template and "tool_use" the one for tools.
+void read_chat_template(od::value value, const std::filesystem::path& file, TokenizerConfig& config) {
+  if (value.type() != od::json_type::array) {
+    config.chat_template = string_field(value, file, "chat_template");
+    return;
+  }
+  for (od::value entry : value.get_array()) {
+    std::string_view name, text;
+    if (entry.find_field_unordered("name").get_string().get(name) != simdjson::SUCCESS ||
+        entry.find_field_unordered("template").get_string().get(text) != simdjson::SUCCESS) {
+      throw SpecdError(ErrorCode::bad_value,
+                       file.string() + ": each chat_template entry needs a string \"name\" and \"template\"");
+    }
+    if (name == "default") config.chat_template = std::string(text);
+    if (name == "tool_use") config.chat_template_tool_use = std::string(text);
+  }
 }
 
 }  // namespace
@@ -53,7 +71,7 @@ TokenizerConfig read_tokenizer_config(const std::filesystem::path& file) {
       else if (key == "eos_token")
         config.eos_token = token_text(value, file, key);
       else if (key == "chat_template")
-        config.chat_template = string_field(value, file, key);
+        read_chat_template(value, file, config);
       else if (key == "specd_chat_template")
         config.specd_chat_template = string_field(value, file, key);
     }

@@ -10,7 +10,9 @@ namespace specd {
 struct TokenizerConfig {
   std::optional<std::string> bos_token;  // e.g. "<|begin_of_text|>", "<s>"
   std::optional<std::string> eos_token;
-  std::optional<std::string> chat_template;        // the Jinja source, kept as text
+  std::optional<std::string> chat_template;  // the Jinja source, kept as text
+  // The list form's "tool_use" entry (the list's "default" is chat_template above).
+  std::optional<std::string> chat_template_tool_use;
   std::optional<std::string> specd_chat_template;  // specd's own template name, if set
 };
 

@@ -35,5 +35,6 @@ void add_bench_command(CLI::App& app);
 void add_serve_command(CLI::App& app);
 void add_quantize_command(CLI::App& app);
 void add_perplexity_command(CLI::App& app);
+void add_chat_template_command(CLI::App& app);
 
 }  // namespace specd::cli

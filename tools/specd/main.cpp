@@ -1,4 +1,5 @@
-// specd: the command-line entry point (generate, tokenize, detokenize, bench, serve, quantize, perplexity).
+// specd: the command-line entry point (generate, tokenize, detokenize, bench, serve, quantize, perplexity,
+// chat-template).
 #include <cstdio>
 #include <exception>
 
@@ -17,6 +18,7 @@ int main(int argc, char** argv) {
   specd::cli::add_serve_command(app);
   specd::cli::add_quantize_command(app);
   specd::cli::add_perplexity_command(app);
+  specd::cli::add_chat_template_command(app);
   try {
     try {
       specd::kernels::best_isa();  // SPECD_KERNEL_ISA's refusal at start, not at the first layer

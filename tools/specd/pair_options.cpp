@@ -53,10 +53,17 @@ void add_pair_options(CLI::App& cmd, PairArgs& a) {
   cmd.add_option("--kv-cache-memory", a.kv_cache_memory,
                  "bytes of KV blocks for both models, such as 4GiB (default: half the memory left after the weights)");
   add_weight_options(cmd, a.weights, a.draft_weights);
+  add_chat_template_option(cmd, a.chat_template);
   cmd.add_option("--threads", a.threads,
                  "compute threads (0: the CPUs this process may use, affinity and cgroup quota)")
       ->capture_default_str()
       ->check(CLI::Range(0, 256));
+}
+
+void add_chat_template_option(CLI::App& cmd, std::string& file) {
+  cmd.add_option("--chat-template", file,
+                 "a Jinja chat template file in place of the model's own (chat_template.jinja, "
+                 "tokenizer_config.json, GGUF metadata)");
 }
 
 void add_weight_options(CLI::App& cmd, std::string& weights, std::string& draft_weights) {
@@ -115,6 +122,7 @@ PairChoice choose_pair(const PairArgs& a) {
   p.spec.enabled = !a.no_spec && (p.spec.drafter == DrafterKind::lookup || !p.engine.draft_dir.empty());
   p.engine.target_weights = weight_format_of(a.weights);
   p.engine.draft_weights = weight_format_of(a.draft_weights.empty() ? a.weights : a.draft_weights);
+  p.engine.chat_template = a.chat_template;
   p.engine.sequence.max_seq_len = a.max_seq_len;
   if (!a.kv_cache_memory.empty()) p.engine.kv_cache_memory = parse_byte_size(a.kv_cache_memory, "--kv-cache-memory");
   p.engine.threads = a.threads;

@@ -22,12 +22,15 @@ struct PairArgs {
   int threads = 0;
   std::string kv_cache_memory;                    // empty: derived
   std::string weights = "stored", draft_weights;  // draft_weights empty: as weights
+  std::string chat_template;                      // empty: the model's own
 };
 
 void add_pair_options(CLI::App& cmd, PairArgs& args);
 // --weights and --draft-weights (stored, int8, int4), for the commands that load models
 // without the other pair options (serve).
 void add_weight_options(CLI::App& cmd, std::string& weights, std::string& draft_weights);
+// --chat-template FILE (generate, serve).
+void add_chat_template_option(CLI::App& cmd, std::string& file);
 // A checked option's value (add_weight_options validates it); draft_weights empty: as weights.
 WeightFormat weight_format_of(const std::string& text);
 

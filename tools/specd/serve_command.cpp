@@ -31,6 +31,7 @@ struct ServeArgs {
   std::string host, token, web_root;
   net::ModelFlags models;
   std::string weights, draft_weights;  // empty: as configured
+  std::string chat_template;           // empty: the model's own
   int port = -1;
   int threads = -1;
   int io_threads = -1;
@@ -49,6 +50,7 @@ net::GatewayConfig load_config(const ServeArgs& a) {
   if (!a.weights.empty()) models.target_weights = models.draft_weights = weight_format_of(a.weights);
   if (!a.draft_weights.empty()) models.draft_weights = weight_format_of(a.draft_weights);
   net::apply_model_flags(c, models);
+  if (!a.chat_template.empty()) c.engine.chat_template = a.chat_template;
   if (a.io_threads >= 0) c.io_threads = a.io_threads;
   if (a.shutdown_deadline >= 0) c.shutdown_deadline_seconds = a.shutdown_deadline;
   if (a.threads >= 0) {  // the flag replaces the config's whole thread choice
@@ -120,6 +122,7 @@ void add_serve_command(CLI::App& app) {
                   "the model name of responses and /v1/models (config server.model_name; "
                   "with --model, default: that directory's name)");
   add_weight_options(*cmd, args->weights, args->draft_weights);
+  add_chat_template_option(*cmd, args->chat_template);
   cmd->add_option("--threads", args->threads, "compute threads across both lanes, 0: automatic (config engine.threads)")
       ->check(CLI::Range(0, 256));
   cmd->add_option("--io-threads", args->io_threads,
