@@ -12,7 +12,8 @@ also says where the CPUs went: the server's threads by name (the compute lanes n
 theirs) and this client, in CPUs busy.
 
     /usr/bin/python3 tools/bench/one_path_bench.py [--specd build/specd] [--repeats 7] \
-        [--max-tokens 128] [--prompt "ROMEO:"] [--serve-arg=--io-threads=2 ...]
+        [--max-tokens 128] [--prompt "ROMEO:"] [--serve-arg=--io-threads=2 ...] \
+        [--pair-arg=--model=DIR --pair-arg=--draft=DIR]
 """
 import argparse
 import asyncio
@@ -40,7 +41,7 @@ MODES = {
 
 def run_generate(args, cli_mode):
     command = [args.specd, "generate", "--prompt", args.prompt, "--max-tokens", str(args.max_tokens),
-               "--temperature", "0", "--ignore-eos", "--json", *cli_mode]
+               "--temperature", "0", "--ignore-eos", "--json", *args.pair_arg, *cli_mode]
     done = subprocess.run(command, capture_output=True, text=True, check=True)
     out = json.loads(done.stdout)
     return {"decode_tokens_per_second": out["decode_tokens_per_second"], "ids": out["token_ids"]}
@@ -131,13 +132,16 @@ def main():
     parser.add_argument("--max-tokens", type=int, default=128)
     parser.add_argument("--prompt", default="ROMEO:")
     parser.add_argument("--serve-arg", action="append", default=[], help="extra `specd serve` argument (repeatable)")
+    parser.add_argument("--pair-arg", action="append", default=[],
+                        help="a model argument for both `generate` and `serve`, e.g. --pair-arg=--model=DIR (repeatable)")
     args = parser.parse_args()
     if args.repeats < 1 or args.max_tokens < 1:
         parser.error("--repeats and --max-tokens must be at least 1")
-    with serving(args.specd, ["serve", "--port", "0", *args.serve_arg], "one_path_bench") as (server, http):
+    serve = ["serve", "--port", "0", *args.pair_arg, *args.serve_arg]
+    with serving(args.specd, serve, "one_path_bench") as (server, http):
         modes = asyncio.run(bench(args, "ws" + http[4:] + "/v1/ws", server.pid))
     print(json.dumps({"prompt": args.prompt, "max_tokens": args.max_tokens, "repeats": args.repeats,
-                      "serve_args": args.serve_arg, "modes": modes}))
+                      "serve_args": args.serve_arg, "pair_args": args.pair_arg, "modes": modes}))
 
 
 if __name__ == "__main__":
