@@ -252,9 +252,8 @@ awaitable<void> SchedulerActor::release_slots(std::span<Entry* const> entries) {
 
 awaitable<void> SchedulerActor::end(Entries& leaving, FinishReason reason, const RequestError* failure) {
   std::vector<Entry*> ended;
-  for (auto& e : leaving) ended.push_back(e.get());
-  co_await release_slots(ended);
   for (auto& e : leaving) {
+    ended.push_back(e.get());
     std::optional<RequestError> error = failure ? std::optional<RequestError>(*failure) : e->error;
     const FinishReason ended_by =
         compose_finish_reason({error.has_value(), reason == FinishReason::cancelled, e->output.finished()}, reason);
@@ -269,6 +268,10 @@ awaitable<void> SchedulerActor::end(Entries& leaving, FinishReason reason, const
                              .tail = e->output.flush(),
                              .cached_tokens = static_cast<int32_t>(e->cached_tokens)});
   }
+  // In the same step, after the results left (the lanes' round trip is not the caller's
+  // latency): no message is handled before the blocks are back, so a snapshot taken
+  // after a result already sees them free.
+  co_await release_slots(ended);
 }
 
 }  // namespace specd::actors

@@ -9,7 +9,7 @@
 // finished request runs no further round. Rounds go to the lanes as values
 // (RoundLanes). Cancels and submissions that arrive during a round are applied at the
 // next boundary. A request's slots and KV blocks go back in the step it ends, before
-// its actor hears of it. When the next round would need more KV blocks than the pools
+// the scheduler handles another message. When the next round would need more KV blocks than the pools
 // hold, the youngest request is preempted: its blocks are dropped and it waits at the
 // head of the queue to be prefilled again from its prompt and the tokens it already
 // sent (its committed blocks usually still cached), then goes on where it was; its
@@ -118,11 +118,11 @@ class SchedulerActor {
   template <class Which>
   awaitable<void> finish_where(Entries& entries, const Which& which, FinishReason reason,
                                const RequestError* error = nullptr);
-  // The one place a request that was accepted ends: its slots and blocks are released,
-  // its finish reason decided (compose_finish_reason), its counters kept, its actor told.
+  // The one place a request that was accepted ends: its finish reason decided
+  // (compose_finish_reason), its counters kept, its actor told, its slots and blocks released.
   awaitable<void> end(Entries& leaving, FinishReason reason, const RequestError* failure);
   // The entries' slots go back to CacheManager and their KV blocks to the pools, in one
-  // job per lane, before anyone hears of the ending: an idle engine holds no block.
+  // job per lane, within the step that ends them: an idle engine holds no block.
   awaitable<void> release_slots(std::span<Entry* const> entries);
   // Once stopping: ends the waiting requests now and, past the deadline, the rest.
   awaitable<void> end_for_stop();
