@@ -18,9 +18,11 @@
 #include "engine/model/llama_model.hpp"
 #include "engine/model/model_files.hpp"
 #include "tests/support/generation_drivers.hpp"
+#include "tests/support/llama_cpp_greedy.hpp"
 
 namespace fs = std::filesystem;
 using namespace specd;
+using namespace specd::testing;
 
 namespace {
 
@@ -32,12 +34,6 @@ struct LlamaCppRun {
   std::vector<int32_t> prompt_ids, greedy_ids;
 };
 
-std::vector<int32_t> ids_of(simdjson::dom::element e) {
-  std::vector<int32_t> out;
-  for (int64_t id : e.get_array()) out.push_back(static_cast<int32_t>(id));
-  return out;
-}
-
 std::vector<LlamaCppRun> llama_cpp_runs() {
   simdjson::dom::parser parser;
   std::vector<LlamaCppRun> out;
@@ -45,30 +41,6 @@ std::vector<LlamaCppRun> llama_cpp_runs() {
     out.push_back({std::string(e["file"].get_string().value()), ids_of(e["prompt_ids"]), ids_of(e["greedy_ids"])});
   }
   return out;
-}
-
-std::shared_ptr<LlamaModel> cached_model(const fs::path& path) {
-  static std::map<fs::path, std::shared_ptr<LlamaModel>> models;
-  auto& m = models[path];
-  if (!m) m = load_model(path);
-  return m;
-}
-
-// Greedy ids as llama.cpp's server reported them: up to 32, the EOS kept.
-std::vector<int32_t> greedy(LlamaModel& model, const std::vector<int32_t>& prompt) {
-  KvCache cache(model.config(), 1, 256, KvCache::blocks_to_hold(1, 256));
-  GenerationRequest r;
-  r.prompt = prompt;
-  r.max_tokens = 32;
-  r.eos_ids = {2};
-  return generate_target_only(model, cache, r).tokens;
-}
-
-int first_difference(const std::vector<int32_t>& a, const std::vector<int32_t>& b) {
-  const size_t n = std::min(a.size(), b.size());
-  for (size_t i = 0; i < n; ++i)
-    if (a[i] != b[i]) return static_cast<int>(i);
-  return a.size() == b.size() ? -1 : static_cast<int>(n);
 }
 
 // specd's top-1 minus top-2 logit after the prompt and the first `at` generated ids.
@@ -132,7 +104,7 @@ TEST_CASE("greedy ids on llama-quantize's K-quant files agree with llama.cpp's o
     const LlamaCppRun& run = runs[i];
     if (run.file == "target768-f16.gguf") continue;  // not kept: 79 MB (README)
     const auto model = cached_model(kFixtures / run.file);
-    const std::vector<int32_t> ours = greedy(*model, run.prompt_ids);
+    const std::vector<int32_t> ours = llama_cpp_greedy(*model, run.prompt_ids);
     for (int32_t id : ours) REQUIRE(id < model->config().vocab_size);
     const int diff = first_difference(ours, run.greedy_ids);
     if (run.file != current) {
@@ -191,7 +163,7 @@ TEST_CASE("greedy speculation with the committed draft on K-quant targets equals
       const std::vector<SpecResult> results = generate_speculative(models, requests, nullptr);
       int64_t accepted = 0;
       for (size_t i = 0; i < prompts.size(); ++i) {
-        CHECK(results[i].tokens == greedy(*target, prompts[i]));
+        CHECK(results[i].tokens == llama_cpp_greedy(*target, prompts[i]));
         accepted += results[i].stats.accepted;
       }
       CHECK(accepted > 0);

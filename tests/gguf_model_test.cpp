@@ -28,12 +28,14 @@
 #include "engine/tokenizer/tokenizer.hpp"
 #include "tests/support/generation_drivers.hpp"
 #include "tests/support/gguf_writer.hpp"
+#include "tests/support/llama_cpp_greedy.hpp"
 #include "tests/support/temp_dir.hpp"
 
 using specd::testing::TempDir;
 
 namespace fs = std::filesystem;
 using namespace specd;
+using namespace specd::testing;
 using specd::testing::GgufWriter;
 
 namespace {
@@ -47,12 +49,6 @@ struct LlamaCppRun {
   std::vector<int32_t> prompt_ids, greedy_ids;
 };
 
-std::vector<int32_t> ids_of(simdjson::dom::element e) {
-  std::vector<int32_t> out;
-  for (int64_t id : e.get_array()) out.push_back(static_cast<int32_t>(id));
-  return out;
-}
-
 const std::vector<LlamaCppRun>& llama_cpp_runs() {
   static const std::vector<LlamaCppRun> runs = [] {
     simdjson::dom::parser parser;
@@ -64,32 +60,6 @@ const std::vector<LlamaCppRun>& llama_cpp_runs() {
     return out;
   }();
   return runs;
-}
-
-std::shared_ptr<LlamaModel> cached_model(const fs::path& path) {
-  static std::map<fs::path, std::shared_ptr<LlamaModel>> models;
-  auto& m = models[path];
-  if (!m) m = load_model(path);
-  return m;
-}
-
-// Greedy ids as llama.cpp's server reported them: up to 32, ending with the EOS when one
-// ended generation (the fixtures' README says the EOS is left out; their ids keep it).
-std::vector<int32_t> greedy(LlamaModel& model, const std::vector<int32_t>& prompt) {
-  KvCache cache(model.config(), 1, 256, KvCache::blocks_to_hold(1, 256));
-  GenerationRequest r;
-  r.prompt = prompt;
-  r.max_tokens = 32;
-  r.eos_ids = {2};
-  return generate_target_only(model, cache, r).tokens;
-}
-
-// Where two greedy runs first differ: -1 when equal.
-int first_difference(const std::vector<int32_t>& a, const std::vector<int32_t>& b) {
-  const size_t n = std::min(a.size(), b.size());
-  for (size_t i = 0; i < n; ++i)
-    if (a[i] != b[i]) return static_cast<int>(i);
-  return a.size() == b.size() ? -1 : static_cast<int>(n);
 }
 
 void check_same_weights(const kernels::PackedWeight& a, const kernels::PackedWeight& b, const std::string& what) {
@@ -225,7 +195,7 @@ TEST_CASE("greedy generation on target-f16.gguf equals specd's own on models/tar
   for (const LlamaCppRun& run : llama_cpp_runs()) {
     if (run.file != "target-f16.gguf") continue;
     INFO(run.prompt);
-    CHECK(greedy(*gguf, run.prompt_ids) == greedy(*hf, run.prompt_ids));
+    CHECK(llama_cpp_greedy(*gguf, run.prompt_ids) == llama_cpp_greedy(*hf, run.prompt_ids));
     ++prompts;
   }
   CHECK(prompts == 6);
@@ -238,7 +208,7 @@ TEST_CASE("greedy generation agrees with llama.cpp's on the same GGUF files (F16
   std::string current;
   for (const LlamaCppRun& run : llama_cpp_runs()) {
     const auto model = cached_model(kFixtures / run.file);
-    const std::vector<int32_t> ours = greedy(*model, run.prompt_ids);
+    const std::vector<int32_t> ours = llama_cpp_greedy(*model, run.prompt_ids);
     for (int32_t id : ours) REQUIRE(id < model->config().vocab_size);
     const int diff = first_difference(ours, run.greedy_ids);
     if (run.file != current) table << "\n  " << std::setw(17) << std::left << run.file << ":", current = run.file;
