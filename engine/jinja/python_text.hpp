@@ -6,6 +6,7 @@
 #include <string>
 #include <string_view>
 
+#include "engine/base/utf8.hpp"
 #include "engine/jinja/value.hpp"
 
 namespace specd::jinja {
@@ -32,7 +33,6 @@ std::string json_dumps(const Value& v, const JsonDumpOptions& options);
 size_t utf8_length(std::string_view s);
 // Byte offset of each code point boundary of s (size utf8_length(s) + 1).
 std::vector<size_t> utf8_boundaries(std::string_view s);
-void append_utf8(std::string& out, uint32_t code_point);
 uint32_t decode_utf8(std::string_view s, size_t& pos);
 
 }  // namespace specd::jinja

@@ -9,6 +9,8 @@
 #include <string>
 #include <string_view>
 
+#include "engine/base/utf8.hpp"
+
 namespace specd {
 
 // The code point that byte b is written as.
@@ -20,9 +22,6 @@ std::string bytes_to_byte_level(std::string_view bytes);
 // The raw bytes a byte-level string stands for; nullopt when it contains a
 // character outside the alphabet (or is not valid UTF-8).
 std::optional<std::string> byte_level_to_bytes(std::string_view text);
-
-// The UTF-8 encoding of one code point.
-std::string utf8_encode(char32_t c);
 
 // Replaces each maximal invalid UTF-8 subsequence with U+FFFD, as Rust's
 // String::from_utf8_lossy and the WHATWG TextDecoder do.
