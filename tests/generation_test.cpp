@@ -85,7 +85,15 @@ TEST_CASE("sampling parameters are validated") {
   for (Breaker bad : std::vector<Breaker>{
            [](SamplingParams& s) { s.temperature = -1; }, [](SamplingParams& s) { s.temperature = NAN; },
            [](SamplingParams& s) { s.top_p = 0; }, [](SamplingParams& s) { s.top_p = 1.5; },
-           [](SamplingParams& s) { s.top_k = -2; }, [](SamplingParams& s) { s.repetition_penalty = 0; }}) {
+           [](SamplingParams& s) { s.top_k = -2; }, [](SamplingParams& s) { s.repetition_penalty = 0; },
+           [](SamplingParams& s) { s.min_p = 1.5; }, [](SamplingParams& s) { s.presence_penalty = 2.5; },
+           [](SamplingParams& s) { s.frequency_penalty = -3; },
+           [](SamplingParams& s) {
+             s.logit_bias = {{1, 101.0f}};
+           },
+           [](SamplingParams& s) {
+             s.logit_bias = {{-1, 1.0f}};
+           }}) {
     SamplingParams s;
     bad(s);
     CHECK_THROWS_AS(validate(s), SpecdError);
@@ -115,10 +123,39 @@ TEST_CASE("top-k, top-p, temperature and repetition penalty follow their definit
   r.repetition_penalty = 2.0;
   at::Tensor mixed = at::tensor({2.0, -1.0, 0.5}, at::kFloat);
   std::vector<int32_t> ctx = {0, 1, 1};
-  CHECK(at::equal(penalized_logits(mixed, r, ctx), at::tensor({1.0, -2.0, 0.5}, at::kFloat)));
-  CHECK(sample_token(mixed, r, ctx, *std::make_unique<Rng>(1)) == 0);
+  CHECK(at::equal(penalized_logits(mixed, r, {ctx}), at::tensor({1.0, -2.0, 0.5}, at::kFloat)));
+  CHECK(sample_token(mixed, r, {ctx}, *std::make_unique<Rng>(1)) == 0);
   std::vector<int32_t> ctx2 = {0};
-  CHECK(sample_token(at::tensor({1.5, 1.0, 0.5}, at::kFloat), r, ctx2, *std::make_unique<Rng>(1)) == 1);
+  CHECK(sample_token(at::tensor({1.5, 1.0, 0.5}, at::kFloat), r, {ctx2}, *std::make_unique<Rng>(1)) == 1);
+}
+
+TEST_CASE("min-p, logit bias, presence and frequency penalties follow OpenAI's and vLLM's definitions") {
+  at::Tensor logits = at::log(at::tensor({0.5, 0.2, 0.15, 0.1, 0.05}, at::kFloat));
+  SamplingParams p;
+  p.temperature = 1.0;
+  p.min_p = 0.3;  // keeps tokens with at least 0.3 x 0.5 = 0.15
+  CHECK(at::allclose(sampling_distribution(logits, p, {}),
+                     at::tensor({0.5 / 0.85, 0.2 / 0.85, 0.15 / 0.85, 0.0, 0.0}, at::kFloat)));
+  p.min_p = 1.0;  // only the most likely
+  CHECK(at::allclose(sampling_distribution(logits, p, {}), at::tensor({1.0, 0.0, 0.0, 0.0, 0.0}, at::kFloat)));
+
+  const at::Tensor flat = at::tensor({1.0, 1.0, 1.0, 1.0}, at::kFloat);
+  SamplingParams bias;
+  bias.logit_bias = {{2, 5.0f}, {0, -100.0f}};
+  CHECK(at::equal(penalized_logits(flat, bias, {}), at::tensor({-99.0, 1.0, 6.0, 1.0}, at::kFloat)));
+  CHECK(sample_token(flat, bias, {}, *std::make_unique<Rng>(1)) == 2);
+
+  // Counts over generated tokens only: the prompt (the first two) is not penalized.
+  SamplingParams pen;
+  pen.presence_penalty = 0.5;
+  pen.frequency_penalty = 0.25;
+  const std::vector<int32_t> history = {3, 3, 1, 1, 1, 2};
+  CHECK(at::allclose(penalized_logits(flat, pen, {history, 2}),
+                     at::tensor({1.0, 1.0 - 0.5 - 3 * 0.25, 1.0 - 0.5 - 0.25, 1.0}, at::kFloat)));
+  // Negative values encourage repeats.
+  pen.presence_penalty = -1.0;
+  pen.frequency_penalty = 0;
+  CHECK(sample_token(flat, pen, {history, 5}, *std::make_unique<Rng>(1)) == 2);
 }
 
 TEST_CASE("draw_from matches the distribution (chi-square, N = 200000, threshold p < 0.001)") {

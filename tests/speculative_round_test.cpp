@@ -97,7 +97,7 @@ TEST_CASE("rows with different K, speculation off, and the lookup drafter share 
   auto results = generate_speculative(models, reqs, nullptr);
   for (int i = 0; i < 6; ++i) {
     CAPTURE(i);
-    CHECK(results[i].tokens == target_only(*pair.target, reqs[i].prompt, 30, reqs[i].sampling.repetition_penalty));
+    CHECK(results[i].tokens == target_only(*pair.target, reqs[i].prompt, 30, reqs[i].sampling));
   }
   CHECK(results[2].stats.rounds == 0);
   CHECK(results[1].stats.drafted > 0);
@@ -204,6 +204,58 @@ TEST_CASE("sampled speculation has the target's joint distribution of three toke
   CHECK(test.passes());
   CHECK(stats.accepted > 0);
   CHECK(stats.accepted < stats.drafted);
+}
+
+TEST_CASE("logit bias, presence and frequency penalties keep greedy speculation exact: K 1/4, lookup, one batch") {
+  TestPair pair = make_pair(true, 6);
+  const auto prompts = mixed_prompts();
+  std::vector<DriverRequest> reqs;
+  for (int i = 0; i < 6; ++i) reqs.push_back(spec_request(prompts[i + 2], i % 2 ? 4 : 1, 30));
+  reqs[0].sampling.frequency_penalty = 1.5;
+  reqs[1].sampling.presence_penalty = 2.0;
+  reqs[2].sampling.logit_bias = {{prompts[4][1], 3.0f}, {7, -100.0f}};
+  reqs[3].sampling.frequency_penalty = 0.7;
+  reqs[3].sampling.presence_penalty = -0.5;
+  reqs[3].sampling.repetition_penalty = 1.2;
+  reqs[4].sampling.presence_penalty = 1.0;
+  reqs[4].spec.drafter = DrafterKind::lookup;
+  reqs[5].sampling.logit_bias = {{11, 2.5f}};
+  reqs[5].spec.adaptive = true;
+  SpecModels models = pair.models();
+  auto results = generate_speculative(models, reqs, nullptr);
+  int changed = 0;
+  for (int i = 0; i < 6; ++i) {
+    CAPTURE(i);
+    CHECK(results[i].tokens == target_only(*pair.target, reqs[i].prompt, 30, reqs[i].sampling));
+    changed += results[i].tokens != target_only(*pair.target, reqs[i].prompt, 30) ? 1 : 0;
+    CHECK(results[i].stats.drafted > 0);
+  }
+  CHECK(changed >= 5);  // the settings really change what the target picks
+}
+
+TEST_CASE("sampled speculation under min-p, penalties and logit bias keeps the target's joint distribution") {
+  // As the chi-square test above, with every logit change OpenAI clients send: the
+  // presence and frequency penalties read the tokens generated before each position.
+  TestPair pair = make_pair(true, 8);
+  const std::vector<int32_t> prompt = {1, 40, 41, 42};
+  SamplingParams sp;
+  sp.temperature = 1.0;
+  sp.top_k = 4;
+  sp.min_p = 0.15;
+  sp.presence_penalty = 0.6;
+  sp.frequency_penalty = 0.9;
+  sp.logit_bias = {{40, 1.0f}};
+  const auto exact = exact_joint3(*pair.target, prompt, sp);
+  REQUIRE(exact.size() >= 8);
+  const int64_t n = 24000;
+  const JointSample sample = sample_joint3(pair.models(), prompt, sp, n, 1000);
+  int64_t outside = 0;
+  const ChiSquare test = fit_joint3(exact, sample, n, outside);
+  CHECK(outside == 0);
+  MESSAGE("chi2 = " << test.statistic << " (dof " << test.dof << ", critical " << test.critical << ")");
+  CHECK(test.dof >= 5);
+  CHECK(test.passes());
+  CHECK(sample.stats.accepted > 0);
 }
 
 TEST_CASE("statistics: acceptance rate, per-token alpha, accepted per position, tokens per round") {

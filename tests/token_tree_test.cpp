@@ -95,7 +95,7 @@ TEST_CASE("trees, chains, K = 0, lookup trees and a repetition penalty share one
   const auto results = generate_speculative(models, reqs, nullptr);
   for (int i = 0; i < 6; ++i) {
     CAPTURE(i);
-    CHECK(results[i].tokens == target_only(*pair.target, reqs[i].prompt, 30, reqs[i].sampling.repetition_penalty));
+    CHECK(results[i].tokens == target_only(*pair.target, reqs[i].prompt, 30, reqs[i].sampling));
   }
   CHECK(results[2].stats.rounds == 0);
   CHECK(results[0].stats.drafted > results[0].stats.rounds * 3);  // trees verified more nodes than their depth

@@ -42,11 +42,23 @@ void validate(const SamplingParams& p) {
   if (!(p.temperature >= 0 && p.temperature <= 100)) refuse("temperature must be in [0, 100]");
   if (p.top_k < 0) refuse("top_k must be >= 0 (0 disables it)");
   if (!(p.top_p > 0 && p.top_p <= 1)) refuse("top_p must be in (0, 1]");
+  if (!(p.min_p >= 0 && p.min_p <= 1)) refuse("min_p must be in [0, 1]");
   if (!(p.repetition_penalty > 0 && p.repetition_penalty <= 100)) refuse("repetition_penalty must be in (0, 100]");
+  if (!(p.presence_penalty >= -2 && p.presence_penalty <= 2)) refuse("presence_penalty must be in [-2, 2]");
+  if (!(p.frequency_penalty >= -2 && p.frequency_penalty <= 2)) refuse("frequency_penalty must be in [-2, 2]");
+  for (const auto& [id, bias] : p.logit_bias) {
+    if (id < 0) refuse("logit_bias: token " + std::to_string(id) + " is not a token id");
+    if (!(bias >= -100 && bias <= 100))
+      refuse("logit_bias: the bias of token " + std::to_string(id) + " must be in [-100, 100]");
+  }
 }
 
 void validate_request(const GenerateRequest& r, std::span<const int32_t> prompt_ids, const RequestLimits& limits) {
   validate(r.sampling);
+  for (const auto& entry : r.sampling.logit_bias) {
+    if (entry.first >= limits.vocab_size)
+      refuse("logit_bias: token " + std::to_string(entry.first) + " outside the vocabulary");
+  }
   if (r.max_tokens < 1) refuse("max_tokens must be >= 1");
   for (const auto& s : r.stop) {
     if (s.empty()) refuse("a stop string is empty");

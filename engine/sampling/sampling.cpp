@@ -9,24 +9,39 @@
 
 namespace specd {
 
-at::Tensor penalized_logits(const at::Tensor& logits, const SamplingParams& params, std::span<const int32_t> context) {
+at::Tensor penalized_logits(const at::Tensor& logits, const SamplingParams& params, TokenHistory history) {
   at::Tensor out = logits.to(at::kFloat).contiguous().clone();
-  if (params.repetition_penalty == 1.0 || context.empty()) return out;
+  if (!params.changes_logits()) return out;
   float* data = out.data_ptr<float>();
   const int64_t vocab = out.numel();
-  const auto penalty = static_cast<float>(params.repetition_penalty);
-  std::vector<bool> seen(vocab, false);
-  for (int32_t id : context) {
-    if (id < 0 || id >= vocab || seen[id]) continue;
-    seen[id] = true;
-    data[id] = data[id] > 0 ? data[id] / penalty : data[id] * penalty;
+  for (const auto& [id, bias] : params.logit_bias) {
+    if (id >= 0 && id < vocab) data[id] += bias;
+  }
+  if (!params.reads_history() || history.tokens.empty()) return out;
+  std::vector<int32_t> generated(static_cast<size_t>(vocab), 0);  // count per token after the prompt
+  std::vector<bool> seen(static_cast<size_t>(vocab), false);
+  const auto repetition = static_cast<float>(params.repetition_penalty);
+  for (size_t i = 0; i < history.tokens.size(); ++i) {
+    const int32_t id = history.tokens[i];
+    if (id < 0 || id >= vocab) continue;
+    if (static_cast<int64_t>(i) >= history.prompt_tokens) ++generated[static_cast<size_t>(id)];
+    if (seen[static_cast<size_t>(id)]) continue;
+    seen[static_cast<size_t>(id)] = true;
+    if (repetition != 1.0f) data[id] = data[id] > 0 ? data[id] / repetition : data[id] * repetition;
+  }
+  if (params.presence_penalty != 0.0 || params.frequency_penalty != 0.0) {
+    const auto presence = static_cast<float>(params.presence_penalty);
+    const auto frequency = static_cast<float>(params.frequency_penalty);
+    for (int64_t id = 0; id < vocab; ++id) {
+      const int32_t count = generated[static_cast<size_t>(id)];
+      if (count > 0) data[id] -= static_cast<float>(count) * frequency + presence;
+    }
   }
   return out;
 }
 
-at::Tensor sampling_distribution(const at::Tensor& logits, const SamplingParams& params,
-                                 std::span<const int32_t> context) {
-  at::Tensor scaled = penalized_logits(logits, params, context) / params.temperature;
+at::Tensor sampling_distribution(const at::Tensor& logits, const SamplingParams& params, TokenHistory history) {
+  at::Tensor scaled = penalized_logits(logits, params, history) / params.temperature;
   const int64_t vocab = scaled.numel();
   if (params.top_k > 0 && params.top_k < vocab) {
     at::Tensor kth = std::get<0>(at::topk(scaled, params.top_k)).min();
@@ -41,6 +56,10 @@ at::Tensor sampling_distribution(const at::Tensor& logits, const SamplingParams&
     at::Tensor drop_sorted = mass_before >= params.top_p;
     at::Tensor drop = at::zeros_like(drop_sorted).scatter(-1, order, drop_sorted);
     probs = probs.masked_fill(drop, 0.0);
+    probs = probs / probs.sum();
+  }
+  if (params.min_p > 0.0) {  // relative to the most likely token, which always stays
+    probs = probs.masked_fill(probs < probs.max() * params.min_p, 0.0);
     probs = probs / probs.sum();
   }
   return probs;
@@ -82,10 +101,9 @@ std::vector<Draw> draw_distinct(const at::Tensor& q, int32_t count, Rng& rng) {
   return draws;
 }
 
-int32_t sample_token(const at::Tensor& logits, const SamplingParams& params, std::span<const int32_t> context,
-                     Rng& rng) {
-  if (params.greedy()) return static_cast<int32_t>(penalized_logits(logits, params, context).argmax().item<int64_t>());
-  return draw_from(sampling_distribution(logits, params, context), rng);
+int32_t sample_token(const at::Tensor& logits, const SamplingParams& params, TokenHistory history, Rng& rng) {
+  if (params.greedy()) return static_cast<int32_t>(penalized_logits(logits, params, history).argmax().item<int64_t>());
+  return draw_from(sampling_distribution(logits, params, history), rng);
 }
 
 }  // namespace specd

@@ -1,6 +1,6 @@
 #pragma once
-// Turning logits into a token: repetition penalty, temperature, top-k and top-p, then
-// a draw from a per-request seeded generator. The same processing serves target-only
+// Turning logits into a token: logit bias and penalties, temperature, top-k, top-p and
+// min-p, then a draw from a per-request seeded generator. The same processing serves target-only
 // decoding and (for both p and q) speculative rejection sampling.
 #include <ATen/core/Tensor.h>
 
@@ -13,13 +13,20 @@
 
 namespace specd {
 
-// Logits [vocab] after the repetition penalty on `context`.
-at::Tensor penalized_logits(const at::Tensor& logits, const SamplingParams& params, std::span<const int32_t> context);
+// The tokens a position's logits follow: the prompt, then what was generated. The
+// repetition penalty reads them all, the presence and frequency penalties only the
+// generated ones (OpenAI's definition). Empty when the params read no history.
+struct TokenHistory {
+  std::span<const int32_t> tokens;
+  int64_t prompt_tokens = 0;  // tokens[0, prompt_tokens) are the prompt
+};
 
-// The distribution [vocab] (float32, sums to 1) that sampling draws from: penalty,
-// temperature, top-k, top-p. Requires temperature > 0.
-at::Tensor sampling_distribution(const at::Tensor& logits, const SamplingParams& params,
-                                 std::span<const int32_t> context);
+// Logits [vocab] (float32) after the logit bias and the penalties.
+at::Tensor penalized_logits(const at::Tensor& logits, const SamplingParams& params, TokenHistory history);
+
+// The distribution [vocab] (float32, sums to 1) that sampling draws from: bias and
+// penalties, temperature, top-k, top-p, min-p. Requires temperature > 0.
+at::Tensor sampling_distribution(const at::Tensor& logits, const SamplingParams& params, TokenHistory history);
 
 // Draws an index from a probability vector by inverse CDF with one uniform draw.
 int32_t draw_from(const at::Tensor& probs, Rng& rng);
@@ -37,7 +44,6 @@ struct Draw {
 std::vector<Draw> draw_distinct(const at::Tensor& q, int32_t count, Rng& rng);
 
 // Greedy argmax of the penalized logits, or a draw from sampling_distribution.
-int32_t sample_token(const at::Tensor& logits, const SamplingParams& params, std::span<const int32_t> context,
-                     Rng& rng);
+int32_t sample_token(const at::Tensor& logits, const SamplingParams& params, TokenHistory history, Rng& rng);
 
 }  // namespace specd

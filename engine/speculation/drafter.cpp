@@ -38,6 +38,7 @@ void add_children(Growing& g, int32_t parent, const at::Tensor& logits, int32_t 
   DraftedRow& row = *g.row;
   const SamplingParams& sp = row.plan.sampling;
   const std::vector<int32_t> context = row.penalty_context(parent);
+  const TokenHistory history{context, row.prompt_tokens()};
   const double base = parent >= 0 ? g.path_prob[static_cast<size_t>(parent)] : 1.0;
   auto add = [&](int32_t token, at::Tensor q, double prob) {
     row.drafts.push_back(token);
@@ -46,7 +47,7 @@ void add_children(Growing& g, int32_t parent, const at::Tensor& logits, int32_t 
     g.path_prob.push_back(base * prob);
   };
   if (sp.greedy()) {
-    const at::Tensor z = penalized_logits(logits, sp, context);
+    const at::Tensor z = penalized_logits(logits, sp, history);
     if (count == 1 && !need_probs) {
       add(static_cast<int32_t>(z.argmax().item<int64_t>()), {}, 1.0);
       return;
@@ -56,7 +57,7 @@ void add_children(Growing& g, int32_t parent, const at::Tensor& logits, int32_t 
     for (int32_t c = 0; c < count; ++c) add(static_cast<int32_t>(idx[c].item<int64_t>()), {}, top[c].item<double>());
     return;
   }
-  const at::Tensor q = sampling_distribution(logits, sp, context);
+  const at::Tensor q = sampling_distribution(logits, sp, history);
   for (Draw& d : draw_distinct(q, count, row.plan.rng)) {
     const double prob = q[d.token].item<double>();
     add(d.token, std::move(d.q), prob);

@@ -14,6 +14,7 @@ DraftedRow& DraftedRow::operator=(DraftedRow&&) noexcept = default;
 SpecSequence::SpecSequence(std::vector<int32_t> context, int32_t target_slot_, int32_t draft_slot_,
                            SamplingParams sampling_, SpecSettings spec_, RequestK k_state_)
     : tokens(std::move(context)),
+      prompt_tokens(static_cast<int64_t>(tokens.size())),
       target_slot(target_slot_),
       draft_slot(draft_slot_),
       sampling(sampling_),
@@ -26,7 +27,7 @@ KRow k_row(SpecSequence& seq, int32_t max_new) {
 }
 
 std::vector<int32_t> DraftedRow::penalty_context(int32_t node) const {
-  if (plan.sampling.repetition_penalty == 1.0) return {};
+  if (!plan.sampling.reads_history()) return {};
   std::vector<int32_t> path;
   for (int32_t n = node; n >= 0; n = parents[static_cast<size_t>(n)]) path.push_back(drafts[static_cast<size_t>(n)]);
   std::vector<int32_t> context = plan.context;
@@ -62,6 +63,7 @@ RowPlan plan_row(const SpecSequence& seq, int32_t k, TreeShape tree) {
   row.target_slot = seq.target_slot;
   row.draft_slot = seq.draft_slot;
   row.context = seq.tokens;
+  row.prompt_tokens = seq.prompt_tokens;
   row.k = k;
   if (seq.spec.tree.mode == TreeMode::fixed) {
     tree = {};

@@ -31,6 +31,7 @@ struct SpecSequence {
                SpecSettings spec, RequestK k_state);
 
   std::vector<int32_t> tokens;
+  int64_t prompt_tokens;  // tokens[0, prompt_tokens) are the prompt: the context it was made with
   int32_t target_slot;
   int32_t draft_slot;  // -1 when the request has no draft slot
   SamplingParams sampling;
@@ -47,6 +48,7 @@ struct RowPlan {
   int32_t target_slot = -1;
   int32_t draft_slot = -1;
   std::vector<int32_t> context;  // the sequence's tokens, ending with g
+  int64_t prompt_tokens = 0;     // context[0, prompt_tokens) is the prompt
   int32_t k = 0;                 // drafts wanted (lookup may find fewer); a tree's depth
   TreeShape tree;                // empty widths: a chain of k
   SamplingParams sampling;
@@ -66,9 +68,11 @@ struct DraftedRow {
   DraftedRow(DraftedRow&&) noexcept;
   DraftedRow& operator=(DraftedRow&&) noexcept;
 
-  // What the repetition penalty sees at a node (-1: the root g): the context, then the
-  // node's path. Empty when the row has no penalty, as nothing reads it then.
+  // What the penalties see at a node (-1: the root g): the context, then the node's
+  // path. Empty when the row's params read no history, as nothing reads it then.
   std::vector<int32_t> penalty_context(int32_t node) const;
+  // The same as sampling's TokenHistory view (valid while `tokens` lives).
+  int64_t prompt_tokens() const { return plan.prompt_tokens; }
   int32_t depth_of(int32_t node) const;
   // Keeps the nodes marked in `keep` whose ancestors are all kept, renumbered in order.
   void keep_nodes(const std::vector<bool>& keep);

@@ -23,7 +23,7 @@ double seconds_since(Clock::time_point t) { return std::chrono::duration<double>
 TreeOutcome accept_reject(DraftedRow& row, const at::Tensor& logits) {
   const SamplingParams& sp = row.plan.sampling;
   const DraftTree tree{row.drafts, row.parents};
-  if (sp.greedy() && sp.repetition_penalty == 1.0) {  // argmax needs no context
+  if (sp.greedy() && !sp.changes_logits()) {  // the raw argmax
     const at::Tensor best = logits.argmax(-1).contiguous();
     const int64_t* choice = best.data_ptr<int64_t>();
     return verify_tree_greedy([&](int32_t r) { return static_cast<int32_t>(choice[r]); }, tree);
@@ -31,14 +31,17 @@ TreeOutcome accept_reject(DraftedRow& row, const at::Tensor& logits) {
   if (sp.greedy()) {
     return verify_tree_greedy(
         [&](int32_t r) {
-          return static_cast<int32_t>(
-              penalized_logits(logits[r], sp, row.penalty_context(r - 1)).argmax().item<int64_t>());
+          return static_cast<int32_t>(penalized_logits(logits[r], sp, {row.penalty_context(r - 1), row.prompt_tokens()})
+                                          .argmax()
+                                          .item<int64_t>());
         },
         tree);
   }
   return verify_tree_sampled(
-      [&](int32_t r) { return sampling_distribution(logits[r], sp, row.penalty_context(r - 1)); }, row.draft_q, tree,
-      row.plan.rng);
+      [&](int32_t r) {
+        return sampling_distribution(logits[r], sp, {row.penalty_context(r - 1), row.prompt_tokens()});
+      },
+      row.draft_q, tree, row.plan.rng);
 }
 
 // Keeps the nodes on the path to the first leaf (a chain: what a tree shrinks to when the
@@ -243,7 +246,7 @@ TargetPassResult Verifier::pass(RoundDrafts& drafts, std::span<TargetPrefill> ch
     const at::Tensor last = logits[at++];
     cache_->commit(p.target_slot, std::span<const int32_t>(p.prompt).first(p.chunk_end()));
     if (!p.completes() || !p.sample) continue;
-    const int32_t token = sample_token(last, p.sampling, p.prompt, p.rng);
+    const int32_t token = sample_token(last, p.sampling, {p.prompt, static_cast<int64_t>(p.prompt.size())}, p.rng);
     out.first_tokens.push_back({token, p.rng});
   }
   if (!drafts.rows.empty()) {

@@ -255,7 +255,8 @@ GenerationResult generate_target_only(LlamaModel& model, KvCache& cache, const G
   result.prefill_seconds = seconds_since(t0);
   auto t1 = Clock::now();
   while (true) {
-    const int32_t token = sample_token(logits, request.sampling, context, rng);
+    const int32_t token =
+        sample_token(logits, request.sampling, {context, static_cast<int64_t>(request.prompt.size())}, rng);
     result.tokens.push_back(token);
     context.push_back(token);
     const bool eos = std::find(request.eos_ids.begin(), request.eos_ids.end(), token) != request.eos_ids.end();

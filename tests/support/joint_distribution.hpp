@@ -32,7 +32,7 @@ inline std::map<Continuation, double> exact_joint3(LlamaModel& target, const std
     const int64_t n = static_cast<int64_t>(ids.size());
     cache.set_length(slot, 0);
     at::Tensor logits = target.forward({at::tensor(ids).unsqueeze(0), {slot}, {n}}, cache, LogitsFor::last_position);
-    return sampling_distribution(logits[0], sp, ctx);
+    return sampling_distribution(logits[0], sp, {ctx, static_cast<int64_t>(prompt.size())});
   };
   auto support = [](const at::Tensor& p) {
     std::vector<int32_t> ids;

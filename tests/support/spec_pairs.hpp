@@ -65,12 +65,12 @@ inline std::vector<std::vector<int32_t>> mixed_prompts() {
 
 // Target-only greedy ids on a cache of its own: the reference speculation must equal.
 inline std::vector<int32_t> target_only(LlamaModel& target, const std::vector<int32_t>& prompt, int32_t max_tokens,
-                                        double repetition_penalty = 1.0) {
+                                        const SamplingParams& sampling = {}) {
   KvCache cache(target.config(), 1, 128, KvCache::blocks_to_hold(1, 128));
   GenerationRequest r;
   r.prompt = prompt;
   r.max_tokens = max_tokens;
-  r.sampling.repetition_penalty = repetition_penalty;
+  r.sampling = sampling;
   return generate_target_only(target, cache, r).tokens;
 }
 
