@@ -42,6 +42,7 @@ struct GenerateResult {
   std::optional<RequestError> error;  // set when finish_reason is error
   std::vector<int32_t> token_ids;
   std::string text;
+  std::vector<TokenLogprobs> logprobs;  // per token_ids entry, when the request asked
   Usage usage;
   SpecStats spec;
   Timings timings;

@@ -75,6 +75,7 @@ void RequestActor::deliver(Burst& burst) {
   const auto received = Clock::now();
   if (!first_token_at_) first_token_at_ = received;
   tokens_.insert(tokens_.end(), burst.token_ids.begin(), burst.token_ids.end());
+  logprobs_.insert(logprobs_.end(), burst.logprobs.begin(), burst.logprobs.end());
   text_ += burst.text;
   std::shared_ptr<BurstTrace> mark;
   if (trace_)
@@ -100,6 +101,7 @@ void RequestActor::finish(Finished& m) {
   result.finish_reason = reason;
   result.error = m.error;
   result.token_ids = std::move(tokens_);
+  result.logprobs = std::move(logprobs_);
   result.text = std::move(text_);
   result.usage = {m.prompt_tokens, static_cast<int32_t>(result.token_ids.size()), m.cached_tokens};
   result.spec = m.stats;

@@ -88,6 +88,7 @@ class RequestActor : public std::enable_shared_from_this<RequestActor> {
   std::atomic<bool> cancel_requested_{false};
   std::atomic<bool> finished_{false};
   std::vector<int32_t> tokens_;
+  std::vector<TokenLogprobs> logprobs_;
   std::string text_;
   std::optional<Clock::time_point> first_token_at_;
 };

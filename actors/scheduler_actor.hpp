@@ -142,7 +142,7 @@ class SchedulerActor {
   // A round's burst, and a newcomer's first token, through the entry's output to its
   // actor (the trace records each as its own span).
   void deliver_round(Entry& entry, const RoundOutput& row, int32_t planned_k);
-  void deliver_first_token(Entry& entry, int32_t token);
+  void deliver_first_token(Entry& entry, const FirstToken& first);
   // The burst on to the entry's actor; a sink too slow for its bursts ends the request.
   void post_burst(Entry& entry, Burst burst);
   void count_drafts(int32_t drafted, int32_t accepted);

@@ -201,7 +201,7 @@ awaitable<void> SchedulerActor::start_prefilled(RoundOutcome& outcome) {
     const FirstToken& first = outcome.prefills.first_tokens[next_first++];
     e.seq->tokens.push_back(first.token);
     e.seq->rng = first.rng;
-    deliver_first_token(e, first.token);
+    deliver_first_token(e, first);
   }
   co_await finish_where(
       running_, [](const Entry& e) { return e.finished(); }, FinishReason::length);
@@ -214,14 +214,14 @@ void SchedulerActor::deliver_round(Entry& e, const RoundOutput& row, int32_t pla
     counters_.tree_nodes_verified += tree_nodes;
     counters_.tree_nodes_accepted += row.accepted;
   }
-  Burst burst = e.output.take(row.tokens, row.drafted, row.accepted);
+  Burst burst = e.output.take(row.tokens, row.drafted, row.accepted, row.logprobs);
   trace_.request_round(e.actor->number(), e.actor->id(), round_timing_, planned_k, tree_nodes, burst);
   count_drafts(burst.drafted, burst.accepted);
   post_burst(e, std::move(burst));
 }
 
-void SchedulerActor::deliver_first_token(Entry& e, int32_t token) {
-  Burst burst = e.output.take(std::span(&token, 1), 0, 0);
+void SchedulerActor::deliver_first_token(Entry& e, const FirstToken& first) {
+  Burst burst = e.output.take(std::span(&first.token, 1), 0, 0, first.logprobs);
   trace_.prefill(e.actor->number(), e.actor->id(), round_timing_,
                  {static_cast<int64_t>(e.prompt.size()), e.cached_tokens, e.chunks});
   post_burst(e, std::move(burst));

@@ -258,6 +258,56 @@ TEST_CASE("sampled speculation under min-p, penalties and logit bias keeps the t
   CHECK(sample.stats.accepted > 0);
 }
 
+TEST_CASE("log-probabilities are the target's at each token, bit for bit the same with and without speculation") {
+  TestPair pair = make_pair(true, 4);
+  const auto prompts = mixed_prompts();
+  auto reference = [&](const std::vector<int32_t>& prompt, SamplingParams sp) {
+    KvCache cache(pair.target->config(), 1, 128, KvCache::blocks_to_hold(1, 128));
+    GenerationRequest r;
+    r.prompt = prompt;
+    r.max_tokens = 20;
+    r.sampling = sp;
+    return generate_target_only(*pair.target, cache, r);
+  };
+  for (int32_t k : {0, 1, 4}) {
+    CAPTURE(k);
+    std::vector<DriverRequest> reqs;
+    for (int i = 0; i < 4; ++i) {
+      reqs.push_back(spec_request(prompts[i + 1], k, 20));
+      reqs.back().spec.enabled = k > 0;
+      reqs.back().sampling.logprobs = i == 0 ? 0 : 5;
+    }
+    reqs[3].sampling.temperature = 0.8;  // sampled: the log-probabilities stay the model's own
+    reqs[3].sampling.seed = 9;
+    SpecModels models = pair.models();
+    const auto results = generate_speculative(models, reqs, nullptr);
+    for (int i = 0; i < 4; ++i) {
+      CAPTURE(i);
+      const SpecResult& got = results[i];
+      REQUIRE(got.logprobs.size() == got.tokens.size());
+      const GenerationResult want = reference(reqs[i].prompt, reqs[i].sampling);
+      if (reqs[i].sampling.greedy()) REQUIRE(got.tokens == want.tokens);
+      // Sampled rows follow their own tokens: compare where the two runs agree so far.
+      for (size_t t = 0; t < got.tokens.size() && t < want.tokens.size() && got.tokens[t] == want.tokens[t]; ++t) {
+        CAPTURE(t);
+        const TokenLogprobs& a = got.logprobs[t];
+        const TokenLogprobs& b = want.logprobs[t];
+        CHECK(a.chosen.id == got.tokens[t]);
+        CHECK(a.chosen.logprob == b.chosen.logprob);
+        CHECK(a.chosen.logprob <= 0.0f);
+        REQUIRE(a.top.size() == static_cast<size_t>(reqs[i].sampling.logprobs));
+        for (size_t j = 0; j < a.top.size(); ++j) {
+          CHECK(a.top[j].id == b.top[j].id);
+          CHECK(a.top[j].logprob == b.top[j].logprob);
+          if (j > 0) CHECK(a.top[j].logprob <= a.top[j - 1].logprob);
+        }
+        if (reqs[i].sampling.greedy() && !a.top.empty()) CHECK(a.top[0].id == a.chosen.id);
+      }
+      if (k > 0) CHECK(got.stats.drafted > 0);
+    }
+  }
+}
+
 TEST_CASE("statistics: acceptance rate, per-token alpha, accepted per position, tokens per round") {
   SpecStats s;
   s.record(4, 2);  // t1 t2 accepted, t3 rejected

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "engine/request/token_logprobs.hpp"
+
 namespace specd {
 
 // One round's accepted tokens for one request.
@@ -22,6 +24,8 @@ struct Burst {
   // UTF-8 character). Their concatenation may run ahead of `text`, which holds back what
   // could start a stop string; clients colour tokens with it (draft vs target).
   std::vector<std::string> pieces;
+  // Per token_ids entry, its log-probabilities, when the request asked for them.
+  std::vector<TokenLogprobs> logprobs;
   // Null when nothing waits for the write. A sink that writes the burst to a client
   // calls it once that write completed (the trace's `written_us`); a sink that does not
   // write the burst drops it.

@@ -1,5 +1,7 @@
 #include "engine/request/generate_request.hpp"
 
+#include "engine/request/token_logprobs.hpp"
+
 #include <cmath>
 #include <string>
 
@@ -43,6 +45,8 @@ void validate(const SamplingParams& p) {
   if (p.top_k < 0) refuse("top_k must be >= 0 (0 disables it)");
   if (!(p.top_p > 0 && p.top_p <= 1)) refuse("top_p must be in (0, 1]");
   if (!(p.min_p >= 0 && p.min_p <= 1)) refuse("min_p must be in [0, 1]");
+  if (p.logprobs < -1 || p.logprobs > kMaxTopLogprobs)
+    refuse("top_logprobs must be in [0, " + std::to_string(kMaxTopLogprobs) + "]");
   if (!(p.repetition_penalty > 0 && p.repetition_penalty <= 100)) refuse("repetition_penalty must be in (0, 100]");
   if (!(p.presence_penalty >= -2 && p.presence_penalty <= 2)) refuse("presence_penalty must be in [-2, 2]");
   if (!(p.frequency_penalty >= -2 && p.frequency_penalty <= 2)) refuse("frequency_penalty must be in [-2, 2]");

@@ -41,7 +41,10 @@ class RequestOutput {
   // When a stop condition cuts the burst, drafted and accepted are reduced to the
   // drafts that produced a kept token: a burst cut after m <= accepted tokens reports
   // m drafted and m accepted; the statistics record the same.
-  Burst take(std::span<const int32_t> tokens, int32_t drafted, int32_t accepted);
+  // `logprobs`: one per token when the request asked for them (else empty); those of
+  // the kept tokens go into the burst, with the tokens' texts.
+  Burst take(std::span<const int32_t> tokens, int32_t drafted, int32_t accepted,
+             std::span<const TokenLogprobs> logprobs = {});
   // Set once a stop condition has ended the request.
   std::optional<FinishReason> finished() const { return reason_; }
   // Text held back at the end (an unfinished character, a tail that could have started
@@ -54,7 +57,9 @@ class RequestOutput {
  private:
   // Appends one token; returns true when it ends the request.
   bool push(int32_t token, Burst& chunk);
+  std::string token_text(int32_t id) const;
 
+  const Tokenizer* tokenizer_;
   OutputLimits limits_;
   std::optional<StreamDetokenizer> detokenizer_;
   std::optional<StopStringMatcher> stop_matcher_;

@@ -18,6 +18,9 @@ struct SamplingParams {
   double frequency_penalty = 0.0;
   std::vector<std::pair<int32_t, float>> logit_bias;  // added to the token's logit (OpenAI: -100..100)
   uint64_t seed = 0;
+  // -1: no log-probabilities; 0..kMaxTopLogprobs: each generated token's, with this many
+  // alternatives (engine/request/token_logprobs.hpp).
+  int32_t logprobs = -1;
 
   bool greedy() const { return temperature <= 0.0; }
   // True when a token's logit depends on the tokens before it, so that each position of

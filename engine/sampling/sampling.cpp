@@ -101,6 +101,19 @@ std::vector<Draw> draw_distinct(const at::Tensor& q, int32_t count, Rng& rng) {
   return draws;
 }
 
+TokenLogprobs token_logprobs(const at::Tensor& logits, int32_t token, int32_t top) {
+  const at::Tensor logp = at::log_softmax(logits.to(at::kFloat), -1).contiguous();
+  const float* data = logp.data_ptr<float>();
+  TokenLogprobs out;
+  out.chosen = {token, data[token], {}};
+  if (top > 0) {
+    const auto [values, ids] = logp.topk(std::min<int64_t>(top, logp.numel()));
+    for (int64_t i = 0; i < values.numel(); ++i)
+      out.top.push_back({static_cast<int32_t>(ids[i].item<int64_t>()), values[i].item<float>(), {}});
+  }
+  return out;
+}
+
 int32_t sample_token(const at::Tensor& logits, const SamplingParams& params, TokenHistory history, Rng& rng) {
   if (params.greedy()) return static_cast<int32_t>(penalized_logits(logits, params, history).argmax().item<int64_t>());
   return draw_from(sampling_distribution(logits, params, history), rng);

@@ -10,6 +10,7 @@
 
 #include "engine/base/rng.hpp"
 #include "engine/request/sampling_params.hpp"
+#include "engine/request/token_logprobs.hpp"
 
 namespace specd {
 
@@ -42,6 +43,10 @@ struct Draw {
 // (what a sibling in a sampled token tree is tested against). Stops early once what is
 // left of q has no mass, so a peaked q yields fewer tokens. One rng.uniform() per token.
 std::vector<Draw> draw_distinct(const at::Tensor& q, int32_t count, Rng& rng);
+
+// `token`'s log-probability under the model's own distribution at this row of logits,
+// and the `top` most likely tokens' (ids and values; texts are the tokenizer's to add).
+TokenLogprobs token_logprobs(const at::Tensor& logits, int32_t token, int32_t top);
 
 // Greedy argmax of the penalized logits, or a draw from sampling_distribution.
 int32_t sample_token(const at::Tensor& logits, const SamplingParams& params, TokenHistory history, Rng& rng);

@@ -16,6 +16,7 @@
 #include "engine/planning/k_planner.hpp"
 #include "engine/request/sampling_params.hpp"
 #include "engine/request/spec_settings.hpp"
+#include "engine/request/token_logprobs.hpp"
 
 namespace at {
 class Tensor;
@@ -103,6 +104,7 @@ struct RoundOutput {
   // A tree: accepted tokens beyond the leading first children (the chain it contains); -1: a chain.
   int32_t beyond_first_path = -1;
   Rng rng{0};
+  std::vector<TokenLogprobs> logprobs;  // per token, when the request asks (sampling.logprobs >= 0)
 };
 
 // The rows' outputs and what the round's passes cost (RoundCosts, which the K planner

@@ -235,6 +235,15 @@ TargetPassResult Verifier::pass(RoundDrafts& drafts, std::span<TargetPrefill> ch
     kept.insert(kept.end(), row_out.tokens.begin(), row_out.tokens.end());
     cache_->commit(row.plan.target_slot, kept);
     row_out.tokens.push_back(outcome.next_token);
+    if (row.plan.sampling.logprobs >= 0) {
+      // Node n's logits are row n + 1 (row 0 is g): each token is judged at its parent's row.
+      const at::Tensor rows = logits.narrow(0, at - width, width);
+      int32_t parent_row = 0;
+      for (size_t j = 0; j < row_out.tokens.size(); ++j) {
+        row_out.logprobs.push_back(token_logprobs(rows[parent_row], row_out.tokens[j], row.plan.sampling.logprobs));
+        if (j < outcome.path.size()) parent_row = outcome.path[j] + 1;
+      }
+    }
     row_out.drafted = static_cast<int32_t>(row.drafts.size());
     row_out.accepted = static_cast<int32_t>(outcome.path.size());
     row_out.depth = row.plan.k;
@@ -247,7 +256,9 @@ TargetPassResult Verifier::pass(RoundDrafts& drafts, std::span<TargetPrefill> ch
     cache_->commit(p.target_slot, std::span<const int32_t>(p.prompt).first(p.chunk_end()));
     if (!p.completes() || !p.sample) continue;
     const int32_t token = sample_token(last, p.sampling, {p.prompt, static_cast<int64_t>(p.prompt.size())}, p.rng);
-    out.first_tokens.push_back({token, p.rng});
+    FirstToken first{token, p.rng, {}};
+    if (p.sampling.logprobs >= 0) first.logprobs.push_back(token_logprobs(last, token, p.sampling.logprobs));
+    out.first_tokens.push_back(std::move(first));
   }
   if (!drafts.rows.empty()) {
     result.verify_start = phase_start;

@@ -40,6 +40,7 @@ struct TargetPrefill {
 struct FirstToken {
   int32_t token = 0;
   Rng rng{0};
+  std::vector<TokenLogprobs> logprobs;  // the token's, when the request asks
 };
 
 // What a round's target pass gave: a row per drafted row, a first token per chunk that

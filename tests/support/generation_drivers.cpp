@@ -66,9 +66,11 @@ std::unique_ptr<SpecSequence> admit(DriverSlots& slots, const DriverRequest& r, 
 }
 
 // Applies a burst through the request's output; true when the request has ended.
-bool deliver(Active& a, SpecResult& res, std::span<const int32_t> tokens, int32_t drafted, int32_t accepted) {
-  Burst chunk = a.output.take(tokens, drafted, accepted);
+bool deliver(Active& a, SpecResult& res, std::span<const int32_t> tokens, int32_t drafted, int32_t accepted,
+             std::span<const TokenLogprobs> logprobs) {
+  Burst chunk = a.output.take(tokens, drafted, accepted, logprobs);
   res.tokens.insert(res.tokens.end(), chunk.token_ids.begin(), chunk.token_ids.end());
+  res.logprobs.insert(res.logprobs.end(), chunk.logprobs.begin(), chunk.logprobs.end());
   a.text += chunk.text;
   if (!a.output.finished()) return false;
   res.finish_reason = *a.output.finished();
@@ -107,7 +109,7 @@ std::vector<Active> prefill_all(Verifier& verifier, DriverSlots& slots, std::vec
     a.seq->tokens.push_back(first[b].token);
     a.seq->rng = first[b].rng;
     const int32_t token = first[b].token;
-    if (deliver(a, res, std::span(&token, 1), 0, 0)) {
+    if (deliver(a, res, std::span(&token, 1), 0, 0, first[b].logprobs)) {
       finish(slots, a, res);
     } else {
       running.push_back(std::move(a));
@@ -207,7 +209,7 @@ std::vector<SpecResult> generate_speculative(SpecModels& m, const std::vector<Dr
       Active& a = active[b];
       SpecResult& res = results[a.index];
       const RoundOutput& row = round.rows[b];
-      if (deliver(a, res, row.tokens, row.drafted, row.accepted)) {
+      if (deliver(a, res, row.tokens, row.drafted, row.accepted, row.logprobs)) {
         finish(slots, a, res);
       } else {
         running.push_back(std::move(a));
@@ -258,6 +260,8 @@ GenerationResult generate_target_only(LlamaModel& model, KvCache& cache, const G
     const int32_t token =
         sample_token(logits, request.sampling, {context, static_cast<int64_t>(request.prompt.size())}, rng);
     result.tokens.push_back(token);
+    if (request.sampling.logprobs >= 0)
+      result.logprobs.push_back(token_logprobs(logits, token, request.sampling.logprobs));
     context.push_back(token);
     const bool eos = std::find(request.eos_ids.begin(), request.eos_ids.end(), token) != request.eos_ids.end();
     const bool keep_going = !on_token || on_token(token);

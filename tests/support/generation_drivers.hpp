@@ -66,7 +66,8 @@ struct GenerationRequest {
 };
 
 struct GenerationResult {
-  std::vector<int32_t> tokens;  // generated ids, not including the prompt
+  std::vector<int32_t> tokens;          // generated ids, not including the prompt
+  std::vector<TokenLogprobs> logprobs;  // per token, when sampling.logprobs >= 0
   FinishReason finish_reason = FinishReason::length;
   double prefill_seconds = 0;
   double decode_seconds = 0;  // from the first generated token to the last
@@ -82,8 +83,9 @@ GenerationResult generate_target_only(LlamaModel& model, KvCache& cache, const G
                                       const TokenCallback& on_token = {});
 
 struct SpecResult {
-  std::vector<int32_t> tokens;  // generated ids (an EOS that stopped generation is kept)
-  std::string text;             // decoded text, cut before a stop string (empty without tokenizer)
+  std::vector<int32_t> tokens;          // generated ids (an EOS that stopped generation is kept)
+  std::vector<TokenLogprobs> logprobs;  // per token, when sampling.logprobs >= 0
+  std::string text;                     // decoded text, cut before a stop string (empty without tokenizer)
   FinishReason finish_reason = FinishReason::length;
   SpecStats stats;
   double prefill_seconds = 0;
