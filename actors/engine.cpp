@@ -81,6 +81,7 @@ struct Engine::Impl {
         kv(p.kv),
         kv_summary(std::move(p.kv_summary)),
         weights_summary(std::move(p.weights_summary)),
+        context_summary(std::move(p.context_summary)),
         trace(std::make_shared<TraceRecorder>(config.trace, static_cast<size_t>(config.trace_capacity))),
         draft_kv(make_cache(p.draft, config, kv)),
         target_kv(make_cache(p.target, config, kv)),
@@ -122,6 +123,7 @@ struct Engine::Impl {
   KvBudget kv;  // the blocks of each model's pool
   std::string kv_summary;
   std::string weights_summary;
+  std::string context_summary;
   std::shared_ptr<TraceRecorder> trace;  // shared with the burst marks a socket still holds
   // The lanes own and drive the caches; the engine only reads their published block counts.
   std::shared_ptr<KvCache> draft_kv, target_kv;
@@ -165,7 +167,7 @@ std::vector<int32_t> Engine::Impl::prompt_ids(const GenerateRequest& r) const {
     throw SpecdError(ErrorCode::unknown_chat_template,
                      "the model has no chat template (" + no_chat_reason + "); send a prompt");
   try {
-    return chat->encode(r.messages, *tokenizer);
+    return chat->encode(r.messages, *tokenizer, r.tools_json);
   } catch (const SpecdError& e) {
     throw SpecdError(ErrorCode::bad_value, e.message());
   }
@@ -199,6 +201,10 @@ RequestHandle Engine::submit(GenerateRequest request, BurstHandler on_burst, Don
   auto refuse = [&](RequestError error) { actor->post_finished({FinishReason::error, std::move(error)}); };
   try {
     std::vector<int32_t> prompt = impl.prompt_ids(request);
+    if (request.max_tokens == 0) {  // the rest of the context; a prompt that fills it is refused below
+      const int64_t rest = impl.limits.sequence.max_seq_len - static_cast<int64_t>(prompt.size());
+      request.max_tokens = static_cast<int32_t>(std::clamp<int64_t>(rest, 1, INT32_MAX));
+    }
     validate_request(request, prompt, impl.limits);
     request.id = id;
     std::lock_guard lock(impl.gate);
@@ -258,6 +264,7 @@ const ThreadPolicy& Engine::thread_policy() const { return impl_->threads; }
 
 const std::string& Engine::kv_cache_summary() const { return impl_->kv_summary; }
 const std::string& Engine::weights_summary() const { return impl_->weights_summary; }
+const std::string& Engine::context_summary() const { return impl_->context_summary; }
 
 void Engine::write_trace(const std::filesystem::path& path) const { impl_->trace->write_chrome_json(path); }
 

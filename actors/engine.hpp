@@ -87,7 +87,8 @@ class Engine {
   // The target's chat template, which renders requests given as messages; null when the
   // target directory has none specd knows (such requests fail unknown_chat_template).
   const ChatTemplate* chat_template() const;
-  // The configuration in use: max_seq_len capped at the models' max_position_embeddings.
+  // The configuration in use: max_seq_len resolved (0: from the models and the KV
+  // budget) and capped at the models' max_position_embeddings.
   const EngineConfig& config() const;
   // The compute threads chosen at construction (lanes' intra-op threads and budget).
   const ThreadPolicy& thread_policy() const;
@@ -97,6 +98,9 @@ class Engine {
   // The models' weights in memory, as the start-up line prints them: bytes and format
   // ("target 1.59 GB int4, draft 0.02 GB stored f16").
   const std::string& weights_summary() const;
+  // max_seq_len and where it came from, as the start-up line prints it:
+  // "max_seq_len 1024 (the models' max_position_embeddings)".
+  const std::string& context_summary() const;
   // Recorded trace (config.trace): lane busy intervals and request spans, as Chrome
   // trace-event JSON (docs/trace_format.md): the events that end within the last
   // `seconds` (all when unset), of one request when `request_id` is set.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <limits>
 #include <map>
 
 #include "engine/base/errors.hpp"
@@ -20,13 +21,13 @@ void check_config(const EngineConfig& c) {
     if (v < 1) throw SpecdError(ErrorCode::invalid_argument, std::string("engine config: ") + name + " must be >= 1");
   };
   positive(c.max_batch, "max_batch");
-  positive(c.sequence.max_seq_len, "max_seq_len");
   positive(c.max_waiting, "max_waiting");
   positive(c.burst_queue, "burst_queue");
   positive(c.trace_capacity, "trace_capacity");
   auto non_negative = [](int64_t v, const char* name) {
     if (v < 0) throw SpecdError(ErrorCode::invalid_argument, std::string("engine config: ") + name + " must be >= 0");
   };
+  non_negative(c.sequence.max_seq_len, "max_seq_len");
   non_negative(c.threads, "threads");
   non_negative(c.prefill_chunk, "prefill_chunk");
   non_negative(c.target_threads, "target_threads");
@@ -40,14 +41,29 @@ void check_config(const EngineConfig& c) {
 }
 
 // A cache longer than a model's max_position_embeddings would feed it positions it was
-// never trained on (and its RoPE tables may not reach): clamp, and say so.
-void cap_max_seq_len(EngineConfig& c, const LlamaModel& target, const LlamaModel* draft) {
+// never trained on (and its RoPE tables may not reach): clamp, and say so. 0 (the
+// default) takes the models' positions, as many as the KV budget holds for one request.
+// Returns the start-up line's words on where the value came from.
+std::string resolve_max_seq_len(EngineConfig& c, const LlamaModel& target, const LlamaModel* draft,
+                                const KvBudgetInput& kv) {
   int64_t limit = target.config().max_position_embeddings;
   if (draft) limit = std::min<int64_t>(limit, draft->config().max_position_embeddings);
-  if (limit <= 0 || c.sequence.max_seq_len <= limit) return;
-  std::fprintf(stderr, "specd: max_seq_len %lld exceeds the models' max_position_embeddings; using %lld\n",
-               static_cast<long long>(c.sequence.max_seq_len), static_cast<long long>(limit));
-  c.sequence.max_seq_len = limit;
+  if (limit <= 0) limit = std::numeric_limits<int64_t>::max();  // positions without a stated bound
+  if (c.sequence.max_seq_len > 0) {
+    if (c.sequence.max_seq_len <= limit) return "configured";
+    std::fprintf(stderr, "specd: max_seq_len %lld exceeds the models' max_position_embeddings; using %lld\n",
+                 static_cast<long long>(c.sequence.max_seq_len), static_cast<long long>(limit));
+    c.sequence.max_seq_len = limit;
+    return "configured, capped at the models' max_position_embeddings";
+  }
+  // What plan_kv_budget can hold for one request: its blocks, less the rows a verify
+  // pass writes past the end.
+  const int64_t block_bytes = (kv.target_bytes_per_token + kv.draft_bytes_per_token) * kv.block_size;
+  const int64_t budget = kv.configured_bytes > 0 ? kv.configured_bytes : kv.available_bytes / 2;
+  const int64_t fits = block_bytes > 0 ? budget / block_bytes * kv.block_size - c.sequence.k_max - 1 : limit;
+  c.sequence.max_seq_len = std::max<int64_t>(1, std::min(limit, fits));
+  return fits < limit ? "the models' max_position_embeddings " + std::to_string(limit) + ", bounded by the KV budget"
+                      : "the models' max_position_embeddings";
 }
 
 // The matrices' dtypes, most common first, with their counts when they differ (a
@@ -98,15 +114,17 @@ LoadedPair load_pair(EngineConfig c) {
     check_draft_compatible(config.target_dir, p.target->config(), *p.tokenizer, config.draft_dir, p.draft->config(),
                            *load_tokenizer(config.draft_dir));
   }
-  cap_max_seq_len(p.config, *p.target, p.draft.get());
   // After the weights: what memory is left is what the derived budget shares out.
-  const KvBudgetInput kv{.configured_bytes = config.kv_cache_memory,
-                         .available_bytes = config.kv_cache_memory > 0 ? 0 : memory_available_bytes(),
-                         .target_bytes_per_token = KvCache::bytes_per_token(p.target->config()),
-                         .draft_bytes_per_token = p.draft ? KvCache::bytes_per_token(p.draft->config()) : 0,
-                         .block_size = config.kv_block_size,
-                         .max_batch = config.max_batch,
-                         .sequence = config.sequence};
+  KvBudgetInput kv{.configured_bytes = config.kv_cache_memory,
+                   .available_bytes = config.kv_cache_memory > 0 ? 0 : memory_available_bytes(),
+                   .target_bytes_per_token = KvCache::bytes_per_token(p.target->config()),
+                   .draft_bytes_per_token = p.draft ? KvCache::bytes_per_token(p.draft->config()) : 0,
+                   .block_size = config.kv_block_size,
+                   .max_batch = config.max_batch,
+                   .sequence = config.sequence};
+  const std::string origin = resolve_max_seq_len(p.config, *p.target, p.draft.get(), kv);
+  kv.sequence = config.sequence;
+  p.context_summary = "max_seq_len " + std::to_string(config.sequence.max_seq_len) + " (" + origin + ")";
   p.kv = plan_kv_budget(kv);
   p.kv_summary = describe(p.kv, kv, config.prefix_cache);
   p.weights_summary = "target " + describe_weights(*p.target, config.target_weights);

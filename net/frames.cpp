@@ -95,6 +95,45 @@ std::string openai_finish_chunk(const OpenAiIdentity& who, FinishReason reason) 
                      choice_json(who.chat ? "delta" : "text", std::move(content), openai_finish_reason(reason)));
 }
 
+std::string openai_finish_chunk(const OpenAiIdentity& who, const char* finish_reason) {
+  return openai_json(who, chunk_object(who), choice_json("delta", json::object{}, finish_reason));
+}
+
+std::string openai_tool_calls_body(const OpenAiIdentity& who, const GenerateResult& r, const ParsedOutput& parsed) {
+  json::array calls;
+  for (const ParsedToolCall& c : parsed.calls) {
+    calls.push_back(json::object{
+        {"id", c.id}, {"type", "function"}, {"function", json::object{{"name", c.name}, {"arguments", c.arguments}}}});
+  }
+  json::object message{{"role", "assistant"}};
+  message["content"] = parsed.content.empty() ? json::value(nullptr) : json::value(parsed.content);
+  message["tool_calls"] = std::move(calls);
+  return openai_json(who, "chat.completion", choice_json("message", std::move(message), "tool_calls"),
+                     {{"usage", usage_json(r.usage)}, {"spec", spec_json(r.spec)}});
+}
+
+std::vector<std::string> openai_tool_call_chunks(const OpenAiIdentity& who, const std::vector<ParsedToolCall>& calls,
+                                                 bool first) {
+  std::vector<std::string> chunks;
+  for (size_t i = 0; i < calls.size(); ++i) {
+    const ParsedToolCall& c = calls[i];
+    json::object head{{"index", static_cast<int64_t>(i)},
+                      {"id", c.id},
+                      {"type", "function"},
+                      {"function", json::object{{"name", c.name}, {"arguments", ""}}}};
+    json::object delta;
+    if (first && i == 0) delta["role"] = "assistant";
+    if (first && i == 0) delta["content"] = nullptr;
+    delta["tool_calls"] = json::array{std::move(head)};
+    chunks.push_back(openai_json(who, chunk_object(who), choice_json("delta", std::move(delta), nullptr)));
+    json::object args{{"index", static_cast<int64_t>(i)}, {"function", json::object{{"arguments", c.arguments}}}};
+    chunks.push_back(
+        openai_json(who, chunk_object(who),
+                    choice_json("delta", json::object{{"tool_calls", json::array{std::move(args)}}}, nullptr)));
+  }
+  return chunks;
+}
+
 std::string openai_usage_chunk(const OpenAiIdentity& who, const Usage& usage) {
   return openai_json(who, chunk_object(who), nullptr, {{"usage", usage_json(usage)}});
 }

@@ -5,9 +5,11 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "actors/engine.hpp"
 #include "net/protocol.hpp"
+#include "net/tool_calls.hpp"
 #include "net/wire_error.hpp"
 
 namespace specd::net {
@@ -32,8 +34,18 @@ std::string openai_text_chunk(const OpenAiIdentity& who, std::string_view text, 
 std::string openai_finish_chunk(const OpenAiIdentity& who, FinishReason reason);
 // stream_options.include_usage: choices [] and the usage.
 std::string openai_usage_chunk(const OpenAiIdentity& who, const Usage& usage);
+// The last chunk with OpenAI's finish_reason by name ("tool_calls").
+std::string openai_finish_chunk(const OpenAiIdentity& who, const char* finish_reason);
 // The whole response of a stream:false request.
 std::string openai_body(const OpenAiIdentity& who, const GenerateResult& result);
+// A chat answer that called tools: message.content (null when there is none),
+// message.tool_calls with ids, finish_reason "tool_calls".
+std::string openai_tool_calls_body(const OpenAiIdentity& who, const GenerateResult& result, const ParsedOutput& parsed);
+// The chunks that stream tool calls as OpenAI streams them: for each call one delta
+// with index, id, type "function", function.name and empty arguments, then one with
+// function.arguments. The first carries the assistant role when `first`.
+std::vector<std::string> openai_tool_call_chunks(const OpenAiIdentity& who, const std::vector<ParsedToolCall>& calls,
+                                                 bool first);
 // {"error":{"message":..,"type":..,"param":null,"code":..}}
 std::string openai_error_body(WireCode code, std::string_view message);
 

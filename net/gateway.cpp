@@ -10,6 +10,7 @@
 
 #include "actors/asio_aliases.hpp"
 #include "actors/spawn.hpp"
+#include "engine/tokenizer/chat_template.hpp"
 #include "net/http_session.hpp"
 
 namespace specd::net {
@@ -23,6 +24,9 @@ Gateway::Gateway(asio::any_io_executor executor, Engine& engine, GatewayConfig c
       engine_(engine),
       config_(std::move(config)),
       hooks_(std::move(hooks)),
+      tool_call_format_(config_.tool_call_format != "auto" ? *parse_tool_call_format(config_.tool_call_format)
+                        : engine.chat_template()           ? detect_tool_call_format(engine.chat_template()->source())
+                                                           : ToolCallFormat::json),
       acceptor_(asio::make_strand(executor)) {
   if (!engine_.chat_template())
     std::fprintf(stderr, "specd serve: the model has no chat template: requests with messages are refused\n");

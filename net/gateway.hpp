@@ -23,6 +23,7 @@
 #include "net/gateway_config.hpp"
 #include "net/metrics.hpp"
 #include "net/request_timing.hpp"
+#include "net/tool_calls.hpp"
 
 namespace specd::net {
 
@@ -48,6 +49,9 @@ class Gateway : public std::enable_shared_from_this<Gateway> {
   const GatewayConfig& config() const { return config_; }
   Metrics& metrics() { return metrics_; }
   const GatewayHooks& hooks() const { return hooks_; }
+  // The tool-call syntax chat answers are parsed with: the configured one, or the
+  // chat template's (json without a template).
+  ToolCallFormat tool_call_format() const { return tool_call_format_; }
   bool stopping() const { return stopping_.load(); }
   size_t open_sessions() const;
 
@@ -63,6 +67,7 @@ class Gateway : public std::enable_shared_from_this<Gateway> {
   Engine& engine_;
   GatewayConfig config_;
   GatewayHooks hooks_;
+  ToolCallFormat tool_call_format_;
   Metrics metrics_;
   boost::asio::ip::tcp::acceptor acceptor_;
   std::atomic<bool> stopping_{false};

@@ -13,7 +13,9 @@
 #include "engine/base/byte_size.hpp"
 #include "engine/base/errors.hpp"
 #include "engine/checkpoint/gguf_file.hpp"
+#include "net/cors.hpp"
 #include "net/data_dir.hpp"
+#include "net/tool_calls.hpp"
 
 namespace specd::net {
 
@@ -25,11 +27,14 @@ struct SizeRef {
 struct PathRef {
   std::filesystem::path* value;
 };
+struct StringListRef {  // an array of strings
+  std::vector<std::string>* value;
+};
 struct BytesRef {  // an integer, or a string with a unit ("4GiB")
   int64_t* value;
 };
-using Target =
-    std::variant<int32_t*, int64_t*, double*, bool*, std::string*, SizeRef, PathRef, BytesRef, WeightFormat*>;
+using Target = std::variant<int32_t*, int64_t*, double*, bool*, std::string*, SizeRef, PathRef, BytesRef, WeightFormat*,
+                            StringListRef>;
 
 struct Key {
   const char* section;
@@ -45,6 +50,8 @@ std::vector<Key> keys_of(GatewayConfig& c) {
       {"server", "web_root", PathRef{&c.web_root}},
       {"server", "model_name", &c.model_name},
       {"server", "io_threads", &c.io_threads},
+      {"server", "cors_origins", StringListRef{&c.cors_origins}},
+      {"server", "tool_call_format", &c.tool_call_format},
       {"limits", "max_connections", &c.max_connections},
       {"limits", "max_requests_per_connection", &c.max_requests_per_connection},
       {"limits", "finished_ids_per_connection", &c.finished_ids_per_connection},
@@ -67,6 +74,7 @@ std::vector<Key> keys_of(GatewayConfig& c) {
       {"engine", "draft", PathRef{&c.engine.draft_dir}},
       {"engine", "target_weights", &c.engine.target_weights},
       {"engine", "draft_weights", &c.engine.draft_weights},
+      {"engine", "chat_template", PathRef{&c.engine.chat_template}},
       {"engine", "max_batch", &c.engine.max_batch},
       {"engine", "max_seq_len", &c.engine.sequence.max_seq_len},
       {"engine", "max_waiting", &c.engine.max_waiting},
@@ -129,6 +137,14 @@ void assign(const toml::node& node, Target target, const std::string& where, con
           const auto format = node.is_string() ? parse_weight_format(*node.value<std::string>()) : std::nullopt;
           if (!format) bad(where, "must be \"stored\", \"int8\" or \"int4\"");
           *ref = *format;
+        } else if constexpr (std::is_same_v<T, StringListRef>) {
+          const toml::array* list = node.as_array();
+          if (!list) bad(where, "must be an array of strings");
+          ref.value->clear();
+          for (const toml::node& item : *list) {
+            if (!item.is_string()) bad(where, "must be an array of strings");
+            ref.value->push_back(*item.value<std::string>());
+          }
         } else if constexpr (std::is_same_v<T, std::string*>) {
           if (!node.is_string()) bad(where, "must be a string");
           *ref = *node.value<std::string>();
@@ -229,6 +245,14 @@ void validate(const GatewayConfig& c) {
   if (c.port < 0 || c.port > 65535) throw SpecdError(ErrorCode::bad_value, "config: port must be in [0, 65535]");
   if (c.io_threads < 0 || c.io_threads > 1024)
     throw SpecdError(ErrorCode::bad_value, "config: io_threads must be in [0, 1024]");
+  for (const std::string& origin : c.cors_origins) {
+    if (const std::string problem = cors_origin_problem(origin); !problem.empty())
+      throw SpecdError(ErrorCode::bad_value, "config: server.cors_origins entry \"" + origin + "\" " + problem);
+  }
+  if (c.tool_call_format != "auto" && !parse_tool_call_format(c.tool_call_format)) {
+    throw SpecdError(ErrorCode::bad_value,
+                     "config: server.tool_call_format must be auto, llama3_json, hermes, mistral or json");
+  }
   positive(c.max_connections, "max_connections");
   positive(c.max_requests_per_connection, "max_requests_per_connection");
   positive(static_cast<double>(c.max_frame_bytes), "max_frame_bytes");
@@ -246,14 +270,15 @@ void validate(const GatewayConfig& c) {
   positive(c.http_idle_seconds, "http_idle_seconds");
   if (!(c.shutdown_deadline_seconds >= 0))
     throw SpecdError(ErrorCode::bad_value, "config: shutdown_deadline_seconds must be >= 0");
-  if (c.protocol.default_max_tokens < 1 || c.protocol.default_max_tokens > c.protocol.max_tokens_limit) {
-    throw SpecdError(ErrorCode::bad_value, "config: defaults.max_tokens must be in [1, limits.max_tokens]");
+  if (c.protocol.default_max_tokens < 0 || c.protocol.default_max_tokens > c.protocol.max_tokens_limit) {
+    throw SpecdError(ErrorCode::bad_value,
+                     "config: defaults.max_tokens must be in [0, limits.max_tokens] (0: the rest of the context)");
   }
   if (c.engine.kv_block_size < 16 || c.engine.kv_block_size > 1024 || c.engine.kv_block_size % 16 != 0) {
     throw SpecdError(ErrorCode::bad_value, "config: engine.kv_block_size must be a multiple of 16 in [16, 1024]");
   }
-  if (c.engine.sequence.max_seq_len < 1)
-    throw SpecdError(ErrorCode::bad_value, "config: engine.max_seq_len must be >= 1");
+  if (c.engine.sequence.max_seq_len < 0)
+    throw SpecdError(ErrorCode::bad_value, "config: engine.max_seq_len must be >= 0 (0: from the model)");
   if (c.engine.max_batch < 1) throw SpecdError(ErrorCode::bad_value, "config: engine.max_batch must be >= 1");
   if (c.engine.prefill_chunk < 0) throw SpecdError(ErrorCode::bad_value, "config: engine.prefill_chunk must be >= 0");
   if (!(c.engine.prefill_slowdown == 0 || c.engine.prefill_slowdown > 1))

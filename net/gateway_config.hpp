@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "actors/engine.hpp"
 #include "compute/thread_policy.hpp"
@@ -26,6 +27,12 @@ struct GatewayConfig {
   // Threads running the sessions and the engine's actors; 0: one per CPU the process may
   // use (affinity and cgroup quota, compute/thread_policy.hpp), at least 1. io_thread_count().
   int32_t io_threads = 0;
+  // Origins whose pages may call the API from a browser (net/cors.hpp): "*" or
+  // "https://app.example:8443" entries; empty: no CORS headers, preflights refused.
+  std::vector<std::string> cors_origins;
+  // The tool-call syntax parsed from chat answers (net/tool_calls.hpp): "auto" reads it
+  // from the chat template; or llama3_json, hermes, mistral, json.
+  std::string tool_call_format = "auto";
 
   // [limits]
   int32_t max_connections = 256;

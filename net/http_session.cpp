@@ -11,12 +11,14 @@
 #include "actors/asio_aliases.hpp"
 #include "json/json_serialize.hpp"
 #include "net/client_stream.hpp"
+#include "net/cors.hpp"
 #include "net/frames.hpp"
 #include "net/gateway.hpp"
 #include "net/openai_stream.hpp"
 #include "net/request_target.hpp"
 #include "net/static_files.hpp"
 #include "net/trace_query.hpp"
+#include "net/utility_routes.hpp"
 #include "net/wire_error.hpp"
 #include "net/ws_session.hpp"
 
@@ -34,12 +36,6 @@ bool equal_constant_time(std::string_view a, std::string_view b) {
   unsigned char diff = 0;
   for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
   return diff == 0;
-}
-
-std::string models_body(const std::string& model) {
-  const boost::json::object entry{
-      {"id", model}, {"object", "model"}, {"created", static_cast<int64_t>(std::time(nullptr))}, {"owned_by", "specd"}};
-  return serialize_json(boost::json::object{{"object", "list"}, {"data", boost::json::array{entry}}});
 }
 
 }  // namespace
@@ -114,10 +110,14 @@ bool HttpSession::authorized(const HttpRequest& request) const {
 
 asio::awaitable<bool> HttpSession::route(HttpRequest& request) {
   const std::string_view path = path_of(request.target());
+  allow_origin_ = cors_allow_origin(gateway_->config().cors_origins, request[http::field::origin]);
+  // A browser's preflight carries no credentials: it is answered before the token check.
+  if (request.method() == http::verb::options) co_return co_await send_preflight(request);
   // The token guards the API and the server's state. The static pages (web_root) hold
   // no data and a browser cannot send a header when it opens them: the chat page, opened
   // as /?access_token=T, passes T on to its WebSocket handshake.
-  const bool api = path.starts_with("/v1/") || path == "/health" || path == "/metrics";
+  const bool api = path.starts_with("/v1/") || path == "/health" || path == "/metrics" || path == "/tokenize" ||
+                   path == "/detokenize" || path == "/apply-template";
   if (api && !authorized(request)) {
     co_return co_await send_error(request, GatewayCode::unauthorized, "missing or wrong bearer token");
   }
@@ -127,15 +127,25 @@ asio::awaitable<bool> HttpSession::route(HttpRequest& request) {
     if (auto refused = refusal_while_stopping(*gateway_))
       co_return co_await send_error(request, refused->code, std::move(refused->message));
     const OpenAiRoute r = path == "/v1/completions" ? OpenAiRoute::completions : OpenAiRoute::chat_completions;
-    GenerationContext context{stream_, *gateway_, active_};
+    GenerationContext context{stream_, *gateway_, active_, allow_origin_};
     co_return co_await serve_openai(context, request, r);
+  }
+  if (path == "/tokenize" || path == "/detokenize" || path == "/apply-template") {
+    if (method != http::verb::post) co_return co_await send_error(request, ErrorCode::bad_value, "use POST");
+    const Engine& engine = gateway_->engine();
+    const ProtocolLimits& limits = gateway_->config().protocol;
+    const RouteReply reply = path == "/tokenize"     ? tokenize_reply(engine, request.body(), limits)
+                             : path == "/detokenize" ? detokenize_reply(engine, request.body())
+                                                     : apply_template_reply(engine, request.body(), limits);
+    co_return co_await write_json_response(stream_, request, reply.status, reply.body, allow_origin_);
   }
   if (method != http::verb::get && method != http::verb::head) {
     co_return co_await send_error(request, GatewayCode::not_found, "no route for this method and path");
   }
   if (path == "/health") co_return co_await send_health(request);
   if (path == "/v1/models")
-    co_return co_await send_text(request, models_body(gateway_->config().model_name), "application/json");
+    co_return co_await send_text(request, models_body(gateway_->config().model_name, gateway_->engine()),
+                                 "application/json");
   if (path == "/metrics") co_return co_await send_metrics(request);
   if (path == "/v1/trace") co_return co_await send_trace(request);
   if (path == "/v1/ws")
@@ -144,13 +154,33 @@ asio::awaitable<bool> HttpSession::route(HttpRequest& request) {
 }
 
 asio::awaitable<bool> HttpSession::send_error(const HttpRequest& request, WireCode code, std::string message) {
-  co_return co_await write_json_response(stream_, request, http_status_for(code), openai_error_body(code, message));
+  co_return co_await write_json_response(stream_, request, http_status_for(code), openai_error_body(code, message),
+                                         allow_origin_);
+}
+
+// CORS preflight: 204 with the Access-Control-* headers for an allowed origin; 403
+// origin_not_allowed otherwise (with CORS off, for every origin).
+asio::awaitable<bool> HttpSession::send_preflight(const HttpRequest& request) {
+  if (allow_origin_.empty()) {
+    const std::string origin(request[http::field::origin]);
+    co_return co_await send_error(request, GatewayCode::origin_not_allowed,
+                                  origin.empty() ? "OPTIONS is answered only to CORS preflights (no Origin header)"
+                                                 : "origin " + origin + " is not in server.cors_origins");
+  }
+  http::response<http::empty_body> response{http::status::no_content, request.version()};
+  response.set(http::field::server, "specd");
+  set_preflight_headers(response.base(), allow_origin_, request[http::field::access_control_request_headers]);
+  response.keep_alive(request.keep_alive());
+  response.prepare_payload();
+  auto [ec, n] = co_await http::async_write(stream_, response, use_tuple);
+  co_return !ec && request.keep_alive();
 }
 
 asio::awaitable<bool> HttpSession::send_text(const HttpRequest& request, std::string body, const char* content_type) {
   http::response<http::string_body> response{http::status::ok, request.version()};
   response.set(http::field::server, "specd");
   response.set(http::field::content_type, content_type);
+  set_cors_headers(response.base(), allow_origin_);
   response.keep_alive(request.keep_alive());
   response.body() = std::move(body);
   response.prepare_payload();
@@ -165,7 +195,7 @@ asio::awaitable<bool> HttpSession::send_health(const HttpRequest& request) {
   if (!gateway_->stopping())
     co_return co_await send_text(request, serialize_json(boost::json::object{{"status", "ok"}}), "application/json");
   co_return co_await write_json_response(stream_, request, http::status::service_unavailable,
-                                         serialize_json(boost::json::object{{"status", "draining"}}));
+                                         serialize_json(boost::json::object{{"status", "draining"}}), allow_origin_);
 }
 
 asio::awaitable<bool> HttpSession::send_metrics(const HttpRequest& request) {
@@ -198,6 +228,7 @@ asio::awaitable<bool> HttpSession::send_file(const HttpRequest& request) {
   http::response<http::file_body> response{http::status::ok, request.version()};
   response.set(http::field::server, "specd");
   response.set(http::field::content_type, content_type_for(*file));
+  set_cors_headers(response.base(), allow_origin_);
   response.keep_alive(request.keep_alive());
   const auto size = body.size();
   if (request.method() != http::verb::head) response.body() = std::move(body);

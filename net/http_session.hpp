@@ -1,7 +1,8 @@
 #pragma once
 // One HTTP connection: reads requests (keep-alive) and routes them: POST
 // /v1/completions and /v1/chat/completions (OpenAI wire format, SSE when stream is
-// true), GET /v1/models, /health, /metrics, /v1/trace, static files under the web root, and the
+// true), POST /tokenize, /detokenize, /apply-template, GET /v1/models, /health, /metrics,
+// /v1/trace, static files under the web root, CORS preflights (net/cors.hpp), and the
 // WebSocket upgrade of /v1/ws (handed to a WsSession). Every route checks the bearer
 // token when one is configured. Lives on its socket's strand.
 #include <boost/asio/ip/tcp.hpp>
@@ -13,6 +14,7 @@
 #include <chrono>
 #include <memory>
 #include <optional>
+#include <string>
 
 #include "actors/engine.hpp"
 #include "net/wire_error.hpp"
@@ -35,6 +37,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   boost::asio::awaitable<bool> send_error(const HttpRequest& request, WireCode code, std::string message);
   boost::asio::awaitable<bool> send_text(const HttpRequest& request, std::string body, const char* content_type);
   boost::asio::awaitable<bool> send_health(const HttpRequest& request);
+  boost::asio::awaitable<bool> send_preflight(const HttpRequest& request);
   boost::asio::awaitable<bool> send_file(const HttpRequest& request);
   boost::asio::awaitable<bool> send_metrics(const HttpRequest& request);
   boost::asio::awaitable<bool> send_trace(const HttpRequest& request);
@@ -51,6 +54,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   bool stopping_ = false;           // the server stops: no keep-alive after this request
   ClientStream* active_ = nullptr;  // the generation being served, told of a shutdown
   uint64_t registration_ = 0;       // with the gateway's shutdown registry
+  std::string allow_origin_;        // the request's Access-Control-Allow-Origin; empty: none
 };
 
 }  // namespace specd::net

@@ -9,6 +9,7 @@
 
 #include "actors/asio_aliases.hpp"
 #include "net/client_stream.hpp"
+#include "net/cors.hpp"
 #include "net/frames.hpp"
 #include "net/gateway.hpp"
 #include "net/request_timing.hpp"
@@ -50,6 +51,8 @@ asio::awaitable<bool> stream_events(GenerationContext& c, ClientStream& s, const
                                     const GenerateParams& p, Item first) {
   const double timeout = c.gateway.config().http_idle_seconds;
   bool sent_first = false;
+  std::optional<ToolCallStream> tools;  // holds back what may start a call
+  if (p.parse_tool_calls) tools.emplace(c.gateway.tool_call_format());
   std::optional<Item> next(std::move(first));
   for (;;) {
     if (!next) next = co_await s.next();
@@ -57,8 +60,9 @@ asio::awaitable<bool> stream_events(GenerationContext& c, ClientStream& s, const
     Item item = std::move(*next);
     next.reset();
     if (auto* burst = std::get_if<Burst>(&item.event)) {
-      if (burst->text.empty() && sent_first) continue;
-      std::string chunk = sse(openai_text_chunk(who, burst->text, !sent_first));
+      const std::string text = tools ? tools->feed(burst->text) : burst->text;
+      if (text.empty() && sent_first) continue;
+      std::string chunk = sse(openai_text_chunk(who, text, !sent_first));
       const bool written = co_await write_chunk(c.stream, timeout, std::move(chunk));
       if (!written) co_return false;
       if (burst->on_written) burst->on_written();
@@ -71,7 +75,16 @@ asio::awaitable<bool> stream_events(GenerationContext& c, ClientStream& s, const
     if (result->error) {
       tail = sse(openai_error_body(result->error->code, result->error->message));
     } else {
-      tail = sse(openai_finish_chunk(who, result->finish_reason));
+      const char* finish = openai_finish_reason(result->finish_reason);
+      if (tools) {
+        ParsedOutput end = tools->finish();
+        if (!end.content.empty()) tail += sse(openai_text_chunk(who, end.content, !sent_first));
+        sent_first = sent_first || !end.content.empty();
+        for (ParsedToolCall& call : end.calls) call.id = new_tool_call_id();
+        for (const std::string& chunk : openai_tool_call_chunks(who, end.calls, !sent_first)) tail += sse(chunk);
+        if (!end.calls.empty()) finish = "tool_calls";
+      }
+      tail += sse(openai_finish_chunk(who, finish));
       if (p.include_usage) tail += sse(openai_usage_chunk(who, result->usage));
     }
     tail += "data: [DONE]\n\n";
@@ -92,9 +105,11 @@ asio::awaitable<bool> respond_stream(GenerationContext& c, const HttpRequest& re
   if (auto* r = std::get_if<GenerateResult>(&first->event); r && r->error) {
     // Refused before any token: a plain HTTP error the client's library turns into an exception.
     std::string body = openai_error_body(r->error->code, r->error->message);
-    co_return co_await write_json_response(c.stream, request, http_status_for(r->error->code), std::move(body));
+    co_return co_await write_json_response(c.stream, request, http_status_for(r->error->code), std::move(body),
+                                           c.allow_origin);
   }
   http::response<http::empty_body> response{http::status::ok, request.version()};
+  set_cors_headers(response.base(), c.allow_origin);
   response.set(http::field::server, "specd");
   response.set(http::field::content_type, "text/event-stream");
   response.set(http::field::cache_control, "no-cache");
@@ -109,16 +124,27 @@ asio::awaitable<bool> respond_stream(GenerationContext& c, const HttpRequest& re
   co_return ok&& request.keep_alive();
 }
 
+// The body of a finished request: with tool calls when the request asked for them and
+// the answer holds some.
+std::string whole_body(GenerationContext& c, const OpenAiIdentity& who, const GenerateParams& p,
+                       const GenerateResult& r) {
+  if (!p.parse_tool_calls) return openai_body(who, r);
+  ParsedOutput parsed = parse_tool_calls(c.gateway.tool_call_format(), r.text);
+  if (parsed.calls.empty()) return openai_body(who, r);
+  for (ParsedToolCall& call : parsed.calls) call.id = new_tool_call_id();
+  return openai_tool_calls_body(who, r, parsed);
+}
+
 asio::awaitable<bool> respond_whole(GenerationContext& c, const HttpRequest& request, ClientStream& s,
-                                    const OpenAiIdentity& who) {
+                                    const OpenAiIdentity& who, const GenerateParams& p) {
   for (;;) {
     std::optional<Item> item = co_await s.next();
     if (!item) co_return false;
     auto* r = std::get_if<GenerateResult>(&item->event);
     if (!r) continue;
     const http::status status = r->error ? http_status_for(r->error->code) : http::status::ok;
-    std::string body = r->error ? openai_error_body(r->error->code, r->error->message) : openai_body(who, *r);
-    co_return co_await write_json_response(c.stream, request, status, std::move(body));
+    std::string body = r->error ? openai_error_body(r->error->code, r->error->message) : whole_body(c, who, p, *r);
+    co_return co_await write_json_response(c.stream, request, status, std::move(body), c.allow_origin);
   }
 }
 
@@ -130,7 +156,7 @@ asio::awaitable<bool> respond(GenerationContext& c, const HttpRequest& request, 
   s->submit(id, std::move(engine_request), p.stream);
   c.active = s.get();
   const bool keep_alive =
-      p.stream ? co_await respond_stream(c, request, *s, who, p) : co_await respond_whole(c, request, *s, who);
+      p.stream ? co_await respond_stream(c, request, *s, who, p) : co_await respond_whole(c, request, *s, who, p);
   c.active = nullptr;
   s->close();  // cancels the request if the client went away before its end
   co_return keep_alive;
@@ -139,8 +165,9 @@ asio::awaitable<bool> respond(GenerationContext& c, const HttpRequest& request, 
 }  // namespace
 
 asio::awaitable<bool> write_json_response(beast::tcp_stream& stream, const HttpRequest& request, http::status status,
-                                          std::string body) {
+                                          std::string body, std::string_view allow_origin) {
   http::response<http::string_body> response{status, request.version()};
+  set_cors_headers(response.base(), allow_origin);
   response.set(http::field::server, "specd");
   response.set(http::field::content_type, "application/json");
   response.keep_alive(request.keep_alive());
@@ -156,7 +183,8 @@ asio::awaitable<bool> serve_openai(GenerationContext c, const HttpRequest& reque
   if (auto* e = std::get_if<ProtocolError>(&parsed)) {
     g.metrics().request_error(metrics_route(route), e->code);
     std::string body = openai_error_body(e->code, e->message);
-    co_return co_await write_json_response(c.stream, request, http_status_for(e->code), std::move(body));
+    co_return co_await write_json_response(c.stream, request, http_status_for(e->code), std::move(body),
+                                           c.allow_origin);
   }
   GenerateParams& p = std::get<GenerateParams>(parsed);
   const uint64_t number = next_number++;

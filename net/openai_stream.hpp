@@ -23,14 +23,17 @@ class Gateway;
 struct GenerationContext {
   boost::beast::tcp_stream& stream;
   Gateway& gateway;
-  ClientStream*& active;  // set while the request runs, for the shutdown notice
+  ClientStream*& active;          // set while the request runs, for the shutdown notice
+  std::string_view allow_origin;  // Access-Control-Allow-Origin of the responses; empty: none
 };
 
 // Serves one generation request; returns whether the connection may stay open.
 boost::asio::awaitable<bool> serve_openai(GenerationContext context, const HttpRequest& request, OpenAiRoute route);
 
-// Writes a complete JSON response; false when the write failed.
+// Writes a complete JSON response (with Access-Control-Allow-Origin when
+// `allow_origin` is set); false when the write failed.
 boost::asio::awaitable<bool> write_json_response(boost::beast::tcp_stream& stream, const HttpRequest& request,
-                                                 boost::beast::http::status status, std::string body);
+                                                 boost::beast::http::status status, std::string body,
+                                                 std::string_view allow_origin = {});
 
 }  // namespace specd::net

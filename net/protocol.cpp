@@ -5,81 +5,21 @@
 
 #include <climits>
 #include <cmath>
+#include <random>
 
 #include "json/json_serialize.hpp"
+#include "net/chat_messages_json.hpp"
+#include "net/json_fields.hpp"
 
 namespace specd::net {
 
 namespace {
 
-using simdjson::dom::element;
-using simdjson::dom::element_type;
-using simdjson::dom::object;
+using namespace json_fields;
 
-// Thrown inside the parser only; turned into a ProtocolError at the top.
-struct Refusal {
-  WireCode code;
-  std::string message;
-};
-
-[[noreturn]] void refuse(WireCode code, std::string message) { throw Refusal{code, std::move(message)}; }
-
-// At most `n` bytes of valid UTF-8 `s`, cut at a character boundary.
-std::string utf8_prefix(const std::string& s, size_t n) {
-  if (s.size() <= n) return s;
-  while (n > 0 && (static_cast<unsigned char>(s[n]) & 0xC0) == 0x80) --n;
-  return s.substr(0, n);
-}
-
-// A member that is present and not null.
-std::optional<element> member(const object& o, std::string_view name) {
-  element e;
-  if (o.at_key(name).get(e) != simdjson::SUCCESS || e.is_null()) return std::nullopt;
-  return e;
-}
-
-std::string as_string(element e, std::string_view name) {
-  std::string_view s;
-  if (e.get_string().get(s) != simdjson::SUCCESS) refuse(ErrorCode::bad_value, std::string(name) + " must be a string");
-  return std::string(s);
-}
-
-bool as_bool(element e, std::string_view name) {
-  bool b = false;
-  if (e.get_bool().get(b) != simdjson::SUCCESS)
-    refuse(ErrorCode::bad_value, std::string(name) + " must be true or false");
-  return b;
-}
-
-// An integer in [lo, hi]; 12.0 and 1e3 are not integers here.
-int64_t as_integer(element e, std::string_view name, int64_t lo, int64_t hi) {
-  const std::string range = " in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
-  if (e.type() == element_type::UINT64) refuse(ErrorCode::bad_value, std::string(name) + " must be an integer" + range);
-  int64_t v = 0;
-  if (e.get_int64().get(v) != simdjson::SUCCESS)
-    refuse(ErrorCode::bad_value, std::string(name) + " must be an integer" + range);
-  if (v < lo || v > hi)
-    refuse(ErrorCode::bad_value, std::string(name) + " must be an integer" + range + ", got " + std::to_string(v));
-  return v;
-}
-
-double as_number(element e, std::string_view name) {
-  double v = 0;
-  switch (e.type()) {
-    case element_type::INT64:
-      v = static_cast<double>(int64_t(e));
-      break;
-    case element_type::UINT64:
-      v = static_cast<double>(uint64_t(e));
-      break;
-    case element_type::DOUBLE:
-      v = double(e);
-      break;
-    default:
-      refuse(ErrorCode::bad_value, std::string(name) + " must be a number");
-  }
-  if (!std::isfinite(v)) refuse(ErrorCode::bad_value, std::string(name) + " must be finite");
-  return v;
+uint64_t fresh_seed() {
+  thread_local std::random_device device;
+  return (static_cast<uint64_t>(device()) << 32) ^ device();
 }
 
 void read_stop(element e, std::vector<std::string>& stop, const ProtocolLimits& limits) {
@@ -93,10 +33,6 @@ void read_stop(element e, std::vector<std::string>& stop, const ProtocolLimits& 
   if (stop.size() > limits.max_stop_strings) {
     refuse(ErrorCode::bad_value, "at most " + std::to_string(limits.max_stop_strings) + " stop strings");
   }
-}
-
-int32_t as_int32(element e, std::string_view name) {
-  return static_cast<int32_t>(as_integer(e, name, INT32_MIN, INT32_MAX));
 }
 
 void read_speculative(element e, SpecSettings& spec) {
@@ -138,7 +74,12 @@ void read_sampling(const object& o, GenerateRequest& r, const ProtocolLimits& li
   if (auto v = member(o, "top_p")) r.sampling.top_p = as_number(*v, "top_p");
   if (auto v = member(o, "top_k")) r.sampling.top_k = as_int32(*v, "top_k");
   if (auto v = member(o, "repetition_penalty")) r.sampling.repetition_penalty = as_number(*v, "repetition_penalty");
-  if (auto v = member(o, "seed")) r.sampling.seed = static_cast<uint64_t>(as_integer(*v, "seed", 0, INT64_MAX));
+  // Without a seed a request draws its own, so unseeded samples differ (as OpenAI's and
+  // vLLM's); a given seed makes a sample repeatable.
+  if (auto v = member(o, "seed"))
+    r.sampling.seed = static_cast<uint64_t>(as_integer(*v, "seed", 0, INT64_MAX));
+  else
+    r.sampling.seed = fresh_seed();
   if (auto v = member(o, "max_tokens"))
     r.max_tokens = static_cast<int32_t>(as_integer(*v, "max_tokens", 1, limits.max_tokens_limit));
   if (auto v = member(o, "stop")) read_stop(*v, r.stop, limits);
@@ -147,49 +88,19 @@ void read_sampling(const object& o, GenerateRequest& r, const ProtocolLimits& li
   if (auto v = member(o, "cache_prompt")) r.cache_prompt = as_bool(*v, "cache_prompt");
 }
 
-std::string message_content(element e, size_t index) {
-  const std::string where = "messages[" + std::to_string(index) + "].content";
-  if (e.type() == element_type::STRING) return as_string(e, where);
-  if (e.type() != element_type::ARRAY)
-    refuse(ErrorCode::bad_value, where + " must be a string or an array of text parts");
-  std::string text;
-  for (element part : e.get_array().value_unsafe()) {
-    object o;
-    if (part.get_object().get(o) != simdjson::SUCCESS) refuse(ErrorCode::bad_value, where + " parts must be objects");
-    auto type = member(o, "type");
-    auto part_text = member(o, "text");
-    if (!type || as_string(*type, where + " part type") != "text" || !part_text) {
-      refuse(ErrorCode::bad_value, where + ": only {\"type\":\"text\",\"text\":...} parts are supported");
-    }
-    text += as_string(*part_text, where + " part text");
+// "auto" (the default) or "none". "required" and a named function would need decoding
+// under a grammar of the call syntax, which specd does not have yet: refused, not ignored.
+std::string read_tool_choice(const object& o) {
+  auto v = member(o, "tool_choice");
+  if (!v) return "auto";
+  std::string choice = v->type() == element_type::STRING ? as_string(*v, "tool_choice") : "a named function";
+  if (choice == "auto" || choice == "none") return choice;
+  if (choice == "required" || v->type() == element_type::OBJECT) {
+    refuse(ErrorCode::bad_value, "tool_choice " + (choice == "required" ? std::string("\"required\"") : choice) +
+                                     " needs constrained decoding (a grammar of the tool-call syntax), which this "
+                                     "server does not support yet; use \"auto\" or \"none\"");
   }
-  return text;
-}
-
-void read_messages(element e, std::vector<ChatMessage>& messages, const ProtocolLimits& limits) {
-  simdjson::dom::array list;
-  if (e.get_array().get(list) != simdjson::SUCCESS) refuse(ErrorCode::bad_value, "messages must be an array");
-  for (element m : list) {
-    const size_t i = messages.size();
-    if (i >= limits.max_messages)
-      refuse(ErrorCode::bad_value, "at most " + std::to_string(limits.max_messages) + " messages");
-    object o;
-    if (m.get_object().get(o) != simdjson::SUCCESS)
-      refuse(ErrorCode::bad_value, "messages[" + std::to_string(i) + "] must be an object");
-    auto role = member(o, "role");
-    if (!role) refuse(ErrorCode::missing_field, "messages[" + std::to_string(i) + "] needs a role");
-    ChatMessage message{as_string(*role, "role"), {}};
-    if (message.role == "developer") message.role = "system";  // OpenAI's newer name
-    if (message.role != "system" && message.role != "user" && message.role != "assistant") {
-      refuse(ErrorCode::bad_value, "messages[" + std::to_string(i) + "].role must be system, user or assistant");
-    }
-    if (auto content = member(o, "content"))
-      message.content = message_content(*content, i);
-    else if (message.role != "assistant")
-      refuse(ErrorCode::missing_field, "messages[" + std::to_string(i) + "] needs content");
-    messages.push_back(std::move(message));
-  }
-  if (messages.empty()) refuse(ErrorCode::bad_value, "messages is empty");
+  refuse(ErrorCode::bad_value, "tool_choice must be \"auto\", \"none\", \"required\" or a function");
 }
 
 // Either "prompt" (a string) or "messages" (a conversation), not both.
@@ -202,22 +113,6 @@ void read_input(const object& o, GenerateRequest& r, const ProtocolLimits& limit
     r.prompt = as_string(*prompt, "prompt");
   else
     read_messages(*messages, r.messages, limits);
-}
-
-element parse_root(simdjson::dom::parser& parser, std::string_view text) {
-  if (!valid_utf8(text)) refuse(GatewayCode::invalid_utf8, "the input is not valid UTF-8");
-  element root;
-  if (auto error = parser.parse(text.data(), text.size()).get(root); error != simdjson::SUCCESS) {
-    refuse(ErrorCode::malformed_json, std::string("malformed JSON: ") + simdjson::error_message(error));
-  }
-  return root;
-}
-
-object parse_object(simdjson::dom::parser& parser, std::string_view text) {
-  element root = parse_root(parser, text);
-  object o;
-  if (root.get_object().get(o) != simdjson::SUCCESS) refuse(ErrorCode::bad_value, "the input must be a JSON object");
-  return o;
 }
 
 std::string read_id(const object& o, const ProtocolLimits& limits) {
@@ -252,16 +147,12 @@ std::optional<std::string> id_of(const object& o, const ProtocolLimits& limits) 
   return std::string(s);
 }
 
-thread_local simdjson::dom::parser tls_parser;
-
 }  // namespace
-
-bool valid_utf8(std::string_view text) { return simdjson::validate_utf8(text.data(), text.size()); }
 
 ClientMessage parse_client_message(std::string_view text, const ProtocolLimits& limits) {
   object o;
   try {
-    o = parse_object(tls_parser, text);
+    o = parse_object(parser(), text);
   } catch (Refusal& r) {
     return ProtocolError{r.code, std::move(r.message), std::nullopt};
   }
@@ -275,12 +166,15 @@ ClientMessage parse_client_message(std::string_view text, const ProtocolLimits& 
 std::variant<ProtocolError, GenerateParams> parse_openai_body(std::string_view body, OpenAiRoute route,
                                                               const ProtocolLimits& limits) {
   try {
-    object o = parse_object(tls_parser, body);
+    object o = parse_object(parser(), body);
     GenerateParams p;
     if (route == OpenAiRoute::chat_completions) {
       auto messages = member(o, "messages");
       if (!messages) refuse(ErrorCode::missing_field, "messages is required");
       read_messages(*messages, p.request.messages, limits);
+      if (auto tools = member(o, "tools")) p.request.tools_json = read_tools(*tools);
+      p.parse_tool_calls = !p.request.tools_json.empty() && read_tool_choice(o) == "auto";
+      if (auto v = member(o, "parallel_tool_calls")) as_bool(*v, "parallel_tool_calls");
     } else {
       auto prompt = member(o, "prompt");
       if (!prompt) refuse(ErrorCode::missing_field, "prompt is required");
@@ -314,7 +208,7 @@ std::variant<ProtocolError, GenerateParams> parse_openai_body(std::string_view b
 std::variant<ProtocolError, std::vector<ChatMessage>> parse_chat_messages(std::string_view json,
                                                                           const ProtocolLimits& limits) {
   try {
-    element root = parse_root(tls_parser, json);
+    element root = parse_root(parser(), json);
     object o;
     if (root.get_object().get(o) == simdjson::SUCCESS) {
       auto messages = member(o, "messages");

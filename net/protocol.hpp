@@ -21,7 +21,7 @@ namespace specd::net {
 // against the engine's own limits by the engine (validate_request).
 struct ProtocolLimits {
   int32_t max_tokens_limit = 4096;  // largest max_tokens a request may ask for
-  int32_t default_max_tokens = 128;
+  int32_t default_max_tokens = 0;   // 0: the rest of the context (max_seq_len less the prompt), as vLLM
   double default_temperature = 1.0;
   size_t max_stop_strings = 8;
   size_t max_messages = 256;
@@ -35,6 +35,10 @@ struct GenerateParams {
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage
   std::string model;
+  // Chat with tools and tool_choice "auto": the answer is parsed for tool calls
+  // (net/tool_calls.hpp). "required" and a named function are refused: they need
+  // decoding under the call syntax's grammar.
+  bool parse_tool_calls = false;
 };
 
 struct CancelMessage {

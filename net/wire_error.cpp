@@ -26,6 +26,8 @@ const char* gateway_code_name(GatewayCode code) {
       return "unauthorized";
     case GatewayCode::not_found:
       return "not_found";
+    case GatewayCode::origin_not_allowed:
+      return "origin_not_allowed";
   }
   return "unknown";
 }
@@ -36,6 +38,8 @@ http::status gateway_status(GatewayCode code) {
       return http::status::unauthorized;
     case GatewayCode::not_found:
       return http::status::not_found;
+    case GatewayCode::origin_not_allowed:
+      return http::status::forbidden;
     case GatewayCode::frame_too_large:
       return http::status::payload_too_large;
     case GatewayCode::too_many_requests:

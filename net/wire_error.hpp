@@ -24,6 +24,7 @@ enum class GatewayCode {
   too_many_connections,  // the server's connections at the configured limit
   unauthorized,          // missing or wrong bearer token
   not_found,             // no such route or file
+  origin_not_allowed,    // a CORS preflight from an origin not in server.cors_origins
 };
 
 // An engine code or a gateway code; either converts implicitly, so

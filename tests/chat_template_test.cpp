@@ -129,6 +129,31 @@ TEST_CASE("speaker-turns template of the default pair: exact strings and ids") {
         join({{1}, seg("SYSTEM:\n"), {2}, seg("USER:\n x "), {2}, seg("ASSISTANT:\n")}));
 }
 
+TEST_CASE(
+    "the default pair's template renders tools, an assistant's tool_calls and tool turns in its documented syntax") {
+  const ChatTemplate chat = ChatTemplate::from_model_dir(kSource / "models/target");
+  const std::string tools =
+      R"([{"type":"function","function":{"name":"get_weather","parameters":{"type":"object","properties":{"city":{"type":"string"}}}}}])";
+  std::vector<ChatMessage> turns{{"user", "Weather in Verona?"}, {"assistant", ""}, {"tool", "Fair, 21 C"}};
+  turns[1].tool_calls.push_back({"call_1", "get_weather", R"({"city": "Verona"})"});
+  turns[2].tool_call_id = "call_1";
+  CHECK(chat.render(turns, tools) ==
+        "<s>SYSTEM:\nYou can call these functions:\n"
+        R"({"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object", "properties": )"
+        R"({"city": {"type": "string"}}}}})"
+        "\nTo call one, answer with <tool_call>{\"name\": NAME, \"arguments\": {...}}</tool_call> and nothing else.</s>"
+        "USER:\nWeather in Verona?</s>ASSISTANT:\n<tool_call>{\"name\": \"get_weather\", \"arguments\": {\"city\": "
+        "\"Verona\"}}</tool_call></s>TOOL:\nFair, 21 C</s>ASSISTANT:\n");
+  // Without tools the prompt is what it was before the template learnt them.
+  const std::vector<ChatMessage> plain{{"user", "Hi"}};
+  CHECK(chat.render(plain) == "<s>USER:\nHi</s>ASSISTANT:\n");
+  // Arguments that are not JSON reach the template as the text (tojson quotes it).
+  turns[1].tool_calls[0].arguments = "not json";
+  CHECK(chat.render(turns).find(R"(<tool_call>{"name": "get_weather", "arguments": "not json"}</tool_call>)") !=
+        std::string::npos);
+  CHECK_THROWS_AS(chat.render(plain, R"({"a":1})"), SpecdError);  // tools must be an array
+}
+
 TEST_CASE("a template's raise_exception is invalid_argument naming the template and its line") {
   const ChatTemplate chat(
       "{% for m in messages %}\n{% if m.role == 'tool' %}{{ raise_exception('no tools here') }}"

@@ -76,3 +76,43 @@ TEST_CASE("OpenAI error bodies name the code and the error type") {
   CHECK(openai_error_body(ErrorCode::overloaded, "full") ==
         R"({"error":{"message":"full","type":"server_error","param":null,"code":"overloaded"}})");
 }
+
+TEST_CASE("OpenAI tool calls: a whole answer's message.tool_calls, content null, finish_reason tool_calls") {
+  OpenAiIdentity who{"chatcmpl-9", 1700000000, "specd-tiny", true};
+  GenerateResult r;
+  r.finish_reason = FinishReason::stop;
+  r.usage = {10, 12};
+  ParsedOutput parsed{"", {{"call_a", "get_weather", R"({"city":"Verona"})"}}};
+  const std::string body = openai_tool_calls_body(who, r, parsed);
+  CHECK(
+      body.find(
+          R"("choices":[{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[)"
+          R"({"id":"call_a","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Verona\"}"}}]},)"
+          R"("logprobs":null,"finish_reason":"tool_calls"}])") != std::string::npos);
+  parsed.content = "Looking.";
+  CHECK(openai_tool_calls_body(who, r, parsed).find(R"("content":"Looking.","tool_calls")") != std::string::npos);
+}
+
+TEST_CASE("OpenAI tool calls streamed: per call a head delta (index, id, type, name) then the arguments") {
+  OpenAiIdentity who{"chatcmpl-9", 1700000000, "specd-tiny", true};
+  const std::vector<ParsedToolCall> calls{{"call_a", "f", "{}"}, {"call_b", "g", R"({"x":1})"}};
+  const std::vector<std::string> chunks = openai_tool_call_chunks(who, calls, true);
+  REQUIRE(chunks.size() == 4);
+  const std::string head =
+      R"({"id":"chatcmpl-9","object":"chat.completion.chunk","created":1700000000,"model":"specd-tiny","choices":[{"index":0,"delta":)";
+  const std::string tail = R"(,"logprobs":null,"finish_reason":null}]})";
+  CHECK(
+      chunks[0] ==
+      head +
+          R"({"role":"assistant","content":null,"tool_calls":[{"index":0,"id":"call_a","type":"function","function":{"name":"f","arguments":""}}]})" +
+          tail);
+  CHECK(chunks[1] == head + R"({"tool_calls":[{"index":0,"function":{"arguments":"{}"}}]})" + tail);
+  CHECK(chunks[2] ==
+        head +
+            R"({"tool_calls":[{"index":1,"id":"call_b","type":"function","function":{"name":"g","arguments":""}}]})" +
+            tail);
+  CHECK(chunks[3] == head + R"({"tool_calls":[{"index":1,"function":{"arguments":"{\"x\":1}"}}]})" + tail);
+  CHECK(openai_finish_chunk(who, "tool_calls") ==
+        R"({"id":"chatcmpl-9","object":"chat.completion.chunk","created":1700000000,"model":"specd-tiny",)"
+        R"("choices":[{"index":0,"delta":{},"logprobs":null,"finish_reason":"tool_calls"}]})");
+}

@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 
 #include "engine/base/errors.hpp"
+#include "net/cors.hpp"
 #include "net/gateway_config.hpp"
 
 using namespace specd;
@@ -36,7 +37,9 @@ TEST_CASE("the committed conf/specd.toml loads with its documented values") {
   CHECK(c.max_frame_bytes == 65536);
   CHECK(c.finished_ids_per_connection == 256);
   CHECK(c.protocol.max_tokens_limit == 4096);
-  CHECK(c.protocol.default_max_tokens == 128);
+  CHECK(c.protocol.default_max_tokens == 0);  // the rest of the context
+  CHECK(c.engine.sequence.max_seq_len == 0);  // from the models
+  CHECK(c.cors_origins.empty());              // CORS off
   CHECK(c.engine.sequence.k_max == 8);
   CHECK(c.shutdown_deadline_seconds == 5);
   CHECK(c.io_threads == 0);  // automatic: one per usable CPU
@@ -73,6 +76,19 @@ TEST_CASE("values override defaults; relative paths resolve against the file's d
   CHECK(c.max_connections == 256);  // untouched default
 }
 
+TEST_CASE("server.cors_origins: an array of origins or \"*\"; the header echoes a listed origin") {
+  GatewayConfig c = parse_gateway_config(
+      "[server]\ncors_origins = [\"https://app.example\", \"http://localhost:5173\"]\n", "/etc/specd", "test.toml");
+  REQUIRE(c.cors_origins.size() == 2);
+  CHECK(cors_allow_origin(c.cors_origins, "https://app.example") == "https://app.example");
+  CHECK(cors_allow_origin(c.cors_origins, "HTTPS://APP.example") == "HTTPS://APP.example");
+  CHECK(cors_allow_origin(c.cors_origins, "http://localhost:5173") == "http://localhost:5173");
+  CHECK(cors_allow_origin(c.cors_origins, "http://localhost:5174") == "");
+  CHECK(cors_allow_origin(c.cors_origins, "") == "");
+  CHECK(cors_allow_origin({"*"}, "https://any.example") == "*");
+  CHECK(cors_allow_origin({}, "https://app.example") == "");
+}
+
 TEST_CASE("the KV cache's memory is a byte size with a unit, or an integer") {
   auto memory = [](const char* value) {
     return parse_gateway_config(std::string("[engine]\nkv_cache_memory = ") + value + "\n", "/etc/specd", "test.toml")
@@ -102,7 +118,9 @@ TEST_CASE("bad configurations are refused naming the key") {
   CHECK(refusal("[limits]\nfinished_ids_per_connection = -1\n") ==
         "bad_value: config: finished_ids_per_connection must be >= 0");
   CHECK(refusal("[defaults]\nmax_tokens = 5000\n") ==
-        "bad_value: config: defaults.max_tokens must be in [1, limits.max_tokens]");
+        "bad_value: config: defaults.max_tokens must be in [0, limits.max_tokens] (0: the rest of the context)");
+  CHECK(refusal("[defaults]\nmax_tokens = -1\n") ==
+        "bad_value: config: defaults.max_tokens must be in [0, limits.max_tokens] (0: the rest of the context)");
   CHECK(refusal("[engine]\noverlap = 1\n") == "bad_value: test.toml: engine.overlap: must be true or false");
   CHECK(refusal("[engine]\nkv_cache_memory = \"4 lots\"\n")
             .rfind("bad_value: test.toml: engine.kv_cache_memory: '4 lots' is not a byte size", 0) == 0);
@@ -111,7 +129,19 @@ TEST_CASE("bad configurations are refused naming the key") {
         "bad_value: config: engine.kv_block_size must be a multiple of 16 in [16, 1024]");
   CHECK(refusal("[engine]\nkv_block_size = 24\n") ==
         "bad_value: config: engine.kv_block_size must be a multiple of 16 in [16, 1024]");
-  CHECK(refusal("[engine]\nmax_seq_len = 0\n") == "bad_value: config: engine.max_seq_len must be >= 1");
+  CHECK(refusal("[engine]\nmax_seq_len = 0\n") == "accepted");
+  CHECK(refusal("[engine]\nmax_seq_len = -1\n") ==
+        "bad_value: config: engine.max_seq_len must be >= 0 (0: from the model)");
+  CHECK(refusal("[server]\ncors_origins = \"*\"\n") ==
+        "bad_value: test.toml: server.cors_origins: must be an array of strings");
+  CHECK(refusal("[server]\ncors_origins = [1]\n") ==
+        "bad_value: test.toml: server.cors_origins: must be an array of strings");
+  CHECK(refusal("[server]\ncors_origins = [\"app.example\"]\n") ==
+        "bad_value: config: server.cors_origins entry \"app.example\" must be \"*\" or start with http:// or "
+        "https://");
+  CHECK(refusal("[server]\ncors_origins = [\"https://app.example/chat\"]\n") ==
+        "bad_value: config: server.cors_origins entry \"https://app.example/chat\" must be scheme://host[:port] "
+        "without a path (as a browser's Origin header)");
   CHECK(refusal("[engine]\nprefix_cache = \"yes\"\n") ==
         "bad_value: test.toml: engine.prefix_cache: must be true or false");
   CHECK(refusal("[server\nport = 1\n").rfind("malformed_toml: test.toml:1: ", 0) == 0);

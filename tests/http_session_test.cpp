@@ -52,6 +52,26 @@ Reply request(uint16_t port, http::verb method, const std::string& target, const
   return {static_cast<int>(res.result_int()), std::string(res[http::field::content_type]), res.body()};
 }
 
+// A request with extra headers; the whole response, headers included.
+http::response<http::string_body> exchange(uint16_t port, http::verb method, const std::string& target,
+                                           const std::string& body,
+                                           const std::vector<std::pair<http::field, std::string>>& headers) {
+  asio::io_context io;
+  beast::tcp_stream stream(io);
+  stream.connect(asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), port));
+  http::request<http::string_body> req{method, target, 11};
+  req.set(http::field::host, "127.0.0.1");
+  for (const auto& [name, value] : headers) req.set(name, value);
+  req.body() = body;
+  req.prepare_payload();
+  http::write(stream, req);
+  beast::flat_buffer buffer;
+  http::response_parser<http::string_body> parser;
+  parser.body_limit(64 * 1024 * 1024);
+  http::read(stream, buffer, parser);
+  return parser.release();
+}
+
 std::string field(const std::string& json, const char* path_a, const char* path_b = nullptr) {
   simdjson::dom::parser parser;
   simdjson::dom::element e = parser.parse(json)[path_a];
@@ -81,6 +101,7 @@ GatewayFixture& shared_fixture() {
     net::GatewayConfig c = test_gateway_config();
     c.max_body_bytes = 2048;
     c.model_name = "specd-test";
+    c.cors_origins = {"https://app.example"};
     c.web_root = std::filesystem::temp_directory_path() / "specd_http_session_test_web";
     std::filesystem::create_directories(c.web_root / "js");
     std::ofstream(c.web_root / "index.html") << "<!doctype html><title>specd</title>";
@@ -452,4 +473,74 @@ TEST_CASE(
   beast::error_code ec;
   late.socket().connect(server, ec);
   CHECK(ec);  // the listening socket is closed
+}
+
+TEST_CASE("CORS: a preflight from a listed origin gets 204 and the Access-Control-* headers, without the token") {
+  auto& f = shared_fixture();
+  auto r = exchange(f.port(), http::verb::options, "/v1/chat/completions", "",
+                    {{http::field::origin, "https://app.example"},
+                     {http::field::access_control_request_method, "POST"},
+                     {http::field::access_control_request_headers, "authorization, content-type"}});
+  CHECK(r.result_int() == 204);
+  CHECK(r[http::field::access_control_allow_origin] == "https://app.example");
+  CHECK(r[http::field::access_control_allow_methods] == "GET, POST, OPTIONS");
+  CHECK(r[http::field::access_control_allow_headers] == "authorization, content-type");
+  CHECK(r[http::field::access_control_max_age] == "600");
+  CHECK(r[http::field::vary] == "Origin");
+  CHECK(r.body().empty());
+}
+
+TEST_CASE("CORS: a preflight from another origin, or without one, is 403 origin_not_allowed with no CORS headers") {
+  auto& f = shared_fixture();
+  auto r =
+      exchange(f.port(), http::verb::options, "/v1/chat/completions", "",
+               {{http::field::origin, "https://evil.example"}, {http::field::access_control_request_method, "POST"}});
+  CHECK(r.result_int() == 403);
+  CHECK(field(r.body(), "error", "code") == "origin_not_allowed");
+  CHECK(r.count(http::field::access_control_allow_origin) == 0);
+  r = exchange(f.port(), http::verb::options, "/v1/models", "", {});
+  CHECK(r.result_int() == 403);
+  CHECK(field(r.body(), "error", "code") == "origin_not_allowed");
+}
+
+TEST_CASE("CORS: responses to a listed origin carry Access-Control-Allow-Origin, SSE and errors too") {
+  auto& f = shared_fixture();
+  const std::vector<std::pair<http::field, std::string>> from_app{{http::field::origin, "https://app.example"},
+                                                                  {http::field::content_type, "application/json"}};
+  auto whole = exchange(f.port(), http::verb::post, "/v1/completions",
+                        R"({"prompt":"ROMEO:","max_tokens":4,"temperature":0})", from_app);
+  CHECK(whole.result_int() == 200);
+  CHECK(whole[http::field::access_control_allow_origin] == "https://app.example");
+  auto streamed = exchange(f.port(), http::verb::post, "/v1/chat/completions",
+                           R"({"messages":[{"role":"user","content":"Hi"}],"max_tokens":4,"stream":true})", from_app);
+  CHECK(streamed.result_int() == 200);
+  CHECK(streamed[http::field::content_type] == "text/event-stream");
+  CHECK(streamed[http::field::access_control_allow_origin] == "https://app.example");
+  auto refused = exchange(f.port(), http::verb::post, "/v1/completions", R"({"prompt":5})", from_app);
+  CHECK(refused.result_int() == 400);
+  CHECK(refused[http::field::access_control_allow_origin] == "https://app.example");
+  auto models = exchange(f.port(), http::verb::get, "/v1/models", "", from_app);
+  CHECK(models[http::field::access_control_allow_origin] == "https://app.example");
+  auto other = exchange(f.port(), http::verb::get, "/v1/models", "", {{http::field::origin, "https://evil.example"}});
+  CHECK(other.result_int() == 200);
+  CHECK(other.count(http::field::access_control_allow_origin) == 0);
+  auto none = exchange(f.port(), http::verb::get, "/v1/models", "", {});
+  CHECK(none.count(http::field::access_control_allow_origin) == 0);
+}
+
+TEST_CASE("without max_tokens a request may generate the rest of the context (max_seq_len less the prompt)") {
+  auto& f = shared_fixture();  // max_seq_len 256
+  for (const char* route : {"/v1/completions", "/v1/chat/completions"}) {
+    CAPTURE(route);
+    const std::string body = std::string(route) == "/v1/completions"
+                                 ? R"({"prompt":"ROMEO:","ignore_eos":true,"temperature":0})"
+                                 : R"({"messages":[{"role":"user","content":"Hi"}],"ignore_eos":true,"temperature":0})";
+    Reply r = request(f.port(), http::verb::post, route, body);
+    REQUIRE(r.status == 200);
+    simdjson::dom::parser parser;
+    auto doc = parser.parse(r.body);
+    const int64_t prompt = int64_t(doc["usage"]["prompt_tokens"]);
+    CHECK(int64_t(doc["usage"]["completion_tokens"]) == 256 - prompt);
+    CHECK(std::string_view(doc["choices"].at(0)["finish_reason"]) == "length");
+  }
 }

@@ -3,6 +3,7 @@
 // exact native values.
 #include <doctest/doctest.h>
 
+#include <set>
 #include <string>
 
 #include "net/protocol.hpp"
@@ -71,6 +72,21 @@ TEST_CASE("defaults come from the limits; k auto is adaptive up to k_max") {
   CHECK(p.request.messages[0].content == "hi");
   CHECK(p.request.spec.adaptive);
   CHECK(p.request.spec.k_max == 0);  // the engine's bound, not a copy of it
+}
+
+TEST_CASE("a request without a seed draws a fresh one, on both protocols; a given seed is kept") {
+  std::set<uint64_t> seeds;
+  for (int i = 0; i < 3; ++i) {
+    seeds.insert(generate(R"({"type":"generate","id":"r1","prompt":"x","temperature":1})").request.sampling.seed);
+    auto http = parse_openai_body(R"({"prompt":"x","temperature":1})", OpenAiRoute::completions, limits());
+    REQUIRE(std::holds_alternative<GenerateParams>(http));
+    seeds.insert(std::get<GenerateParams>(http).request.sampling.seed);
+  }
+  CHECK(seeds.size() == 6);  // 64 random bits each: a repeat has probability ~1e-18
+  CHECK(generate(R"({"type":"generate","id":"r1","prompt":"x","seed":0})").request.sampling.seed == 0);
+  auto seeded = parse_openai_body(R"({"prompt":"x","seed":42})", OpenAiRoute::completions, limits());
+  REQUIRE(std::holds_alternative<GenerateParams>(seeded));
+  CHECK(std::get<GenerateParams>(seeded).request.sampling.seed == 42);
 }
 
 TEST_CASE("cancel parses its id") {
@@ -166,6 +182,72 @@ TEST_CASE("OpenAI chat body: messages with text parts, max_completion_tokens, st
   CHECK(p.request.sampling.temperature == 0.0);
 }
 
+TEST_CASE("chat history with tools: assistant tool_calls and tool turns parse; tools kept as JSON for the template") {
+  auto r = parse_openai_body(
+      R"({"messages":[{"role":"user","content":"Weather?"},)"
+      R"({"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"get_weather","arguments":"{\"city\": \"Verona\"}"}}]},)"
+      R"({"role":"tool","tool_call_id":"call_1","content":"Fair"}],)"
+      R"("tools":[{"type":"function","function":{"name":"get_weather","parameters":{"type":"object"}}}],"parallel_tool_calls":true})",
+      OpenAiRoute::chat_completions, limits());
+  if (auto* e = std::get_if<ProtocolError>(&r)) FAIL(e->message);
+  const GenerateParams& p = std::get<GenerateParams>(r);
+  REQUIRE(p.request.messages.size() == 3);
+  const ChatMessage& call = p.request.messages[1];
+  CHECK(call.content.empty());
+  REQUIRE(call.tool_calls.size() == 1);
+  CHECK(call.tool_calls[0].id == "call_1");
+  CHECK(call.tool_calls[0].name == "get_weather");
+  CHECK(call.tool_calls[0].arguments == R"({"city": "Verona"})");
+  CHECK(p.request.messages[2].role == "tool");
+  CHECK(p.request.messages[2].tool_call_id == "call_1");
+  CHECK(p.request.messages[2].content == "Fair");
+  CHECK(p.request.tools_json ==
+        R"([{"type":"function","function":{"name":"get_weather","parameters":{"type":"object"}}}])");
+  CHECK(p.parse_tool_calls);  // tool_choice auto by default
+
+  auto none = parse_openai_body(R"({"messages":[{"role":"user","content":"x"}],"tool_choice":"none",)"
+                                R"("tools":[{"type":"function","function":{"name":"f"}}]})",
+                                OpenAiRoute::chat_completions, limits());
+  REQUIRE(std::holds_alternative<GenerateParams>(none));
+  CHECK_FALSE(std::get<GenerateParams>(none).parse_tool_calls);
+  CHECK_FALSE(std::get<GenerateParams>(none).request.tools_json.empty());  // still shown to the model
+  auto no_tools =
+      parse_openai_body(R"({"messages":[{"role":"user","content":"x"}]})", OpenAiRoute::chat_completions, limits());
+  CHECK_FALSE(std::get<GenerateParams>(no_tools).parse_tool_calls);
+}
+
+TEST_CASE("tool_choice required or a named function is a 400 saying it needs constrained decoding; bad tools refused") {
+  auto error = [](std::string_view extra) {
+    const std::string body = R"({"messages":[{"role":"user","content":"x"}],)"
+                             R"("tools":[{"type":"function","function":{"name":"f"}}],)" +
+                             std::string(extra) + "}";
+    auto r = parse_openai_body(body, OpenAiRoute::chat_completions, limits());
+    REQUIRE(std::holds_alternative<ProtocolError>(r));
+    return std::get<ProtocolError>(r);
+  };
+  ProtocolError e = error(R"("tool_choice":"required")");
+  CHECK(e.code == ErrorCode::bad_value);
+  CHECK(e.message.find("tool_choice \"required\" needs constrained decoding") == 0);
+  e = error(R"("tool_choice":{"type":"function","function":{"name":"f"}})");
+  CHECK(e.code == ErrorCode::bad_value);
+  CHECK(e.message.find("tool_choice a named function needs constrained decoding") == 0);
+  CHECK(error(R"("tool_choice":"sometimes")").code == ErrorCode::bad_value);
+  auto code = [](std::string_view body) {
+    auto r = parse_openai_body(body, OpenAiRoute::chat_completions, limits());
+    REQUIRE(std::holds_alternative<ProtocolError>(r));
+    return std::get<ProtocolError>(r).code;
+  };
+  CHECK(code(R"({"messages":[{"role":"user","content":"x"}],"tools":{}})") == ErrorCode::bad_value);
+  CHECK(code(R"({"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function"}]})") ==
+        ErrorCode::missing_field);
+  CHECK(code(R"({"messages":[{"role":"user","content":"x"}],"tools":[{"type":"code","function":{"name":"f"}}]})") ==
+        ErrorCode::bad_value);
+  CHECK(code(R"({"messages":[{"role":"tool"}]})") == ErrorCode::missing_field);  // a tool turn needs content
+  CHECK(code(R"({"messages":[{"role":"user","content":"x","tool_calls":[]}]})") == ErrorCode::bad_value);
+  CHECK(code(R"({"messages":[{"role":"assistant","tool_calls":[{"type":"function","function":{}}]}]})") ==
+        ErrorCode::missing_field);
+}
+
 TEST_CASE("OpenAI completions body: a prompt or a one-string list; refusals") {
   auto ok = parse_openai_body(R"({"prompt":["ROMEO:"],"max_tokens":4})", OpenAiRoute::completions, limits());
   REQUIRE(std::holds_alternative<GenerateParams>(ok));
@@ -208,6 +290,8 @@ TEST_CASE("a messages file: an array or an object holding one, with the gateway'
   CHECK(code(R"({"prompt":"x"})") == ErrorCode::missing_field);
   CHECK(code("[]") == ErrorCode::bad_value);
   CHECK(code(R"([{"role":"narrator","content":"x"}])") == ErrorCode::bad_value);
+  CHECK(std::holds_alternative<std::vector<ChatMessage>>(
+      parse_chat_messages(R"([{"role":"tool","tool_call_id":"c1","content":"x"}])", limits())));
   CHECK(code(R"([{"role":"user"}])") == ErrorCode::missing_field);
 }
 

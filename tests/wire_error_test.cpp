@@ -25,6 +25,7 @@ TEST_CASE("the gateway's own codes keep their wire names and HTTP statuses") {
       {GatewayCode::too_many_connections, "too_many_connections", status::service_unavailable},
       {GatewayCode::unauthorized, "unauthorized", status::unauthorized},
       {GatewayCode::not_found, "not_found", status::not_found},
+      {GatewayCode::origin_not_allowed, "origin_not_allowed", status::forbidden},
   };
   for (const auto& e : expected) {
     CAPTURE(e.name);

@@ -21,9 +21,12 @@ struct GenerateRequest {
   // a conversation (rendered with the target's chat template), or token ids as they are.
   std::string prompt;
   std::vector<ChatMessage> messages;
+  // The request's tools (a JSON array, OpenAI's form) for the chat template's `tools`
+  // variable; empty: none. Opaque to the engine: only the template reads it.
+  std::string tools_json;
   std::vector<int32_t> prompt_ids;
   SamplingParams sampling;
-  int32_t max_tokens = 128;
+  int32_t max_tokens = 128;       // 0: the rest of the context, max_seq_len less the prompt (as vLLM)
   std::vector<std::string> stop;  // stop strings, matched on accepted text only
   SpecSettings spec;              // per request: on/off, K or adaptive, drafter
   bool ignore_eos = false;        // keep generating past EOS (benchmarks)

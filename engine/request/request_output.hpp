@@ -29,7 +29,7 @@ struct OutputLimits {
   std::vector<std::string> stop;  // needs a tokenizer
   int32_t max_tokens = 128;
   int64_t prompt_tokens = 0;
-  int64_t max_seq_len = SequenceLimits{}.max_seq_len;  // the context may not outgrow the KV cache
+  int64_t max_seq_len = 0;  // the context may not outgrow the KV cache (the engine's resolved max_seq_len)
 };
 
 class RequestOutput {

@@ -6,9 +6,11 @@
 namespace specd {
 
 struct SequenceLimits {
-  // Positions per sequence: prompt plus generated tokens (capped at the models'
-  // max_position_embeddings when the engine starts).
-  int64_t max_seq_len = 1024;
+  // Positions per sequence: prompt plus generated tokens. 0: the models'
+  // max_position_embeddings (GGUF context_length), bounded by what the KV budget holds
+  // for one request; the engine resolves it at start (Engine::config() has the value)
+  // and caps a larger one at the models' positions.
+  int64_t max_seq_len = 0;
   int32_t k_max = 8;  // drafted tokens per round, for every request
 };
 

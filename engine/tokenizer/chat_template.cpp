@@ -5,6 +5,7 @@
 
 #include "engine/base/errors.hpp"
 #include "engine/checkpoint/gguf_file.hpp"
+#include "engine/jinja/json_input.hpp"
 #include "engine/jinja/template.hpp"
 #include "engine/tokenizer/gguf_tokenizer.hpp"
 #include "engine/tokenizer/tokenizer.hpp"
@@ -13,12 +14,6 @@
 namespace specd {
 
 namespace {
-
-// specd's tiny pair's template, for a tokenizer_config.json that names it
-// ("specd_chat_template": "speaker-turns") without carrying its text.
-constexpr std::string_view kSpeakerTurnsJinja =
-    "{{ bos_token }}{% for message in messages %}{{ message['role'] | upper }}:\n{{ message['content'] }}"
-    "{{ eos_token }}{% endfor %}{% if add_generation_prompt %}ASSISTANT:\n{% endif %}";
 
 std::string read_file(const std::filesystem::path& path, const char* what) {
   std::ifstream in(path, std::ios::binary);
@@ -53,6 +48,7 @@ ChatTemplate from_gguf(const std::filesystem::path& path, const std::filesystem:
 ChatTemplate::ChatTemplate(std::string_view source, std::string origin, std::string bos_token, std::string eos_token)
     : template_(std::make_shared<const jinja::Template>(jinja::Template::compile(source))),
       origin_(std::move(origin)),
+      source_(source),
       bos_token_(std::move(bos_token)),
       eos_token_(std::move(eos_token)) {}
 
@@ -78,14 +74,56 @@ ChatTemplate ChatTemplate::from_model_dir(const std::filesystem::path& model_dir
       throw SpecdError(ErrorCode::unknown_chat_template, config_file.string() + ": specd_chat_template \"" +
                                                              *config.specd_chat_template + "\" is not one specd knows");
     }
-    return compiled(kSpeakerTurnsJinja, config_file.string(), config.bos_token.value_or("<s>"),
+    return compiled(kSpeakerTurnsTemplate, config_file.string(), config.bos_token.value_or("<s>"),
                     config.eos_token.value_or("</s>"));
   }
   throw SpecdError(ErrorCode::unknown_chat_template,
                    config_file.string() + ": no chat_template (and no chat_template.jinja beside it)");
 }
 
-std::string ChatTemplate::render(std::span<const ChatMessage> messages) const {
+namespace {
+
+// Arguments as vLLM hands them to templates: the parsed object when the text is JSON
+// (Llama 3.1's template prints `arguments | tojson`), else the text itself.
+jinja::Value arguments_value(const std::string& text) {
+  try {
+    jinja::Value v = jinja::value_from_json(text);
+    if (v.is_mapping()) return v;
+  } catch (const SpecdError&) {
+  }
+  return jinja::Value(text);
+}
+
+jinja::Value tool_calls_value(const std::vector<ToolCall>& calls) {
+  jinja::Array list;
+  for (const ToolCall& c : calls) {
+    jinja::Value function = jinja::Value::dict();
+    function.object().set("name", jinja::Value(c.name));
+    function.object().set("arguments", arguments_value(c.arguments));
+    jinja::Value call = jinja::Value::dict();
+    if (!c.id.empty()) call.object().set("id", jinja::Value(c.id));
+    call.object().set("type", jinja::Value("function"));
+    call.object().set("function", std::move(function));
+    list.push_back(std::move(call));
+  }
+  return jinja::Value::list(std::move(list));
+}
+
+jinja::Value message_value(const ChatMessage& m) {
+  jinja::Value message = jinja::Value::dict();
+  message.object().set("role", jinja::Value(m.role));
+  // An assistant turn that only calls tools has no content (OpenAI sends null).
+  const bool no_content = m.content.empty() && !m.tool_calls.empty();
+  message.object().set("content", no_content ? jinja::Value(nullptr) : jinja::Value(m.content));
+  if (!m.tool_calls.empty()) message.object().set("tool_calls", tool_calls_value(m.tool_calls));
+  if (!m.tool_call_id.empty()) message.object().set("tool_call_id", jinja::Value(m.tool_call_id));
+  if (!m.name.empty()) message.object().set("name", jinja::Value(m.name));
+  return message;
+}
+
+}  // namespace
+
+std::string ChatTemplate::render(std::span<const ChatMessage> messages, std::string_view tools_json) const {
   jinja::Array list;
   list.reserve(messages.size());
   for (const ChatMessage& m : messages) {
@@ -94,13 +132,15 @@ std::string ChatTemplate::render(std::span<const ChatMessage> messages) const {
       throw SpecdError(ErrorCode::invalid_argument,
                        "chat message role \"" + m.role + "\" is not one of system, user, assistant, tool");
     }
-    jinja::Value message = jinja::Value::dict();
-    message.object().set("role", jinja::Value(m.role));
-    message.object().set("content", jinja::Value(m.content));
-    list.push_back(std::move(message));
+    list.push_back(message_value(m));
   }
   jinja::Value variables = jinja::Value::dict();
   variables.object().set("messages", jinja::Value::list(std::move(list)));
+  if (!tools_json.empty()) {
+    jinja::Value tools = jinja::value_from_json(tools_json);
+    if (!tools.is_sequence_like()) throw SpecdError(ErrorCode::bad_value, "tools must be a JSON array");
+    variables.object().set("tools", std::move(tools));
+  }
   variables.object().set("add_generation_prompt", jinja::Value(true));
   variables.object().set("bos_token", jinja::Value(bos_token_));
   variables.object().set("eos_token", jinja::Value(eos_token_));
@@ -132,8 +172,9 @@ std::vector<SpecialToken> unmapped_specials(const Tokenizer& tokenizer, const st
 
 }  // namespace
 
-std::vector<int32_t> ChatTemplate::encode(std::span<const ChatMessage> messages, const Tokenizer& tokenizer) const {
-  const std::string text = render(messages);
+std::vector<int32_t> ChatTemplate::encode(std::span<const ChatMessage> messages, const Tokenizer& tokenizer,
+                                          std::string_view tools_json) const {
+  const std::string text = render(messages, tools_json);
   const std::vector<SpecialToken> specials = unmapped_specials(tokenizer, bos_token_, eos_token_);
   if (specials.empty()) return tokenizer.encode(text, false);
   std::vector<int32_t> ids;

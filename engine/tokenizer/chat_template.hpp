@@ -18,10 +18,36 @@ class Template;
 
 class Tokenizer;
 
+// A function call an assistant made, as OpenAI's tool_calls carry it.
+struct ToolCall {
+  std::string id;
+  std::string name;
+  std::string arguments;  // JSON text (an object, as OpenAI sends it in a string)
+};
+
 struct ChatMessage {
   std::string role;  // "system", "user", "assistant" or "tool" (the template may refuse some)
   std::string content;
+  std::vector<ToolCall> tool_calls;  // an assistant's calls; its content is then none when empty
+  std::string tool_call_id;          // a tool message: the call it answers
+  std::string name;                  // a tool message: the function's name (when given)
 };
+
+// specd's tiny pair's template (models/*/tokenizer_config.json, written by the trainer):
+// "ROLE:\ncontent" turns ended by EOS. With tools it lists them in a SYSTEM turn as JSON
+// lines and teaches <tool_call>{"name": NAME, "arguments": {...}}</tool_call> (the
+// hermes syntax of net/tool_calls.hpp); an assistant's calls are written that way and
+// tool results are TOOL turns.
+inline constexpr std::string_view kSpeakerTurnsTemplate =
+    "{{ bos_token }}{% if tools %}SYSTEM:\nYou can call these functions:\n{% for tool in tools %}{{ tool | tojson }"
+    "}\n{% endfor %}To call one, answer with <tool_call>{\"name\": NAME, \"arguments\": {...}}</tool_call> and nothing "
+    "else.{{ eos_token }"
+    "}{% endif %}{% for message in messages %}{{ message['role'] | upper }}:\n{% if message['content'] %"
+    "}{{ message['content'] }}{% endif %}{% if message['tool_calls'] %}{% for call in message['tool_calls'] %"
+    "}<tool_call>{\"name\": {{ call['function']['name'] | tojson }}, \"arguments\": {{ call['function']['arguments'] | "
+    "tojson }"
+    "}}</tool_call>{% endfor %}{% endif %}{{ eos_token }}{% endfor %}{% if add_generation_prompt %}ASSISTANT:\n{%"
+    " endif %}";
 
 class ChatTemplate {
  public:
@@ -44,18 +70,24 @@ class ChatTemplate {
   static ChatTemplate from_model_dir(const std::filesystem::path& model_dir,
                                      const std::filesystem::path& template_file = {});
 
-  // The prompt text. Throws SpecdError(invalid_argument) for another role, and
-  // jinja::TemplateError (invalid_argument) when the template refuses the conversation
-  // (its raise_exception) or fails on it, naming the line.
-  std::string render(std::span<const ChatMessage> messages) const;
+  // The prompt text. `tools_json`: the request's tools (a JSON array, the template's
+  // `tools` variable; empty: none). Tool calls' arguments reach the template as objects
+  // where they parse as JSON (as vLLM passes them), else as the text. Throws
+  // SpecdError(invalid_argument) for another role, bad_value for tools that are not a
+  // JSON array, and jinja::TemplateError (invalid_argument) when the template refuses
+  // the conversation (its raise_exception) or fails on it, naming the line.
+  std::string render(std::span<const ChatMessage> messages, std::string_view tools_json = {}) const;
   // The prompt's token ids: the rendered text encoded without an added BOS, with the
   // template's BOS and EOS strings recognised as the tokenizer's bos_id() and first eos
   // id where its encoder does not map them itself (a SentencePiece model does not map
   // "<s>" in text to its control id, HF's slow tokenizer does).
-  std::vector<int32_t> encode(std::span<const ChatMessage> messages, const Tokenizer& tokenizer) const;
+  std::vector<int32_t> encode(std::span<const ChatMessage> messages, const Tokenizer& tokenizer,
+                              std::string_view tools_json = {}) const;
 
   // Where the template came from: "DIR/tokenizer_config.json", "FILE.jinja", ...
   const std::string& origin() const { return origin_; }
+  // The Jinja source (which tool-call syntax the model was taught is read from it).
+  const std::string& source() const { return source_; }
   const std::string& bos_token() const { return bos_token_; }
   const std::string& eos_token() const { return eos_token_; }
   void set_date_string(std::string date) { date_string_ = std::move(date); }
@@ -63,6 +95,7 @@ class ChatTemplate {
  private:
   std::shared_ptr<const jinja::Template> template_;
   std::string origin_;
+  std::string source_;
   std::string bos_token_, eos_token_;
   std::string date_string_ = kDefaultDateString;
 };

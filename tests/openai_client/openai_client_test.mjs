@@ -2,8 +2,18 @@
 // against `specd serve` on loopback (tests/support/with_server.sh sets SPECD_BASE_URL):
 // the model list, a streamed chat completion, a streamed completion, a non-streamed chat
 // completion and a refused request. Greedy output must equal `specd generate` on the same pair.
+// Then what apps expect at the door, with plain fetch where the client has no method: a
+// CORS preflight and the header on answers (the server runs with --cors-origins
+// http://app.example), /tokenize and /detokenize against `specd tokenize`, /v1/models'
+// context length, unseeded samples that differ while a seed repeats, a history with an
+// assistant's tool_calls and a tool turn rendered through the template, tools with
+// tool_choice auto streamed and not (the committed model answers in prose, so the
+// content must come through the tool-call hold-back unchanged), and tool_choice
+// "required" refused. Parsing of actual calls is tested on recorded outputs
+// (tests/tool_calls_test.cpp): this tiny Shakespeare model never writes one.
 //
 //   node openai_client_test.mjs --specd build/specd
+import { execFileSync } from 'node:child_process';
 import { specdGenerate, requireClient, parseArgs, assertEqual, assertTrue } from '../support/expected.mjs';
 
 const args = parseArgs(process.argv.slice(2));
@@ -101,9 +111,134 @@ async function models() {
   assertEqual(ids, ['specd-tiny'], 'models.list() names the served model (conf/specd.toml model_name)');
 }
 
+async function post(path, body, headers = {}) {
+  const response = await fetch(`${process.env.SPECD_BASE_URL}${path}`, {
+    method: 'POST', headers: { 'Content-Type': 'application/json', ...headers }, body: JSON.stringify(body),
+  });
+  return { status: response.status, headers: response.headers, body: await response.json() };
+}
+
+async function cors() {
+  const origin = 'http://app.example';
+  const preflight = await fetch(`${baseURL}/chat/completions`, {
+    method: 'OPTIONS',
+    headers: { Origin: origin, 'Access-Control-Request-Method': 'POST',
+               'Access-Control-Request-Headers': 'authorization,content-type' },
+  });
+  assertEqual(preflight.status, 204, 'CORS preflight from an allowed origin');
+  assertEqual(preflight.headers.get('access-control-allow-origin'), origin, 'preflight Access-Control-Allow-Origin');
+  assertTrue(preflight.headers.get('access-control-allow-methods').includes('POST'), 'preflight allows POST');
+  assertEqual(preflight.headers.get('access-control-allow-headers'), 'authorization,content-type',
+              'preflight allows the requested headers');
+  const other = await fetch(`${baseURL}/chat/completions`, {
+    method: 'OPTIONS', headers: { Origin: 'http://other.example', 'Access-Control-Request-Method': 'POST' },
+  });
+  assertEqual(other.status, 403, 'CORS preflight from another origin');
+  const answer = await post('/v1/chat/completions',
+                            { messages: [{ role: 'user', content: chatPrompt }], max_tokens: 4, temperature: 0 },
+                            { Origin: origin });
+  assertEqual(answer.headers.get('access-control-allow-origin'), origin, 'chat answer Access-Control-Allow-Origin');
+}
+
+async function tokenize() {
+  const text = 'ROMEO: But soft, what light';
+  const expected = JSON.parse(execFileSync(specd, ['tokenize', '--text', text, '--json'], { encoding: 'utf8' })).ids;
+  const r = await post('/tokenize', { content: text });
+  assertEqual(r.status, 200, '/tokenize status');
+  assertEqual(r.body.tokens, expected, '/tokenize ids equal specd tokenize');
+  assertEqual(r.body.count, expected.length, '/tokenize count');
+  const back = await post('/detokenize', { tokens: expected });
+  assertEqual(back.body.content, text, '/detokenize returns the text');
+  const bad = await post('/detokenize', { tokens: [1, 999999] });
+  assertEqual([bad.status, bad.body.error.code], [400, 'bad_value'], '/detokenize refuses an id outside the vocabulary');
+}
+
+async function contextLength() {
+  const response = await fetch(`${baseURL}/models`);
+  const body = await response.json();
+  assertEqual(body.data[0].max_model_len, 1024, '/v1/models max_model_len (the pair\'s max_position_embeddings)');
+}
+
+async function unseededSamples() {
+  const sample = async (seed) => {
+    const r = await client.chat.completions.create({
+      model: 'specd', messages: [{ role: 'user', content: chatPrompt }], max_tokens: 24, temperature: 1,
+      ...(seed === undefined ? {} : { seed }),
+    });
+    return r.choices[0].message.content;
+  };
+  const unseeded = [await sample(), await sample(), await sample()];
+  assertEqual(new Set(unseeded).size, 3, 'three unseeded samples at temperature 1 differ');
+  assertEqual(await sample(7), await sample(7), 'seed 7 gives the same sample twice');
+}
+
+const tools = [{
+  type: 'function',
+  function: { name: 'get_weather', description: 'The weather in a city',
+              parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } },
+}];
+const toolHistory = [
+  { role: 'user', content: 'What is the weather in Verona?' },
+  { role: 'assistant', content: null,
+    tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'get_weather', arguments: '{"city": "Verona"}' } }] },
+  { role: 'tool', tool_call_id: 'call_1', content: 'Fair, 21 C' },
+];
+
+async function toolHistoryRendered() {
+  const rendered = await post('/apply-template', { messages: toolHistory, tools });
+  assertEqual(rendered.status, 200, '/apply-template status');
+  assertTrue(rendered.body.prompt.includes(
+      'ASSISTANT:\n<tool_call>{"name": "get_weather", "arguments": {"city": "Verona"}}</tool_call></s>TOOL:\nFair, 21 C</s>'),
+      'the template renders the assistant\'s call and the tool turn');
+  assertTrue(rendered.body.prompt.includes('"name": "get_weather", "description": "The weather in a city"'),
+             'the template lists the tools');
+  const counted = await post('/tokenize', { messages: toolHistory, tools });
+  const whole = await client.chat.completions.create({
+    model: 'specd', messages: toolHistory, tools, max_tokens: maxTokens, temperature: 0,
+  });
+  assertEqual(whole.usage.prompt_tokens, counted.body.count, 'a chat with tool turns is prompted with the rendered history');
+  const stream = await client.chat.completions.create({
+    model: 'specd', messages: toolHistory, tools, max_tokens: maxTokens, temperature: 0, stream: true,
+  });
+  let text = '';
+  let finish = null;
+  let toolDeltas = 0;
+  for await (const chunk of stream) {
+    for (const choice of chunk.choices) {
+      if (choice.delta.content) text += choice.delta.content;
+      if (choice.delta.tool_calls) toolDeltas += 1;
+      if (choice.finish_reason) finish = choice.finish_reason;
+    }
+  }
+  assertEqual(toolDeltas, 0, 'no tool_calls deltas in a streamed prose answer');
+  assertTrue(whole.choices[0].message.tool_calls === undefined, 'a whole prose answer has no tool_calls');
+  assertEqual(text, whole.choices[0].message.content, 'streamed content through the hold-back equals the whole answer');
+  assertEqual(finish, whole.choices[0].finish_reason, 'streamed finish_reason with tools');
+  assertTrue(['stop', 'length'].includes(finish), `finish_reason ${finish}`);
+}
+
+async function toolChoiceRequiredRefused() {
+  try {
+    await client.chat.completions.create({
+      model: 'specd', messages: [{ role: 'user', content: 'Weather?' }], tools, tool_choice: 'required', max_tokens: 8,
+    });
+  } catch (e) {
+    assertTrue(e instanceof OpenAI.BadRequestError, `tool_choice required raises BadRequestError (${e.constructor.name})`);
+    assertTrue(/constrained decoding/.test(e.message), `the refusal says why: ${e.message}`);
+    return;
+  }
+  throw new Error('tool_choice required was accepted');
+}
+
 await models();
 await streamedChat();
 await streamedCompletion();
 await wholeChat();
 await refusedRequest();
+await cors();
+await tokenize();
+await contextLength();
+await unseededSamples();
+await toolHistoryRendered();
+await toolChoiceRequiredRefused();
 console.log('openai client test passed');

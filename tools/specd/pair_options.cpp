@@ -47,9 +47,7 @@ void add_pair_options(CLI::App& cmd, PairArgs& a) {
                  "children per depth such as 3,2,1 (its depth replaces K)")
       ->capture_default_str();
   cmd.add_flag("--no-spec", a.no_spec, "target-only generation");
-  cmd.add_option("--max-seq-len", a.max_seq_len, "KV cache length per sequence")
-      ->capture_default_str()
-      ->check(CLI::Range(2, 1 << 20));
+  add_max_seq_len_option(cmd, a.max_seq_len);
   cmd.add_option("--kv-cache-memory", a.kv_cache_memory,
                  "bytes of KV blocks for both models, such as 4GiB (default: half the memory left after the weights)");
   add_weight_options(cmd, a.weights, a.draft_weights);
@@ -58,6 +56,14 @@ void add_pair_options(CLI::App& cmd, PairArgs& a) {
                  "compute threads (0: the CPUs this process may use, affinity and cgroup quota)")
       ->capture_default_str()
       ->check(CLI::Range(0, 256));
+}
+
+void add_max_seq_len_option(CLI::App& cmd, int64_t& max_seq_len) {
+  cmd.add_option("--max-seq-len", max_seq_len,
+                 "positions per sequence, prompt plus generated tokens; 0: the model's max_position_embeddings "
+                 "(GGUF context_length), bounded by the KV budget")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1 << 24));
 }
 
 void add_chat_template_option(CLI::App& cmd, std::string& file) {

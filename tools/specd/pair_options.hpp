@@ -29,6 +29,8 @@ void add_pair_options(CLI::App& cmd, PairArgs& args);
 // --weights and --draft-weights (stored, int8, int4), for the commands that load models
 // without the other pair options (serve).
 void add_weight_options(CLI::App& cmd, std::string& weights, std::string& draft_weights);
+// --max-seq-len N, 0 (the default) taking it from the model (generate, bench, serve).
+void add_max_seq_len_option(CLI::App& cmd, int64_t& max_seq_len);
 // --chat-template FILE (generate, serve).
 void add_chat_template_option(CLI::App& cmd, std::string& file);
 // A checked option's value (add_weight_options validates it); draft_weights empty: as weights.

@@ -14,6 +14,7 @@
 
 #include "actors/engine.hpp"
 #include "actors/spawn.hpp"
+#include "engine/tokenizer/chat_template.hpp"
 #include "net/data_dir.hpp"
 #include "net/gateway.hpp"
 #include "net/gateway_config.hpp"
@@ -32,6 +33,9 @@ struct ServeArgs {
   net::ModelFlags models;
   std::string weights, draft_weights;  // empty: as configured
   std::string chat_template;           // empty: the model's own
+  std::vector<std::string> cors_origins;
+  std::string tool_call_format;  // empty: as configured
+  int64_t max_seq_len = -1;      // -1: as configured
   int port = -1;
   int threads = -1;
   int io_threads = -1;
@@ -51,6 +55,9 @@ net::GatewayConfig load_config(const ServeArgs& a) {
   if (!a.draft_weights.empty()) models.draft_weights = weight_format_of(a.draft_weights);
   net::apply_model_flags(c, models);
   if (!a.chat_template.empty()) c.engine.chat_template = a.chat_template;
+  if (!a.cors_origins.empty()) c.cors_origins = a.cors_origins;
+  if (!a.tool_call_format.empty()) c.tool_call_format = a.tool_call_format;
+  if (a.max_seq_len >= 0) c.engine.sequence.max_seq_len = a.max_seq_len;
   if (a.io_threads >= 0) c.io_threads = a.io_threads;
   if (a.shutdown_deadline >= 0) c.shutdown_deadline_seconds = a.shutdown_deadline;
   if (a.threads >= 0) {  // the flag replaces the config's whole thread choice
@@ -74,6 +81,10 @@ void run_serve(const ServeArgs& a) {
               io_threads);
   std::printf("specd serve: weights: %s\n", engine.weights_summary().c_str());
   std::printf("specd serve: %s\n", engine.kv_cache_summary().c_str());
+  std::printf("specd serve: %s\n", engine.context_summary().c_str());
+  if (const ChatTemplate* chat = engine.chat_template())
+    std::printf("specd serve: chat template %s; tool calls parsed as %s\n", chat->origin().c_str(),
+                net::tool_call_format_name(gateway->tool_call_format()));
   std::fflush(stdout);
 
   asio::signal_set signals(io, SIGINT, SIGTERM);
@@ -123,6 +134,18 @@ void add_serve_command(CLI::App& app) {
                   "with --model, default: that directory's name)");
   add_weight_options(*cmd, args->weights, args->draft_weights);
   add_chat_template_option(*cmd, args->chat_template);
+  cmd->add_option("--max-seq-len", args->max_seq_len,
+                  "positions per sequence, prompt plus generated tokens; 0: the model's max_position_embeddings "
+                  "(GGUF context_length), bounded by the KV budget (config engine.max_seq_len)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 24));
+  cmd->add_option("--cors-origins", args->cors_origins,
+                  "origins whose browser pages may call the API, comma-separated: \"*\" or https://host[:port] "
+                  "(config server.cors_origins; default none)")
+      ->delimiter(',');
+  cmd->add_option("--tool-call-format", args->tool_call_format,
+                  "the tool-call syntax parsed from chat answers: auto (from the chat template), llama3_json, "
+                  "hermes, mistral or json (config server.tool_call_format)")
+      ->check(CLI::IsMember({"auto", "llama3_json", "hermes", "mistral", "json"}));
   cmd->add_option("--threads", args->threads, "compute threads across both lanes, 0: automatic (config engine.threads)")
       ->check(CLI::Range(0, 256));
   cmd->add_option("--io-threads", args->io_threads,

@@ -17,6 +17,7 @@
 #include "engine/base/errors.hpp"
 #include "engine/model/llama_model.hpp"
 #include "engine/model/model_files.hpp"
+#include "engine/tokenizer/chat_template.hpp"
 #include "engine/tokenizer/sentencepiece_tokenizer.hpp"
 #include "json/json_number.hpp"
 #include "json/json_serialize.hpp"
@@ -108,18 +109,14 @@ void write_tokenizer_files(const fs::path& dir, const fs::path& spm_model) {
   fs::copy_file(spm_model, dir / "tokenizer.model", fs::copy_options::overwrite_existing);
   write_json_file(dir / "generation_config.json",
                   {{"bos_token_id", 1}, {"eos_token_id", {2}}, {"do_sample", false}, {"max_length", 1024}});
-  write_json_file(dir / "tokenizer_config.json",
-                  {{"tokenizer_class", "LlamaTokenizer"},
-                   {"bos_token", "<s>"},
-                   {"eos_token", "</s>"},
-                   {"add_bos_token", true},
-                   {"add_eos_token", false},
-                   {"model_max_length", 1024},
-                   {"specd_chat_template", "speaker-turns"},
-                   {"chat_template",
-                    "{{ bos_token }}{% for message in messages %}{{ message['role'] | upper }}:\n"
-                    "{{ message['content'] }}{{ eos_token }}{% endfor %}{% if add_generation_prompt %}ASSISTANT:\n{% "
-                    "endif %}"}});
+  write_json_file(dir / "tokenizer_config.json", {{"tokenizer_class", "LlamaTokenizer"},
+                                                  {"bos_token", "<s>"},
+                                                  {"eos_token", "</s>"},
+                                                  {"add_bos_token", true},
+                                                  {"add_eos_token", false},
+                                                  {"model_max_length", 1024},
+                                                  {"specd_chat_template", "speaker-turns"},
+                                                  {"chat_template", std::string(kSpeakerTurnsTemplate)}});
 }
 
 void add_shape_options(CLI::App& app, const std::string& who, Shape& s) {

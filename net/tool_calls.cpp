@@ -1,0 +1,291 @@
+#include "net/tool_calls.hpp"
+
+#include <simdjson.h>
+
+#include <array>
+#include <random>
+
+namespace specd::net {
+
+namespace {
+
+constexpr std::string_view kSpaces = " \t\r\n";
+constexpr std::string_view kHermesOpen = "<tool_call>", kHermesClose = "</tool_call>";
+constexpr std::string_view kMistral = "[TOOL_CALLS]", kMistralArgs = "[ARGS]";
+constexpr std::string_view kPythonTag = "<|python_tag|>";
+
+std::string_view trim(std::string_view s) {
+  const size_t first = s.find_first_not_of(kSpaces);
+  if (first == std::string_view::npos) return {};
+  return s.substr(first, s.find_last_not_of(kSpaces) - first + 1);
+}
+
+// One past the bracket that closes the JSON object or array opening at s[start], or npos.
+size_t json_value_end(std::string_view s, size_t start) {
+  int depth = 0;
+  bool in_string = false;
+  for (size_t i = start; i < s.size(); ++i) {
+    const char c = s[i];
+    if (in_string) {
+      if (c == '\\')
+        ++i;
+      else if (c == '"')
+        in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '{' || c == '[') {
+      ++depth;
+    } else if (c == '}' || c == ']') {
+      if (--depth == 0) return i + 1;
+    }
+  }
+  return std::string_view::npos;
+}
+
+// A call object: {"name": ..., "arguments"|"parameters": {...} or a string of JSON}.
+std::optional<ParsedToolCall> call_from(simdjson::dom::element e) {
+  simdjson::dom::object o;
+  std::string_view name;
+  if (e.get_object().get(o) != simdjson::SUCCESS || o["name"].get_string().get(name) != simdjson::SUCCESS ||
+      name.empty())
+    return std::nullopt;
+  ParsedToolCall call{{}, std::string(name), "{}"};
+  simdjson::dom::element args;
+  if (o["arguments"].get(args) != simdjson::SUCCESS && o["parameters"].get(args) != simdjson::SUCCESS) return call;
+  std::string_view text;
+  if (args.is_object())
+    call.arguments = simdjson::minify(args);
+  else if (args.get_string().get(text) == simdjson::SUCCESS)
+    call.arguments = std::string(text);
+  else
+    return std::nullopt;
+  return call;
+}
+
+// The calls of one JSON text: a call object, or an array of them (all must parse).
+bool append_calls(std::string_view json, std::vector<ParsedToolCall>& calls) {
+  simdjson::dom::parser parser;
+  simdjson::dom::element root;
+  if (parser.parse(json.data(), json.size()).get(root) != simdjson::SUCCESS) return false;
+  if (root.is_array()) {
+    for (simdjson::dom::element item : root.get_array().value_unsafe()) {
+      auto call = call_from(item);
+      if (!call) return false;
+      calls.push_back(std::move(*call));
+    }
+    return true;
+  }
+  auto call = call_from(root);
+  if (call) calls.push_back(std::move(*call));
+  return call.has_value();
+}
+
+// JSON values one after another, separated by spaces, ";" or ",": the whole of `text`.
+bool append_sequence(std::string_view text, std::vector<ParsedToolCall>& calls) {
+  size_t pos = 0;
+  bool any = false;
+  while (true) {
+    pos = text.find_first_not_of(" \t\r\n;,", pos);
+    if (pos == std::string_view::npos) return any;
+    if (text[pos] != '{' && text[pos] != '[') return false;
+    const size_t end = json_value_end(text, pos);
+    if (end == std::string_view::npos || !append_calls(text.substr(pos, end - pos), calls)) return false;
+    any = true;
+    pos = end;
+  }
+}
+
+ParsedOutput none(std::string_view text) { return {std::string(text), {}}; }
+
+ParsedOutput parse_hermes(std::string_view text) {
+  const size_t first = text.find(kHermesOpen);
+  if (first == std::string_view::npos) return none(text);
+  ParsedOutput out{std::string(trim(text.substr(0, first))), {}};
+  size_t pos = first;
+  while (pos != std::string_view::npos && text.compare(pos, kHermesOpen.size(), kHermesOpen) == 0) {
+    const size_t body = pos + kHermesOpen.size();
+    size_t close = text.find(kHermesClose, body);
+    const std::string_view inside = trim(text.substr(body, close == std::string_view::npos ? close : close - body));
+    if (!append_sequence(inside, out.calls)) return none(text);
+    if (close == std::string_view::npos) break;  // the answer ended inside the last call
+    pos = text.find_first_not_of(kSpaces, close + kHermesClose.size());
+    if (pos != std::string_view::npos && text.compare(pos, kHermesOpen.size(), kHermesOpen) != 0) {
+      const std::string_view rest = trim(text.substr(pos));
+      out.content += (out.content.empty() ? "" : "\n") + std::string(rest);
+      break;
+    }
+  }
+  return out;
+}
+
+ParsedOutput parse_mistral(std::string_view text) {
+  const size_t first = text.find(kMistral);
+  if (first == std::string_view::npos) return none(text);
+  ParsedOutput out{std::string(trim(text.substr(0, first))), {}};
+  std::string_view rest = text.substr(first + kMistral.size());
+  const size_t args = rest.find(kMistralArgs);
+  if (args == std::string_view::npos) {
+    if (!append_sequence(rest, out.calls)) return none(text);
+    return out;
+  }
+  // The newer form: name[ARGS]{...}, each call after its own [TOOL_CALLS].
+  while (!rest.empty()) {
+    const size_t mark = rest.find(kMistralArgs);
+    if (mark == std::string_view::npos) return none(text);
+    const std::string_view name = trim(rest.substr(0, mark));
+    const size_t open = rest.find_first_not_of(kSpaces, mark + kMistralArgs.size());
+    const size_t end = open == std::string_view::npos ? open : json_value_end(rest, open);
+    if (name.empty() || end == std::string_view::npos) return none(text);
+    simdjson::dom::parser parser;
+    simdjson::dom::element e;
+    const std::string_view json = rest.substr(open, end - open);
+    if (parser.parse(json.data(), json.size()).get(e) != simdjson::SUCCESS || !e.is_object()) return none(text);
+    out.calls.push_back({{}, std::string(name), simdjson::minify(e)});
+    rest = trim(rest.substr(end));
+    if (rest.starts_with(kMistral))
+      rest = rest.substr(kMistral.size());
+    else if (!rest.empty())
+      return none(text);
+  }
+  return out;
+}
+
+ParsedOutput parse_llama3(std::string_view text) {
+  const size_t tag = text.find(kPythonTag);
+  ParsedOutput out;
+  std::string_view calls = trim(text);
+  if (tag != std::string_view::npos) {
+    out.content = std::string(trim(text.substr(0, tag)));
+    calls = trim(text.substr(tag + kPythonTag.size()));
+  }
+  if (!calls.starts_with('{') || !append_sequence(calls, out.calls)) return none(text);
+  return out;
+}
+
+ParsedOutput parse_json(std::string_view text) {
+  const std::string_view whole = trim(text);
+  ParsedOutput out;
+  if (whole.empty() || (whole.front() != '{' && whole.front() != '[')) return none(text);
+  if (json_value_end(whole, 0) != whole.size() || !append_calls(whole, out.calls)) return none(text);
+  return out;
+}
+
+std::vector<std::string_view> markers(ToolCallFormat format) {
+  switch (format) {
+    case ToolCallFormat::hermes:
+      return {kHermesOpen};
+    case ToolCallFormat::mistral:
+      return {kMistral};
+    case ToolCallFormat::llama3_json:
+      return {kPythonTag};
+    case ToolCallFormat::json:
+      return {};
+  }
+  return {};
+}
+
+// The characters that open a call when the answer starts with them.
+std::string_view opening_chars(ToolCallFormat format) {
+  if (format == ToolCallFormat::llama3_json) return "{";
+  if (format == ToolCallFormat::json) return "{[";
+  return "";
+}
+
+}  // namespace
+
+std::optional<ToolCallFormat> parse_tool_call_format(std::string_view name) {
+  for (ToolCallFormat f :
+       {ToolCallFormat::llama3_json, ToolCallFormat::hermes, ToolCallFormat::mistral, ToolCallFormat::json}) {
+    if (name == tool_call_format_name(f)) return f;
+  }
+  return std::nullopt;
+}
+
+const char* tool_call_format_name(ToolCallFormat format) {
+  switch (format) {
+    case ToolCallFormat::llama3_json:
+      return "llama3_json";
+    case ToolCallFormat::hermes:
+      return "hermes";
+    case ToolCallFormat::mistral:
+      return "mistral";
+    case ToolCallFormat::json:
+      return "json";
+  }
+  return "json";
+}
+
+ToolCallFormat detect_tool_call_format(std::string_view source) {
+  if (source.find(kHermesOpen) != std::string_view::npos) return ToolCallFormat::hermes;
+  if (source.find(kMistral) != std::string_view::npos) return ToolCallFormat::mistral;
+  // Llama 3.1-3.3 teach JSON calls with "parameters" inside their header-delimited turns.
+  if (source.find(kPythonTag) != std::string_view::npos ||
+      (source.find("<|start_header_id|>") != std::string_view::npos &&
+       source.find("\"parameters\"") != std::string_view::npos))
+    return ToolCallFormat::llama3_json;
+  return ToolCallFormat::json;
+}
+
+ParsedOutput parse_tool_calls(ToolCallFormat format, std::string_view text) {
+  switch (format) {
+    case ToolCallFormat::hermes:
+      return parse_hermes(text);
+    case ToolCallFormat::mistral:
+      return parse_mistral(text);
+    case ToolCallFormat::llama3_json:
+      return parse_llama3(text);
+    case ToolCallFormat::json:
+      return parse_json(text);
+  }
+  return none(text);
+}
+
+std::string new_tool_call_id() {
+  static constexpr std::string_view kAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+  thread_local std::mt19937_64 generator{std::random_device{}()};
+  std::uniform_int_distribution<size_t> pick(0, kAlphabet.size() - 1);
+  std::string id = "call_";
+  for (int i = 0; i < 24; ++i) id += kAlphabet[pick(generator)];
+  return id;
+}
+
+std::string ToolCallStream::feed(std::string_view piece) {
+  held_ += piece;
+  if (in_call_) return "";
+  if (!started_) {
+    const size_t first = held_.find_first_not_of(kSpaces);
+    if (first == std::string::npos) return "";  // spaces may precede a call
+    if (opening_chars(format_).find(held_[first]) != std::string_view::npos) {
+      in_call_ = true;
+      return "";
+    }
+    started_ = true;
+  }
+  size_t keep = 0;  // a tail that may be the start of a marker
+  for (std::string_view marker : markers(format_)) {
+    if (const size_t at = held_.find(marker); at != std::string::npos) {
+      std::string out = held_.substr(0, at);
+      held_.erase(0, at);
+      in_call_ = true;
+      return out;
+    }
+    for (size_t n = std::min(marker.size() - 1, held_.size()); n > keep; --n) {
+      if (std::string_view(held_).substr(held_.size() - n) == marker.substr(0, n)) {
+        keep = n;
+        break;
+      }
+    }
+  }
+  std::string out = held_.substr(0, held_.size() - keep);
+  held_.erase(0, held_.size() - keep);
+  return out;
+}
+
+ParsedOutput ToolCallStream::finish() {
+  std::string text = std::move(held_);
+  held_.clear();
+  if (!in_call_) return {std::move(text), {}};
+  return parse_tool_calls(format_, text);
+}
+
+}  // namespace specd::net
