@@ -50,24 +50,76 @@ std::string openai_json(const OpenAiIdentity& who, const char* object, json::val
 }
 
 // Choice 0 carrying `content` (a chat delta or message, or a completion's text) and the finish reason.
-json::object choice_json(json::string_view content_key, json::value content, const char* finish_reason) {
+json::object choice_json(json::string_view content_key, json::value content, const char* finish_reason,
+                         json::value logprobs = nullptr) {
   json::object choice{{"index", 0}};
   choice[content_key] = std::move(content);
-  choice["logprobs"] = nullptr;
+  choice["logprobs"] = std::move(logprobs);
   choice["finish_reason"] = finish_reason ? json::value(finish_reason) : nullptr;
   return choice;
 }
 
+// OpenAI's name of a token: its text when it is whole UTF-8, else its bytes escaped.
+std::string token_name(const std::string& text) {
+  if (valid_utf8(text)) return text;
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out = "bytes:";
+  for (unsigned char c : text) out += {'\\', 'x', kHex[c >> 4], kHex[c & 15]};
+  return out;
+}
+
+json::array bytes_of(const std::string& text) {
+  json::array out;
+  for (unsigned char c : text) out.emplace_back(static_cast<int64_t>(c));
+  return out;
+}
+
+json::object logged_json(const LoggedToken& t) {
+  return {{"token", token_name(t.text)}, {"logprob", t.logprob}, {"bytes", bytes_of(t.text)}};
+}
+
+json::array chat_logprobs(std::span<const TokenLogprobs> tokens) {
+  json::array content;
+  for (const TokenLogprobs& t : tokens) {
+    json::object entry = logged_json(t.chosen);
+    json::array top;
+    for (const LoggedToken& alternative : t.top) top.push_back(logged_json(alternative));
+    entry["top_logprobs"] = std::move(top);
+    content.push_back(std::move(entry));
+  }
+  return content;
+}
+
 }  // namespace
 
+json::value openai_logprobs(const OpenAiIdentity& who, std::span<const TokenLogprobs> tokens, int64_t& text_offset) {
+  if (who.chat) return json::object{{"content", chat_logprobs(tokens)}};
+  json::array names, values, tops, offsets;
+  for (const TokenLogprobs& t : tokens) {
+    names.emplace_back(token_name(t.chosen.text));
+    values.emplace_back(t.chosen.logprob);
+    json::object top;
+    for (const LoggedToken& alternative : t.top) top[token_name(alternative.text)] = alternative.logprob;
+    tops.emplace_back(std::move(top));
+    offsets.emplace_back(text_offset);
+    text_offset += static_cast<int64_t>(t.chosen.text.size());
+  }
+  return json::object{{"tokens", std::move(names)},
+                      {"token_logprobs", std::move(values)},
+                      {"top_logprobs", std::move(tops)},
+                      {"text_offset", std::move(offsets)}};
+}
+
 std::string tokens_frame(std::string_view id, const Burst& b) {
-  return serialize_json(json::object{{"type", "tokens"},
-                                     {"id", id},
-                                     {"text", b.text},
-                                     {"token_ids", array_of(b.token_ids)},
-                                     {"pieces", array_of(b.pieces)},
-                                     {"drafted", b.drafted},
-                                     {"accepted", b.accepted}});
+  json::object frame{{"type", "tokens"},
+                     {"id", id},
+                     {"text", b.text},
+                     {"token_ids", array_of(b.token_ids)},
+                     {"pieces", array_of(b.pieces)},
+                     {"drafted", b.drafted},
+                     {"accepted", b.accepted}};
+  if (!b.logprobs.empty()) frame["logprobs"] = chat_logprobs(b.logprobs);
+  return serialize_json(frame);
 }
 
 std::string done_frame(std::string_view id, const GenerateResult& r) {
@@ -81,12 +133,14 @@ std::string done_frame(std::string_view id, const GenerateResult& r) {
 
 const char* openai_finish_reason(FinishReason reason) { return finish_reason_name(reason); }
 
-std::string openai_text_chunk(const OpenAiIdentity& who, std::string_view text, bool first) {
-  if (!who.chat) return openai_json(who, chunk_object(who), choice_json("text", json::string_view(text), nullptr));
+std::string openai_text_chunk(const OpenAiIdentity& who, std::string_view text, bool first, json::value logprobs) {
+  if (!who.chat)
+    return openai_json(who, chunk_object(who),
+                       choice_json("text", json::string_view(text), nullptr, std::move(logprobs)));
   json::object delta;
   if (first) delta["role"] = "assistant";
   delta["content"] = text;
-  return openai_json(who, chunk_object(who), choice_json("delta", std::move(delta), nullptr));
+  return openai_json(who, chunk_object(who), choice_json("delta", std::move(delta), nullptr, std::move(logprobs)));
 }
 
 std::string openai_finish_chunk(const OpenAiIdentity& who, FinishReason reason) {
@@ -140,9 +194,11 @@ std::string openai_usage_chunk(const OpenAiIdentity& who, const Usage& usage) {
 
 std::string openai_body(const OpenAiIdentity& who, const GenerateResult& r) {
   const char* finish = openai_finish_reason(r.finish_reason);
-  json::object choice = who.chat
-                            ? choice_json("message", json::object{{"role", "assistant"}, {"content", r.text}}, finish)
-                            : choice_json("text", json::string_view(r.text), finish);
+  int64_t text_offset = 0;
+  json::value logprobs = r.logprobs.empty() ? json::value(nullptr) : openai_logprobs(who, r.logprobs, text_offset);
+  json::object choice = who.chat ? choice_json("message", json::object{{"role", "assistant"}, {"content", r.text}},
+                                               finish, std::move(logprobs))
+                                 : choice_json("text", json::string_view(r.text), finish, std::move(logprobs));
   return openai_json(who, who.chat ? "chat.completion" : "text_completion", std::move(choice),
                      {{"usage", usage_json(r.usage)}, {"spec", spec_json(r.spec)}});
 }

@@ -2,7 +2,10 @@
 // JSON the gateway sends: WebSocket frames (DESIGN.md "Wire protocol") and the OpenAI
 // wire format of /v1/completions and /v1/chat/completions (SSE chunks and whole
 // bodies), built from the engine's native structs. Pure functions; any thread.
+#include <boost/json/value.hpp>
+
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -27,9 +30,19 @@ struct OpenAiIdentity {
   bool chat = false;
 };
 
-// One `chat.completion.chunk` / `text_completion` chunk carrying `text`. The first chat
-// chunk also carries the assistant role.
-std::string openai_text_chunk(const OpenAiIdentity& who, std::string_view text, bool first);
+// choices[].logprobs of these tokens in the route's format: chat's {"content": [{token,
+// logprob, bytes, top_logprobs}]}, or completions' {tokens, token_logprobs,
+// top_logprobs, text_offset} with offsets counted on from `text_offset`, which is
+// advanced past the tokens' bytes. A token that is not whole UTF-8 is named as OpenAI
+// names it ("bytes:\xe2\x80"); `bytes` always holds it exactly.
+boost::json::value openai_logprobs(const OpenAiIdentity& who, std::span<const TokenLogprobs> tokens,
+                                   int64_t& text_offset);
+
+// One `chat.completion.chunk` / `text_completion` chunk carrying `text` (and its
+// tokens' logprobs when the request asked: null otherwise). The first chat chunk also
+// carries the assistant role.
+std::string openai_text_chunk(const OpenAiIdentity& who, std::string_view text, bool first,
+                              boost::json::value logprobs = nullptr);
 // The last chunk: empty delta (or text ""), finish_reason set.
 std::string openai_finish_chunk(const OpenAiIdentity& who, FinishReason reason);
 // stream_options.include_usage: choices [] and the usage.

@@ -62,6 +62,7 @@ std::vector<Key> keys_of(GatewayConfig& c) {
       {"limits", "send_buffer_bytes", &c.send_buffer_bytes},
       {"limits", "max_tokens", &c.protocol.max_tokens_limit},
       {"limits", "max_stop_strings", SizeRef{&c.protocol.max_stop_strings}},
+      {"limits", "max_logit_bias", SizeRef{&c.protocol.max_logit_bias}},
       {"limits", "max_messages", SizeRef{&c.protocol.max_messages}},
       {"limits", "max_id_bytes", SizeRef{&c.protocol.max_id_bytes}},
       {"timeouts", "handshake_seconds", &c.handshake_seconds},

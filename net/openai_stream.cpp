@@ -54,6 +54,14 @@ asio::awaitable<bool> stream_events(GenerationContext& c, ClientStream& s, const
   std::optional<ToolCallStream> tools;  // holds back what may start a call
   if (p.parse_tool_calls) tools.emplace(c.gateway.tool_call_format());
   std::optional<Item> next(std::move(first));
+  std::vector<TokenLogprobs> logprobs;  // of tokens whose text has not gone out yet
+  int64_t text_offset = 0;
+  auto take_logprobs = [&]() -> boost::json::value {
+    if (logprobs.empty()) return nullptr;
+    boost::json::value out = openai_logprobs(who, logprobs, text_offset);
+    logprobs.clear();
+    return out;
+  };
   for (;;) {
     if (!next) next = co_await s.next();
     if (!next) co_return false;
@@ -61,8 +69,9 @@ asio::awaitable<bool> stream_events(GenerationContext& c, ClientStream& s, const
     next.reset();
     if (auto* burst = std::get_if<Burst>(&item.event)) {
       const std::string text = tools ? tools->feed(burst->text) : burst->text;
-      if (text.empty() && sent_first) continue;
-      std::string chunk = sse(openai_text_chunk(who, text, !sent_first));
+      logprobs.insert(logprobs.end(), burst->logprobs.begin(), burst->logprobs.end());
+      if (text.empty() && sent_first) continue;  // its tokens' logprobs ride with the next chunk
+      std::string chunk = sse(openai_text_chunk(who, text, !sent_first, take_logprobs()));
       const bool written = co_await write_chunk(c.stream, timeout, std::move(chunk));
       if (!written) co_return false;
       if (burst->on_written) burst->on_written();
@@ -78,12 +87,14 @@ asio::awaitable<bool> stream_events(GenerationContext& c, ClientStream& s, const
       const char* finish = openai_finish_reason(result->finish_reason);
       if (tools) {
         ParsedOutput end = tools->finish();
-        if (!end.content.empty()) tail += sse(openai_text_chunk(who, end.content, !sent_first));
+        if (!end.content.empty() || !logprobs.empty())
+          tail += sse(openai_text_chunk(who, end.content, !sent_first, take_logprobs()));
         sent_first = sent_first || !end.content.empty();
         for (ParsedToolCall& call : end.calls) call.id = new_tool_call_id();
         for (const std::string& chunk : openai_tool_call_chunks(who, end.calls, !sent_first)) tail += sse(chunk);
         if (!end.calls.empty()) finish = "tool_calls";
       }
+      if (!logprobs.empty()) tail += sse(openai_text_chunk(who, "", !sent_first, take_logprobs()));
       tail += sse(openai_finish_chunk(who, finish));
       if (p.include_usage) tail += sse(openai_usage_chunk(who, result->usage));
     }

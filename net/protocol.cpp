@@ -3,10 +3,12 @@
 #include <simdjson.h>
 #include <boost/json/object.hpp>
 
+#include <charconv>
 #include <climits>
 #include <cmath>
 #include <random>
 
+#include "engine/request/token_logprobs.hpp"
 #include "json/json_serialize.hpp"
 #include "net/chat_messages_json.hpp"
 #include "net/json_fields.hpp"
@@ -65,6 +67,24 @@ void read_speculative(element e, SpecSettings& spec) {
   }
 }
 
+// OpenAI's {"token id": bias}: ids as decimal strings (JSON keys), biases numbers.
+void read_logit_bias(element e, SamplingParams& sampling, const ProtocolLimits& limits) {
+  object o;
+  if (e.get_object().get(o) != simdjson::SUCCESS)
+    refuse(ErrorCode::bad_value, "logit_bias must be an object of token ids to numbers");
+  for (auto field : o) {
+    const std::string key(field.key);
+    int64_t id = -1;
+    const auto [end, ec] = std::from_chars(key.data(), key.data() + key.size(), id);
+    if (ec != std::errc() || end != key.data() + key.size() || id < 0 || id > INT32_MAX)
+      refuse(ErrorCode::bad_value, "logit_bias: \"" + utf8_prefix(key, 32) + "\" is not a token id");
+    if (sampling.logit_bias.size() >= limits.max_logit_bias)
+      refuse(ErrorCode::bad_value, "logit_bias: at most " + std::to_string(limits.max_logit_bias) + " entries");
+    sampling.logit_bias.emplace_back(static_cast<int32_t>(id),
+                                     static_cast<float>(as_number(field.value, "logit_bias[" + key + "]")));
+  }
+}
+
 // The sampling and length fields both protocols share. Their values are the engine's
 // to judge (validate_request); here only their types, and the gateway's bounds.
 void read_sampling(const object& o, GenerateRequest& r, const ProtocolLimits& limits) {
@@ -73,7 +93,11 @@ void read_sampling(const object& o, GenerateRequest& r, const ProtocolLimits& li
   if (auto v = member(o, "temperature")) r.sampling.temperature = as_number(*v, "temperature");
   if (auto v = member(o, "top_p")) r.sampling.top_p = as_number(*v, "top_p");
   if (auto v = member(o, "top_k")) r.sampling.top_k = as_int32(*v, "top_k");
+  if (auto v = member(o, "min_p")) r.sampling.min_p = as_number(*v, "min_p");
   if (auto v = member(o, "repetition_penalty")) r.sampling.repetition_penalty = as_number(*v, "repetition_penalty");
+  if (auto v = member(o, "presence_penalty")) r.sampling.presence_penalty = as_number(*v, "presence_penalty");
+  if (auto v = member(o, "frequency_penalty")) r.sampling.frequency_penalty = as_number(*v, "frequency_penalty");
+  if (auto v = member(o, "logit_bias")) read_logit_bias(*v, r.sampling, limits);
   // Without a seed a request draws its own, so unseeded samples differ (as OpenAI's and
   // vLLM's); a given seed makes a sample repeatable.
   if (auto v = member(o, "seed"))
@@ -135,6 +159,8 @@ ClientMessage parse_message_object(const object& o, const ProtocolLimits& limits
   p.request.id = read_id(o, limits);
   read_input(o, p.request, limits);
   read_sampling(o, p.request, limits);
+  if (auto v = member(o, "logprobs"))
+    p.request.sampling.logprobs = static_cast<int32_t>(as_integer(*v, "logprobs", 0, kMaxTopLogprobs));
   return p;
 }
 
@@ -161,6 +187,22 @@ ClientMessage parse_client_message(std::string_view text, const ProtocolLimits& 
   } catch (Refusal& r) {
     return ProtocolError{r.code, std::move(r.message), id_of(o, limits)};
   }
+}
+
+// Chat: `logprobs` true, with `top_logprobs` alternatives (which need logprobs, as
+// OpenAI's API has it). Completions: `logprobs` N, the legacy form.
+void read_openai_logprobs(const object& o, OpenAiRoute route, SamplingParams& sampling) {
+  const auto logprobs = member(o, "logprobs");
+  const auto top = member(o, "top_logprobs");
+  if (route == OpenAiRoute::completions) {
+    if (logprobs) sampling.logprobs = static_cast<int32_t>(as_integer(*logprobs, "logprobs", 0, kMaxTopLogprobs));
+    return;
+  }
+  if (!logprobs || !as_bool(*logprobs, "logprobs")) {
+    if (top) refuse(ErrorCode::bad_value, "top_logprobs needs logprobs: true");
+    return;
+  }
+  sampling.logprobs = top ? static_cast<int32_t>(as_integer(*top, "top_logprobs", 0, kMaxTopLogprobs)) : 0;
 }
 
 std::variant<ProtocolError, GenerateParams> parse_openai_body(std::string_view body, OpenAiRoute route,
@@ -191,6 +233,7 @@ std::variant<ProtocolError, GenerateParams> parse_openai_body(std::string_view b
       p.request.max_tokens = static_cast<int32_t>(as_integer(*v, "max_completion_tokens", 1, limits.max_tokens_limit));
     }
     if (auto v = member(o, "n"); v && as_integer(*v, "n", 1, 1) != 1) refuse(ErrorCode::bad_value, "n must be 1");
+    read_openai_logprobs(o, route, p.request.sampling);
     if (auto v = member(o, "model")) p.model = as_string(*v, "model");
     if (auto v = member(o, "stream")) p.stream = as_bool(*v, "stream");
     if (auto v = member(o, "stream_options")) {

@@ -24,6 +24,7 @@ struct ProtocolLimits {
   int32_t default_max_tokens = 0;   // 0: the rest of the context (max_seq_len less the prompt), as vLLM
   double default_temperature = 1.0;
   size_t max_stop_strings = 8;
+  size_t max_logit_bias = 300;  // entries of logit_bias (OpenAI's bound)
   size_t max_messages = 256;
   size_t max_id_bytes = 128;
 };

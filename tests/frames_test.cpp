@@ -2,6 +2,7 @@
 // wire format, byte for byte.
 #include <doctest/doctest.h>
 
+#include "json/json_serialize.hpp"
 #include "net/frames.hpp"
 
 using namespace specd;
@@ -115,4 +116,29 @@ TEST_CASE("OpenAI tool calls streamed: per call a head delta (index, id, type, n
   CHECK(openai_finish_chunk(who, "tool_calls") ==
         R"({"id":"chatcmpl-9","object":"chat.completion.chunk","created":1700000000,"model":"specd-tiny",)"
         R"("choices":[{"index":0,"delta":{},"logprobs":null,"finish_reason":"tool_calls"}]})");
+}
+
+TEST_CASE("OpenAI logprobs: chat's content entries, completions' parallel lists, bytes for partial UTF-8") {
+  std::vector<TokenLogprobs> tokens{{{5, -0.25f, "Hi"}, {{5, -0.25f, "Hi"}, {9, -1.5f, "Ho"}}},
+                                    {{6, -2.0f, "\xe2\x80"}, {}}};
+  OpenAiIdentity chat{"chatcmpl-1", 1700000000, "m", true};
+  int64_t offset = 0;
+  CHECK(serialize_json(openai_logprobs(chat, tokens, offset)) ==
+        R"({"content":[{"token":"Hi","logprob":-0.25,"bytes":[72,105],"top_logprobs":[)"
+        R"({"token":"Hi","logprob":-0.25,"bytes":[72,105]},{"token":"Ho","logprob":-1.5,"bytes":[72,111]}]},)"
+        R"({"token":"bytes:\\xe2\\x80","logprob":-2,"bytes":[226,128],"top_logprobs":[]}]})");
+  OpenAiIdentity completion{"cmpl-1", 1700000000, "m", false};
+  offset = 10;
+  CHECK(serialize_json(openai_logprobs(completion, tokens, offset)) ==
+        R"({"tokens":["Hi","bytes:\\xe2\\x80"],"token_logprobs":[-0.25,-2],)"
+        R"("top_logprobs":[{"Hi":-0.25,"Ho":-1.5},{}],"text_offset":[10,12]})");
+  CHECK(offset == 14);
+  Burst b{"ws1:r1", {5}, "Hi", 0, 0, {"Hi"}};
+  b.logprobs = {tokens[0]};
+  CHECK(tokens_frame("r1", b).find(R"("logprobs":[{"token":"Hi","logprob":-0.25,"bytes":[72,105],)") !=
+        std::string::npos);
+  GenerateResult r;
+  r.text = "Hi";
+  r.logprobs = {tokens[0]};
+  CHECK(openai_body(chat, r).find(R"("logprobs":{"content":[{"token":"Hi")") != std::string::npos);
 }

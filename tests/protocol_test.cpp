@@ -303,3 +303,49 @@ TEST_CASE("error frames carry the code name, the message and the id or null") {
   CHECK(error_frame({GatewayCode::unknown_id, "no request 'r9'", std::string("r9")}) ==
         R"({"type":"error","id":"r9","code":"unknown_id","message":"no request 'r9'"})");
 }
+
+TEST_CASE("min_p, penalties, logit_bias and logprobs parse on both protocols; bad ones are refused") {
+  auto r = parse_openai_body(
+      R"({"messages":[{"role":"user","content":"x"}],"min_p":0.05,"presence_penalty":0.5,"frequency_penalty":-0.25,)"
+      R"("logit_bias":{"7":-100,"1234":2.5},"logprobs":true,"top_logprobs":3})",
+      OpenAiRoute::chat_completions, limits());
+  REQUIRE(std::holds_alternative<GenerateParams>(r));
+  const SamplingParams& s = std::get<GenerateParams>(r).request.sampling;
+  CHECK(s.min_p == 0.05);
+  CHECK(s.presence_penalty == 0.5);
+  CHECK(s.frequency_penalty == -0.25);
+  CHECK(s.logit_bias == std::vector<std::pair<int32_t, float>>{{7, -100.0f}, {1234, 2.5f}});
+  CHECK(s.logprobs == 3);
+  auto sampling_of = [](std::string_view body, OpenAiRoute route) {
+    auto parsed = parse_openai_body(body, route, limits());
+    REQUIRE(std::holds_alternative<GenerateParams>(parsed));
+    return std::get<GenerateParams>(parsed).request.sampling;
+  };
+  CHECK(sampling_of(R"({"messages":[{"role":"user","content":"x"}],"logprobs":true})", OpenAiRoute::chat_completions)
+            .logprobs == 0);
+  CHECK(sampling_of(R"({"messages":[{"role":"user","content":"x"}],"logprobs":false})", OpenAiRoute::chat_completions)
+            .logprobs == -1);
+  CHECK(sampling_of(R"({"prompt":"x","logprobs":5})", OpenAiRoute::completions).logprobs == 5);
+  CHECK(sampling_of(R"({"prompt":"x"})", OpenAiRoute::completions).logprobs == -1);
+  CHECK(generate(R"({"type":"generate","id":"a","prompt":"x","logprobs":2,"min_p":0.1})").request.sampling.logprobs ==
+        2);
+  auto refused = [](std::string_view body, OpenAiRoute route) {
+    auto parsed = parse_openai_body(body, route, limits());
+    REQUIRE(std::holds_alternative<ProtocolError>(parsed));
+    return std::get<ProtocolError>(parsed).message;
+  };
+  const auto chat = OpenAiRoute::chat_completions;
+  CHECK(refused(R"({"messages":[{"role":"user","content":"x"}],"top_logprobs":2})", chat) ==
+        "top_logprobs needs logprobs: true");
+  CHECK(refused(R"({"messages":[{"role":"user","content":"x"}],"logprobs":true,"top_logprobs":21})", chat) ==
+        "top_logprobs must be an integer in [0, 20], got 21");
+  CHECK(refused(R"({"prompt":"x","logit_bias":{"abc":1}})", OpenAiRoute::completions) ==
+        "logit_bias: \"abc\" is not a token id");
+  CHECK(refused(R"({"prompt":"x","logit_bias":{"-3":1}})", OpenAiRoute::completions) ==
+        "logit_bias: \"-3\" is not a token id");
+  CHECK(refused(R"({"prompt":"x","logit_bias":{"3":"a"}})", OpenAiRoute::completions) ==
+        "logit_bias[3] must be a number");
+  CHECK(refused(R"({"prompt":"x","logit_bias":[1]})", OpenAiRoute::completions) ==
+        "logit_bias must be an object of token ids to numbers");
+  CHECK(refused(R"({"prompt":"x","min_p":"a"})", OpenAiRoute::completions) == "min_p must be a number");
+}

@@ -230,6 +230,39 @@ async function toolChoiceRequiredRefused() {
   throw new Error('tool_choice required was accepted');
 }
 
+// Logprobs: one entry per generated token, each the chosen token's, with the asked
+// alternatives sorted; the same tokens streamed and whole (greedy, so the same text).
+async function logprobs() {
+  const body = {
+    model: 'specd', messages: [{ role: 'user', content: chatPrompt }], max_tokens: maxTokens, temperature: 0,
+    logprobs: true, top_logprobs: 3,
+  };
+  const whole = await client.chat.completions.create(body);
+  const content = whole.choices[0].logprobs.content;
+  assertEqual(content.length, whole.usage.completion_tokens, 'one logprobs entry per completion token');
+  for (const entry of content) {
+    assertTrue(entry.logprob <= 0 && entry.top_logprobs.length === 3, `entry ${JSON.stringify(entry)}`);
+    assertEqual(entry.top_logprobs[0].token, entry.token, 'greedy picks the most likely token');
+    assertTrue(entry.top_logprobs[0].logprob >= entry.top_logprobs[1].logprob, 'alternatives sorted');
+    assertEqual(Buffer.from(entry.bytes).toString('utf8') === entry.token || entry.token.startsWith('bytes:'), true,
+      'bytes spell the token');
+  }
+  const stream = await client.chat.completions.create({ ...body, stream: true });
+  const streamed = [];
+  for await (const chunk of stream) {
+    const lp = chunk.choices[0]?.logprobs;
+    if (lp) streamed.push(...lp.content);
+  }
+  assertEqual(JSON.stringify(streamed), JSON.stringify(content), 'streamed logprobs equal the whole answer\'s');
+  const completion = await client.completions.create({
+    model: 'specd', prompt: completionPrompt, max_tokens: 8, temperature: 0, logprobs: 2,
+  });
+  const lp = completion.choices[0].logprobs;
+  assertEqual(lp.tokens.length, completion.usage.completion_tokens, 'completions: one token per completion token');
+  assertEqual(lp.token_logprobs.length, lp.tokens.length, 'completions: token_logprobs parallel to tokens');
+  assertEqual(Object.keys(lp.top_logprobs[0]).length, 2, 'completions: 2 alternatives');
+}
+
 await models();
 await streamedChat();
 await streamedCompletion();
@@ -241,4 +274,5 @@ await contextLength();
 await unseededSamples();
 await toolHistoryRendered();
 await toolChoiceRequiredRefused();
+await logprobs();
 console.log('openai client test passed');
