@@ -1,0 +1,59 @@
+#pragma once
+// A tokenizer's vocabulary as the grammar engine needs it: each id's raw bytes, the ids
+// that never match grammar bytes (special and control tokens, empty pieces), the EOS ids
+// (allowed exactly where the grammar can end), and the ordinary tokens sorted by bytes
+// with each one's common prefix length with the previous one, so a walk over the sorted
+// list reads each shared prefix once (a trie laid out flat). Immutable; any thread.
+#include <cstdint>
+#include <filesystem>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "engine/grammar/token_bitset.hpp"
+
+namespace specd {
+class Tokenizer;
+}
+
+namespace specd::grammar {
+
+class TokenVocabulary {
+ public:
+  TokenVocabulary(std::vector<std::string> bytes_by_id, std::span<const int32_t> special_ids,
+                  std::span<const int32_t> eos_ids);
+
+  size_t size() const { return bytes_.size(); }
+  std::string_view bytes(int32_t id) const { return bytes_[static_cast<size_t>(id)]; }
+  bool is_special(int32_t id) const { return !ordinary_.test(id); }
+  bool is_eos(int32_t id) const { return eos_.test(id); }
+  const std::vector<int32_t>& eos_ids() const { return eos_ids_; }
+  const TokenBitset& ordinary_tokens() const { return ordinary_; }
+
+  // Ordinary tokens sorted by bytes; lcp(i) is the common prefix length of sorted(i-1)
+  // and sorted(i) (0 for i = 0).
+  const std::vector<int32_t>& sorted() const { return sorted_; }
+  uint32_t lcp(size_t i) const { return lcp_[i]; }
+  // The first sorted position at or after `from` whose token does not start with the
+  // first `length` bytes of sorted(from - ...) i.e. of `prefix`.
+  size_t end_of_prefix(size_t from, std::string_view prefix) const;
+
+ private:
+  std::vector<std::string> bytes_;
+  TokenBitset ordinary_;
+  TokenBitset eos_;
+  std::vector<int32_t> eos_ids_;
+  std::vector<int32_t> sorted_;
+  std::vector<uint32_t> lcp_;
+};
+
+// From a loaded tokenizer: each id's bytes are id_to_piece(id); BOS, the EOS ids,
+// empty pieces and `special_ids` never match grammar bytes.
+TokenVocabulary vocabulary_from_tokenizer(const Tokenizer& tokenizer, std::span<const int32_t> special_ids);
+
+// The ids of a Hugging Face tokenizer.json's added tokens marked special (Llama 3's
+// <|eot_id|> and its reserved tokens), which the Tokenizer interface does not expose.
+std::vector<int32_t> special_ids_from_tokenizer_json(const std::filesystem::path& tokenizer_json);
+
+}  // namespace specd::grammar
