@@ -65,7 +65,7 @@ class PatternParser {
   bool at_end() const { return pos_ >= text_.size(); }
   char peek() const { return at_end() ? '\0' : text_[pos_]; }
   [[noreturn]] void fail(const std::string& what) const {
-    throw SpecdError(ErrorCode::bad_value, "unsupported JSON Schema keyword 'pattern' at " + pointer_ + ": " + what +
+    throw SpecdError(ErrorCode::bad_value, "unsupported JSON Schema keyword 'pattern' at #" + pointer_ + ": " + what +
                                                " in /" + std::string(text_) + "/");
   }
 
