@@ -227,31 +227,22 @@ ByteGrammar GrammarBuilder::finish(int32_t root_rule) const {
   ByteGrammar g;
   g.root_rule = root_rule;
   g.rules.resize(rules_.size());
-  // Each rule's nodes are its start and the targets of its byte and call edges; a node
-  // takes the edges of its epsilon closure.
-  std::vector<std::unordered_map<int32_t, int32_t>> ids(rules_.size());
-  std::vector<std::pair<int32_t, int32_t>> todo;  // (rule, state) still to lay out
-  const auto node_of = [&](int32_t rule, int32_t s) {
-    auto [it, added] = ids[static_cast<size_t>(rule)].try_emplace(s, static_cast<int32_t>(g.nodes.size()));
-    if (added) {
-      g.nodes.emplace_back();
-      g.nodes.back().rule = rule;
-      todo.emplace_back(rule, s);
+  // Each rule's nodes are the epsilon closures of its start and of the targets of its
+  // byte and call edges (states with equal closures share one node); a node takes the
+  // edges of its closure.
+  struct ClosureHash {
+    size_t operator()(const std::vector<int32_t>& v) const {
+      size_t h = v.size();
+      for (const int32_t x : v) h = h * 0x9E3779B97F4A7C15ull + static_cast<uint32_t>(x);
+      return h;
     }
-    return it->second;
   };
-  for (size_t r = 0; r < rules_.size(); ++r) {
-    if (rules_[r].body.start < 0) refuse("grammar rule '" + rules_[r].name + "' is used but never defined");
-    g.rules[r].name = rules_[r].name;
-    g.rules[r].start = node_of(static_cast<int32_t>(r), rules_[r].body.start);
-  }
-  std::vector<int32_t> closure;
+  std::vector<std::unordered_map<std::vector<int32_t>, int32_t, ClosureHash>> ids(rules_.size());
+  std::vector<std::unordered_map<int32_t, int32_t>> state_ids(rules_.size());
+  std::vector<std::pair<int32_t, std::vector<int32_t>>> todo;  // (node, closure) still to lay out
   std::vector<bool> in_closure(states_.size(), false);
-  while (!todo.empty()) {
-    const auto [rule, s] = todo.back();
-    todo.pop_back();
-    const int32_t id = ids[static_cast<size_t>(rule)].at(s);
-    closure.assign(1, s);
+  const auto closure_of = [&](int32_t s) {
+    std::vector<int32_t> closure{s};
     in_closure[static_cast<size_t>(s)] = true;
     for (size_t i = 0; i < closure.size(); ++i) {
       for (const int32_t next : states_[static_cast<size_t>(closure[i])].epsilons) {
@@ -261,10 +252,48 @@ ByteGrammar GrammarBuilder::finish(int32_t root_rule) const {
         }
       }
     }
+    for (const int32_t c : closure) in_closure[static_cast<size_t>(c)] = false;
+    return closure;
+  };
+  // What a closure does: its states that read or call, and whether it can return.
+  const auto key_of = [&](int32_t rule, const std::vector<int32_t>& closure) {
+    std::vector<int32_t> key;
+    for (const int32_t c : closure) {
+      const State& st = states_[static_cast<size_t>(c)];
+      if (!st.bytes.empty() || !st.calls.empty()) key.push_back(c);
+    }
+    std::sort(key.begin(), key.end());
+    const bool final =
+        std::find(closure.begin(), closure.end(), rules_[static_cast<size_t>(rule)].body.end) != closure.end();
+    key.push_back(final ? -1 : -2);
+    return key;
+  };
+  const auto node_of = [&](int32_t rule, int32_t s) {
+    auto& by_state = state_ids[static_cast<size_t>(rule)];
+    if (auto it = by_state.find(s); it != by_state.end()) return it->second;
+    std::vector<int32_t> closure = closure_of(s);
+    auto [it, added] =
+        ids[static_cast<size_t>(rule)].try_emplace(key_of(rule, closure), static_cast<int32_t>(g.nodes.size()));
+    if (added) {
+      g.nodes.emplace_back();
+      g.nodes.back().rule = rule;
+      todo.emplace_back(it->second, std::move(closure));
+    }
+    by_state[s] = it->second;
+    return it->second;
+  };
+  for (size_t r = 0; r < rules_.size(); ++r) {
+    if (rules_[r].body.start < 0) refuse("grammar rule '" + rules_[r].name + "' is used but never defined");
+    g.rules[r].name = rules_[r].name;
+    g.rules[r].start = node_of(static_cast<int32_t>(r), rules_[r].body.start);
+  }
+  while (!todo.empty()) {
+    const auto [id, closure] = std::move(todo.back());
+    todo.pop_back();
+    const int32_t rule = g.nodes[static_cast<size_t>(id)].rule;
     GrammarNode built;
     built.rule = rule;
     for (const int32_t c : closure) {
-      in_closure[static_cast<size_t>(c)] = false;
       const State& st = states_[static_cast<size_t>(c)];
       if (c == rules_[static_cast<size_t>(rule)].body.end) built.final = true;
       for (const ByteEdge& e : st.bytes) built.bytes.push_back({e.lo, e.hi, node_of(rule, e.target)});

@@ -161,6 +161,7 @@ class SchemaCompiler {
   }
 
   ByteGrammar compile() {
+    count_references(root_);
     const int32_t root = b_.declare_rule("root");
     b_.define_rule(root, b_.sequence({schema(root_, ""), json_.ws()}));
     while (!pending_.empty()) {
@@ -190,19 +191,51 @@ class SchemaCompiler {
     const std::string pointer = percent_decode(ref.substr(1));
     if (!pointer.empty() && pointer[0] != '/')
       refuse("$ref", at, "anchors ('" + std::string(ref) + "') are not supported");
-    if (std::find(expanding_.begin(), expanding_.end(), pointer) == expanding_.end()) {
+    // A definition used once is copied in place (its masks then need no stack); one used
+    // from several places, or recursively, becomes one rule that each use calls.
+    const bool shared = reference_counts_[pointer] > 1;
+    if (!shared && std::find(expanding_.begin(), expanding_.end(), pointer) == expanding_.end()) {
       expanding_.push_back(pointer);
       const Fragment f = schema(resolve(pointer), pointer);
       expanding_.pop_back();
       return f;
     }
-    // Recursion: the definition becomes a rule that calls itself.
     auto it = ref_rules_.find(pointer);
     if (it == ref_rules_.end()) {
       it = ref_rules_.emplace(pointer, b_.declare_rule("ref" + pointer)).first;
       pending_.emplace_back(it->second, pointer);
     }
     return b_.call(it->second);
+  }
+
+  void count_references(element e) {
+    if (e.type() == element_type::ARRAY) {
+      for (element item : e.get_array()) count_references(item);
+    } else if (e.type() == element_type::OBJECT) {
+      for (auto [key, value] : e.get_object()) {
+        if (key == "$ref" && value.type() == element_type::STRING) {
+          const std::string_view ref = value;
+          if (!ref.empty() && ref[0] == '#') ++reference_counts_[percent_decode(ref.substr(1))];
+        }
+        count_references(value);
+      }
+    }
+  }
+
+  // An object, array or combination (worth a rule of its own when repeated).
+  static bool is_structured(element e) {
+    if (e.type() != element_type::OBJECT) return false;
+    for (auto [key, value] : e.get_object()) {
+      if (key == "properties" || key == "items" || key == "anyOf" || key == "oneOf" || key == "allOf" ||
+          key == "$ref" || key == "additionalProperties") {
+        return true;
+      }
+      if (key == "type" && value.type() == element_type::STRING &&
+          (std::string_view(value) == "object" || std::string_view(value) == "array")) {
+        return true;
+      }
+    }
+    return false;
   }
 
   static bool has_constraint(object s, std::string_view except) {
@@ -354,7 +387,17 @@ class SchemaCompiler {
     const bool has_items = o["items"].get(items) == simdjson::SUCCESS;
     if (has_items && items.type() == element_type::ARRAY)
       refuse("items", at, "tuple items (an array) are not supported");
-    const auto item = [&] { return has_items ? schema(items, at + "/items") : json_.any_value(); };
+    const int copies = max < 0 ? std::max(min, 1) + 1 : std::max(max, 1);
+    int32_t item_rule = -1;
+    if (has_items && copies > 1 && is_structured(items)) {
+      // Each bounded repetition is a copy of the item: a structured item is one rule instead.
+      item_rule = b_.declare_rule("items" + at);
+      b_.define_rule(item_rule, schema(items, at + "/items"));
+    }
+    const auto item = [&] {
+      if (item_rule >= 0) return b_.call(item_rule);
+      return has_items ? schema(items, at + "/items") : json_.any_value();
+    };
     if (max == 0 || (has_items && items.type() == element_type::BOOL && !bool(items))) {
       return min > 0 ? b_.nothing() : b_.sequence({json_.punct("["), b_.literal("]")});
     }
@@ -444,6 +487,7 @@ class SchemaCompiler {
   JsonFragments json_;
   std::vector<std::string> expanding_;
   std::map<std::string, int32_t> ref_rules_;
+  std::map<std::string, int> reference_counts_;
   std::vector<std::pair<int32_t, std::string>> pending_;
 };
 

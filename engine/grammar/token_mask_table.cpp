@@ -1,93 +1,124 @@
 #include "engine/grammar/token_mask_table.hpp"
 
 #include <algorithm>
+#include <unordered_map>
 
 #include "engine/grammar/grammar_stacks.hpp"
 
 namespace specd::grammar {
 namespace {
 
-enum class TokenClass : uint8_t { accepted, rejected, uncertain };
-
 class NodeClassifier {
  public:
   NodeClassifier(const ByteGrammar& grammar, const TokenVocabulary& vocabulary)
-      : grammar_(grammar), vocabulary_(vocabulary), stepper_(grammar, pool_) {
-    size_t longest = 0;
-    for (const int32_t id : vocabulary.sorted()) longest = std::max(longest, vocabulary.bytes(id).size());
-    states_.resize(longest + 1);
-    classes_.resize(vocabulary.sorted().size());
-  }
+      : vocabulary_(vocabulary), stepper_(grammar, pool_) {}
 
   NodeTokenMask classify(int32_t node) {
-    walk(node);
+    accepted_.clear();
+    uncertain_.clear();
+    pool_.clear();
+    sets_.clear();
+    set_ids_.clear();
+    next_.clear();
+    StackSet start;
+    start.stacks.assign(1, pool_.push(node, kUnknownBelow));
+    walk(0, intern(std::move(start)));
     NodeTokenMask out;
-    size_t accepted = 0;
-    for (const TokenClass c : classes_) accepted += c == TokenClass::accepted ? 1 : 0;
-    const size_t rejected = classes_.size() - accepted;  // uncertain ones too: listed below
-    out.lists_rejected = rejected < accepted;
     const std::vector<int32_t>& sorted = vocabulary_.sorted();
-    uint32_t run_lcp = 0;  // min lcp since the previous uncertain token
-    for (size_t i = 0; i < classes_.size(); ++i) {
-      run_lcp = std::min(run_lcp, vocabulary_.lcp(i));
-      const TokenClass c = classes_[i];
-      if (c == TokenClass::uncertain) {
-        out.uncertain.push_back(static_cast<uint32_t>(i));
-        out.uncertain_lcp.push_back(out.uncertain.size() == 1 ? 0 : run_lcp);
-        run_lcp = UINT32_MAX;
+    out.lists_rejected = accepted_.size() * 2 > sorted.size();
+    if (out.lists_rejected) {
+      // Everything but the accepted ones (uncertain ones included: checked at run time).
+      size_t next = 0;
+      for (uint32_t i = 0; i < sorted.size(); ++i) {
+        if (next < accepted_.size() && accepted_[next] == i) {
+          ++next;
+        } else {
+          out.listed.push_back(sorted[i]);
+        }
       }
-      if (out.lists_rejected ? c != TokenClass::accepted : c == TokenClass::accepted) out.listed.push_back(sorted[i]);
+    } else {
+      for (const uint32_t i : accepted_) out.listed.push_back(sorted[i]);
     }
     std::sort(out.listed.begin(), out.listed.end());
+    out.uncertain = uncertain_;
+    for (size_t k = 0; k < uncertain_.size(); ++k) {
+      out.uncertain_lcp.push_back(k == 0 ? 0 : common_prefix(uncertain_[k - 1], uncertain_[k]));
+    }
     return out;
   }
 
  private:
-  // Walks the sorted tokens from a stack whose top is `node`, reusing the states of the
-  // previous token's common prefix and skipping every token under a dead prefix.
-  void walk(int32_t node) {
-    pool_.clear();
-    states_[0].stacks.assign(1, pool_.push(node, kUnknownBelow));
-    states_[0].can_end = false;
-    const std::vector<int32_t>& sorted = vocabulary_.sorted();
-    size_t valid = 0;  // states_[0..valid] follow the previous token's bytes
-    for (size_t i = 0; i < sorted.size();) {
-      const std::string_view bytes = vocabulary_.bytes(sorted[i]);
-      size_t depth = std::min<size_t>(vocabulary_.lcp(i), valid);
-      bool known = depth > 0 ? known_[depth] : true;
-      bool dead = false;
-      for (; depth < bytes.size(); ++depth) {
-        const StackStepper::Step step =
-            stepper_.step(states_[depth], static_cast<uint8_t>(bytes[depth]), states_[depth + 1]);
-        if (!step.consumed) {
-          dead = true;
-          break;
-        }
-        known = step.consumed_known;
-        if (known_.size() <= depth + 1) known_.resize(depth + 2);
-        known_[depth + 1] = known;
-      }
-      if (dead) {
-        valid = depth;
-        const size_t end = vocabulary_.end_of_prefix(i, bytes.substr(0, depth + 1));
-        std::fill(classes_.begin() + static_cast<std::ptrdiff_t>(i),
-                  classes_.begin() + static_cast<std::ptrdiff_t>(end), TokenClass::rejected);
-        i = end;
-        continue;
-      }
-      valid = bytes.size();
-      classes_[i] = known ? TokenClass::accepted : TokenClass::uncertain;
-      ++i;
+  static constexpr int32_t kUnknown = -2;
+  static constexpr int32_t kDead = -1;
+
+  uint32_t common_prefix(uint32_t a, uint32_t b) const {
+    const std::string_view x = vocabulary_.bytes(vocabulary_.sorted()[a]);
+    const std::string_view y = vocabulary_.bytes(vocabulary_.sorted()[b]);
+    uint32_t n = 0;
+    while (n < x.size() && n < y.size() && x[n] == y[n]) ++n;
+    return n;
+  }
+
+  // Sets of stacks are interned, so a step is computed once per (set, byte): most of
+  // the trie is read from a handful of sets (inside a string, one).
+  int32_t intern(StackSet set) {
+    std::sort(set.stacks.begin(), set.stacks.end());
+    std::vector<int32_t> key = set.stacks;
+    key.push_back(set.can_end ? 1 : 0);
+    auto [it, added] = set_ids_.try_emplace(std::move(key), static_cast<int32_t>(sets_.size()));
+    if (added) {
+      sets_.push_back(std::move(set));
+      next_.resize(next_.size() + 256, kUnknown);
+    }
+    return it->second;
+  }
+
+  // The set after reading `byte` from set `from` (kDead if none), shifted left one bit,
+  // with the low bit set when a stack that kept its known frames read it.
+  int32_t next(int32_t from, uint8_t byte) {
+    int32_t& slot = next_[static_cast<size_t>(from) * 256 + byte];
+    if (slot == kUnknown) {
+      StackSet to;
+      const StackStepper::Step step = stepper_.step(sets_[static_cast<size_t>(from)], byte, to);
+      slot = step.consumed ? intern(std::move(to)) * 2 + (step.consumed_known ? 1 : 0) : kDead;
+      // intern() may have grown next_: `slot` is rewritten through a fresh reference.
+      next_[static_cast<size_t>(from) * 256 + byte] = slot;
+    }
+    return slot;
+  }
+
+  // Depth-first over the token trie: a child whose byte no stack reads prunes its whole
+  // subtree (rejected); tokens ending at a live trie node are accepted if a stack that
+  // kept its known frames read every byte, else uncertain. Positions come out ascending.
+  void walk(int32_t trie_node, int32_t set) {
+    const auto& trie = vocabulary_.trie();
+    for (int32_t c = trie[static_cast<size_t>(trie_node)].first_child; c >= 0;
+         c = trie[static_cast<size_t>(c)].next_sibling) {
+      const TokenVocabulary::TrieNode& child = trie[static_cast<size_t>(c)];
+      const int32_t result = next(set, child.byte);
+      if (result == kDead) continue;
+      std::vector<uint32_t>& bucket = (result & 1) != 0 ? accepted_ : uncertain_;
+      for (uint32_t i = child.begin; i < child.terminal_end; ++i) bucket.push_back(i);
+      walk(c, result >> 1);
     }
   }
 
-  const ByteGrammar& grammar_;
+  struct KeyHash {
+    size_t operator()(const std::vector<int32_t>& v) const {
+      size_t h = v.size();
+      for (const int32_t x : v) h = h * 0x9E3779B97F4A7C15ull + static_cast<uint32_t>(x);
+      return h;
+    }
+  };
+
   const TokenVocabulary& vocabulary_;
   StackPool pool_;
   StackStepper stepper_;
-  std::vector<StackSet> states_;
-  std::vector<bool> known_;
-  std::vector<TokenClass> classes_;
+  std::vector<StackSet> sets_;
+  std::unordered_map<std::vector<int32_t>, int32_t, KeyHash> set_ids_;
+  std::vector<int32_t> next_;        // per interned set, 256 entries
+  std::vector<uint32_t> accepted_;   // sorted positions
+  std::vector<uint32_t> uncertain_;  // sorted positions
 };
 
 }  // namespace

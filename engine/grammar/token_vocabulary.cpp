@@ -47,12 +47,38 @@ TokenVocabulary::TokenVocabulary(std::vector<std::string> bytes_by_id, std::span
     while (n < a.size() && n < b.size() && a[n] == b[n]) ++n;
     lcp_[i] = n;
   }
+  build_trie();
 }
 
-size_t TokenVocabulary::end_of_prefix(size_t from, std::string_view prefix) const {
-  const auto it = std::partition_point(sorted_.begin() + static_cast<std::ptrdiff_t>(from), sorted_.end(),
-                                       [&](int32_t id) { return bytes(id).starts_with(prefix); });
-  return static_cast<size_t>(it - sorted_.begin());
+void TokenVocabulary::build_trie() {
+  trie_.assign(1, TrieNode{});
+  std::vector<int32_t> path{0};  // path[d]: the node of the current token's first d bytes
+  std::vector<int32_t> last_child{-1};
+  for (size_t i = 0; i < sorted_.size(); ++i) {
+    const std::string_view b = bytes(sorted_[i]);
+    const size_t keep = std::min<size_t>(lcp_[i], b.size());
+    path.resize(keep + 1);
+    last_child.resize(keep + 1);
+    for (size_t d = keep; d < b.size(); ++d) {
+      const auto id = static_cast<int32_t>(trie_.size());
+      TrieNode node;
+      node.byte = static_cast<uint8_t>(b[d]);
+      node.begin = static_cast<uint32_t>(i);
+      trie_.push_back(node);
+      const int32_t parent = path[d];
+      if (last_child[d] < 0) {
+        trie_[static_cast<size_t>(parent)].first_child = id;
+      } else {
+        trie_[static_cast<size_t>(last_child[d])].next_sibling = id;
+      }
+      last_child[d] = id;
+      path.push_back(id);
+      last_child.push_back(-1);
+    }
+    TrieNode& leaf = trie_[static_cast<size_t>(path[b.size()])];
+    leaf.terminal_end = static_cast<uint32_t>(i + 1);
+    for (const int32_t n : path) trie_[static_cast<size_t>(n)].end = static_cast<uint32_t>(i + 1);
+  }
 }
 
 TokenVocabulary vocabulary_from_tokenizer(const Tokenizer& tokenizer, std::span<const int32_t> special_ids) {

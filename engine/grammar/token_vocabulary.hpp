@@ -35,17 +35,30 @@ class TokenVocabulary {
   // and sorted(i) (0 for i = 0).
   const std::vector<int32_t>& sorted() const { return sorted_; }
   uint32_t lcp(size_t i) const { return lcp_[i]; }
-  // The first sorted position at or after `from` whose token does not start with the
-  // first `length` bytes of sorted(from - ...) i.e. of `prefix`.
-  size_t end_of_prefix(size_t from, std::string_view prefix) const;
+
+  // The same tokens as a trie: node 0 is the root (the empty prefix); a node's tokens
+  // are the sorted positions [begin, end), of which [begin, terminal_end) end exactly
+  // at the node. Children are linked in byte order.
+  struct TrieNode {
+    uint8_t byte = 0;
+    int32_t first_child = -1;
+    int32_t next_sibling = -1;
+    uint32_t begin = 0;
+    uint32_t terminal_end = 0;
+    uint32_t end = 0;
+  };
+  const std::vector<TrieNode>& trie() const { return trie_; }
 
  private:
+  void build_trie();
+
   std::vector<std::string> bytes_;
   TokenBitset ordinary_;
   TokenBitset eos_;
   std::vector<int32_t> eos_ids_;
   std::vector<int32_t> sorted_;
   std::vector<uint32_t> lcp_;
+  std::vector<TrieNode> trie_;
 };
 
 // From a loaded tokenizer: each id's bytes are id_to_piece(id); BOS, the EOS ids,
