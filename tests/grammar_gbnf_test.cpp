@@ -175,3 +175,19 @@ TEST_CASE("right recursion is allowed and nests through the stack") {
   CHECK_FALSE(matches(grammar, "((x)"));
   CHECK_FALSE(matches(grammar, "(x))"));
 }
+
+TEST_CASE("an exponentially ambiguous grammar is refused, not followed into memory exhaustion") {
+  // Each "x" opens a parse with or without a pending "y": 2^n stacks after n bytes.
+  const auto grammar = gbnf("root ::= a\na ::= \"x\" a | \"x\" a \"y\" | \"z\"");
+  g::GrammarMatcher small(grammar);
+  CHECK(small.accept_bytes("xxxzyy"));
+  CHECK(small.can_end());
+  g::GrammarMatcher m(grammar);
+  try {
+    m.accept_bytes(std::string(40, 'x'));
+    FAIL("no refusal");
+  } catch (const specd::SpecdError& e) {
+    CHECK(e.code() == specd::ErrorCode::bad_value);
+    CHECK(std::string(e.message()) == "the grammar is too ambiguous: more than 10000 parses are open at once");
+  }
+}

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "engine/base/errors.hpp"
@@ -196,4 +197,28 @@ TEST_CASE("masks equal brute force over the Llama 3 vocabulary") {
   CHECK(walk_and_compare(g::compile_grammar(g::GrammarKind::json_schema, kPersonSchema, vocab), kPersonDoc) > 10);
   CHECK(walk_and_compare(g::compile_grammar(g::GrammarKind::any_json_object, "", vocab),
                          "{\"a\": [1, {\"b\": \"\"}], \"c\": null}", 12) > 5);
+}
+
+TEST_CASE("the grammar cache serves two threads asking for the same texts") {
+  const auto vocab = spm_vocabulary();
+  g::GrammarCache cache(vocab, 8);
+  const std::vector<std::string> texts = {"root ::= \"a\"+", "root ::= [0-9]{1,3}", "root ::= \"x\" | \"y\""};
+  std::vector<std::shared_ptr<const g::CompiledGrammar>> seen[2];
+  const auto run = [&](int t) {
+    for (int round = 0; round < 20; ++round) {
+      for (const std::string& text : texts) seen[t].push_back(cache.get(g::GrammarKind::gbnf, text));
+    }
+  };
+  std::thread a(run, 0), b(run, 1);
+  a.join();
+  b.join();
+  CHECK(cache.size() == 3);
+  CHECK(cache.hits() + cache.misses() == 120);
+  for (size_t i = 0; i < texts.size(); ++i) {
+    const auto expected = cache.get(g::GrammarKind::gbnf, texts[i]);
+    // After the first round every get is a hit on the one cached entry.
+    CHECK(seen[0].back() != nullptr);
+    CHECK(seen[0][seen[0].size() - texts.size() + i] == expected);
+    CHECK(seen[1][seen[1].size() - texts.size() + i] == expected);
+  }
 }

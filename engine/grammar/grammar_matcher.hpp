@@ -15,6 +15,9 @@
 // - forced_bytes(): where the grammar admits one continuation, its bytes (up to the next
 //   choice); the round may encode and append them without a model call (jump-forward).
 //   An EOS id is allowed exactly when can_end(); accepting it terminates the matcher.
+// - A grammar so ambiguous that it keeps more than StackStepper::kMaxParallelStacks parses
+//   open makes accept_*, fill_mask and forced_bytes throw SpecdError bad_value: the round
+//   ends that request with the error.
 #include <cstdint>
 #include <memory>
 #include <string>

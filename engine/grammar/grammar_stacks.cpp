@@ -1,6 +1,9 @@
 #include "engine/grammar/grammar_stacks.hpp"
 
 #include <algorithm>
+#include <string>
+
+#include "engine/base/errors.hpp"
 
 namespace specd::grammar {
 namespace {
@@ -74,7 +77,13 @@ void StackStepper::expand(int32_t stack, StackSet& to) {
     if (!first_visit(s)) continue;
     const StackEntry top = (*pool_)[s];
     const GrammarNode& n = grammar_->node(top.node);
-    if (!n.bytes.empty()) to.stacks.push_back(s);
+    if (!n.bytes.empty()) {
+      to.stacks.push_back(s);
+      if (to.stacks.size() > kMaxParallelStacks) {
+        throw SpecdError(ErrorCode::bad_value, "the grammar is too ambiguous: more than " +
+                                                   std::to_string(kMaxParallelStacks) + " parses are open at once");
+      }
+    }
     for (const CallEdge& c : n.calls) {
       const int32_t below = pool_->push(c.target, top.parent);
       todo_.push_back(pool_->push(grammar_->rules[static_cast<size_t>(c.rule)].start, below));

@@ -46,6 +46,11 @@ struct StackSet {
 
 class StackStepper {
  public:
+  // An ambiguous grammar can keep exponentially many parses open; past this many ready
+  // stacks a step throws SpecdError bad_value (at compile time in the precomputation,
+  // which walks every state, or while matching).
+  static constexpr size_t kMaxParallelStacks = 10000;
+
   StackStepper(const ByteGrammar& grammar, StackPool& pool) : grammar_(&grammar), pool_(&pool) {}
   // A copied owner points its copy at its own pool.
   void bind(StackPool& pool) { pool_ = &pool; }
