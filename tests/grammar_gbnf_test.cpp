@@ -191,3 +191,18 @@ TEST_CASE("an exponentially ambiguous grammar is refused, not followed into memo
     CHECK(std::string(e.message()) == "the grammar is too ambiguous: more than 10000 parses are open at once");
   }
 }
+
+TEST_CASE("nesting and size limits are refusals, not stack or memory exhaustion") {
+  CHECK(refusal("root ::= " + std::string(5000, '(') + "\"a\"" + std::string(5000, ')')) ==
+        "GBNF line 1 column 110: groups nest deeper than 100");
+  CHECK(refusal("root ::= \"a\"" + std::string(10000, '?')) ==
+        "GBNF line 1 column 18: more than 4 repetition operators in a row");
+  std::string chain = "root ::= r0\n";
+  for (int i = 0; i < 300; ++i) chain += "r" + std::to_string(i) + " ::= \"x\" r" + std::to_string(i + 1) + "\n";
+  chain += "r300 ::= \"y\"\n";
+  CHECK(refusal(chain) == "GBNF rules nest deeper than 200 (at rule 'r200')");
+  CHECK(refusal("root ::= ((\"a\" \"b\"){1000}){1000}") ==
+        "the grammar is too large (more than 400000 automaton states)");
+  CHECK(refusal("root ::= ([a-z]{1000} \"x\"){70}") ==
+        "the grammar is too large (70071 automaton states; the limit is 60000)");
+}

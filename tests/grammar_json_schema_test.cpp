@@ -187,3 +187,11 @@ TEST_CASE("keywords outside the subset are refused with their name and location"
         "unsupported JSON Schema keyword 'not' at #/properties/a~1b: outside the supported subset");
   CHECK(refusal("{\"type\":") == "the JSON schema is not valid JSON");
 }
+
+TEST_CASE("deeply nested schemas are refused at a fixed depth") {
+  std::string nested = R"({"type":"string"})";
+  for (int i = 0; i < 150; ++i) nested = R"({"type":"array","items":)" + nested + "}";
+  const std::string message = refusal(nested);
+  CHECK(message.rfind("unsupported JSON Schema keyword 'schema' at #/items/items/", 0) == 0);
+  CHECK(message.find(": schemas nest deeper than 100") != std::string::npos);
+}

@@ -16,6 +16,8 @@ namespace {
 // copied into each user. Copying (inlining) is what makes a state's token mask
 // independent of the stack; calls are kept for recursion and for very large rules.
 constexpr double kMaxInlinedStates = 20000;
+// Rules copied into rules copied into ...: bounded so lowering cannot exhaust the stack.
+constexpr int kMaxInlineDepth = 200;
 
 void collect_refs(const GbnfExpr& e, std::set<std::string>& out) {
   if (e.kind == GbnfExpr::Kind::rule_ref) out.insert(e.text);
@@ -67,6 +69,15 @@ class GbnfLowering {
   }
 
   double size_of(const GbnfExpr& e) {
+    if (++size_depth_ > kMaxInlineDepth * 8) {
+      throw SpecdError(ErrorCode::bad_value, "GBNF rules nest deeper than " + std::to_string(kMaxInlineDepth));
+    }
+    const double size = size_of_inner(e);
+    --size_depth_;
+    return size;
+  }
+
+  double size_of_inner(const GbnfExpr& e) {
     switch (e.kind) {
       case GbnfExpr::Kind::literal:
         return static_cast<double>(e.text.size()) + 1;
@@ -113,8 +124,16 @@ class GbnfLowering {
         return builder_.literal(e.text);
       case GbnfExpr::Kind::char_class:
         return builder_.codepoints(e.chars);
-      case GbnfExpr::Kind::rule_ref:
-        return inlined(e.text) ? build(rules_.rules.find(e.text)->second) : builder_.call(rule_id(e.text));
+      case GbnfExpr::Kind::rule_ref: {
+        if (!inlined(e.text)) return builder_.call(rule_id(e.text));
+        if (++inline_depth_ > kMaxInlineDepth) {
+          throw SpecdError(ErrorCode::bad_value, "GBNF rules nest deeper than " + std::to_string(kMaxInlineDepth) +
+                                                     " (at rule '" + e.text + "')");
+        }
+        const Fragment f = build(rules_.rules.find(e.text)->second);
+        --inline_depth_;
+        return f;
+      }
       case GbnfExpr::Kind::repeat:
         return builder_.repeat([&] { return build(e.children.front()); }, e.min, e.max);
       case GbnfExpr::Kind::sequence: {
@@ -139,6 +158,8 @@ class GbnfLowering {
   std::map<std::string, double> sizes_;
   std::map<std::string, int32_t> ids_;
   std::vector<std::string> pending_;
+  int inline_depth_ = 0;
+  int size_depth_ = 0;
 };
 
 }  // namespace

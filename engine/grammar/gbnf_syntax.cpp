@@ -10,6 +10,9 @@ namespace {
 
 // Repetition bounds above this are refused: each repetition is a copy of the automaton.
 constexpr int kMaxRepeat = 10000;
+// Parsing and lowering recurse on nesting: bounded so that no text can exhaust the stack.
+constexpr int kMaxGroupDepth = 100;
+constexpr int kMaxStackedPostfix = 4;
 
 class GbnfParser {
  public:
@@ -120,9 +123,11 @@ class GbnfParser {
         item.kind = GbnfExpr::Kind::char_class;
         item.chars = CodepointSet::all();
       } else if (c == '(') {
+        if (++group_depth_ > kMaxGroupDepth) fail("groups nest deeper than " + std::to_string(kMaxGroupDepth));
         ++pos_;
         skip_space(true);
         item = parse_alternatives(true);
+        --group_depth_;
         skip_space(true);
         if (peek() != ')') fail("expected ')'");
         ++pos_;
@@ -141,7 +146,7 @@ class GbnfParser {
   }
 
   GbnfExpr parse_postfix(GbnfExpr item) {
-    while (true) {
+    for (int stacked = 0;; ++stacked) {
       skip_space(false);
       const char c = peek();
       int min = 0, max = -1;
@@ -159,6 +164,8 @@ class GbnfParser {
       } else {
         return item;
       }
+      if (stacked == kMaxStackedPostfix)
+        fail("more than " + std::to_string(kMaxStackedPostfix) + " repetition operators in a row");
       GbnfExpr rep;
       rep.kind = GbnfExpr::Kind::repeat;
       rep.min = min;
@@ -289,6 +296,7 @@ class GbnfParser {
 
   std::string_view text_;
   size_t pos_ = 0;
+  int group_depth_ = 0;
 };
 
 }  // namespace

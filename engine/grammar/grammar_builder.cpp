@@ -66,21 +66,44 @@ void check_left_recursion(const ByteGrammar& g) {
 }
 
 void drop_unproductive(ByteGrammar& g) {
-  std::vector<bool> productive(g.nodes.size(), false);
-  for (bool changed = true; changed;) {
-    changed = false;
-    for (size_t i = 0; i < g.nodes.size(); ++i) {
-      if (productive[i]) continue;
-      const GrammarNode& n = g.nodes[i];
-      bool ok = n.final;
-      for (const ByteEdge& e : n.bytes) ok = ok || productive[static_cast<size_t>(e.target)];
-      for (const CallEdge& c : n.calls) {
-        ok = ok || (productive[static_cast<size_t>(g.rules[static_cast<size_t>(c.rule)].start)] &&
-                    productive[static_cast<size_t>(c.target)]);
-      }
-      if (ok) {
-        productive[i] = true;
-        changed = true;
+  // Backwards from the final nodes over reversed edges (a worklist, linear in the edges).
+  const size_t n_nodes = g.nodes.size();
+  std::vector<std::vector<int32_t>> byte_preds(n_nodes);
+  std::vector<std::vector<std::pair<int32_t, int32_t>>> call_preds_by_target(n_nodes);       // (caller, rule)
+  std::vector<std::vector<std::pair<int32_t, int32_t>>> call_preds_by_rule(g.rules.size());  // (caller, target)
+  for (size_t i = 0; i < n_nodes; ++i) {
+    for (const ByteEdge& e : g.nodes[i].bytes)
+      byte_preds[static_cast<size_t>(e.target)].push_back(static_cast<int32_t>(i));
+    for (const CallEdge& c : g.nodes[i].calls) {
+      call_preds_by_target[static_cast<size_t>(c.target)].emplace_back(static_cast<int32_t>(i), c.rule);
+      call_preds_by_rule[static_cast<size_t>(c.rule)].emplace_back(static_cast<int32_t>(i), c.target);
+    }
+  }
+  std::vector<bool> productive(n_nodes, false);
+  std::vector<int32_t> todo;
+  const auto mark = [&](int32_t n) {
+    if (!productive[static_cast<size_t>(n)]) {
+      productive[static_cast<size_t>(n)] = true;
+      todo.push_back(n);
+    }
+  };
+  for (size_t i = 0; i < n_nodes; ++i) {
+    if (g.nodes[i].final) mark(static_cast<int32_t>(i));
+  }
+  const auto start_productive = [&](int32_t rule) {
+    return productive[static_cast<size_t>(g.rules[static_cast<size_t>(rule)].start)];
+  };
+  while (!todo.empty()) {
+    const int32_t n = todo.back();
+    todo.pop_back();
+    for (const int32_t p : byte_preds[static_cast<size_t>(n)]) mark(p);
+    for (const auto& [caller, rule] : call_preds_by_target[static_cast<size_t>(n)]) {
+      if (start_productive(rule)) mark(caller);
+    }
+    const int32_t rule = g.nodes[static_cast<size_t>(n)].rule;
+    if (g.rules[static_cast<size_t>(rule)].start == n) {
+      for (const auto& [caller, target] : call_preds_by_rule[static_cast<size_t>(rule)]) {
+        if (productive[static_cast<size_t>(target)]) mark(caller);
       }
     }
   }
@@ -312,6 +335,12 @@ ByteGrammar GrammarBuilder::finish(int32_t root_rule) const {
   drop_unproductive(g);
   check_left_recursion(g);
   mark_reachable(g);
+  const auto reachable =
+      std::count_if(g.nodes.begin(), g.nodes.end(), [](const GrammarNode& n) { return n.reachable; });
+  if (static_cast<size_t>(reachable) > kMaxNodes) {
+    refuse("the grammar is too large (" + std::to_string(reachable) + " automaton states; the limit is " +
+           std::to_string(kMaxNodes) + ")");
+  }
   return g;
 }
 

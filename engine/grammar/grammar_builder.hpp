@@ -25,6 +25,9 @@ class GrammarBuilder {
   // Grammars above this many states are refused (bad_value), so a schema cannot make
   // the per-state token-mask precomputation unbounded.
   static constexpr size_t kMaxStates = 400000;
+  // ... and above this many states after finish(): each costs a walk of the vocabulary
+  // when masks are precomputed (the large benchmark schema has under 10,000).
+  static constexpr size_t kMaxNodes = 60000;
 
   int32_t declare_rule(std::string name);
   void define_rule(int32_t rule, Fragment body);

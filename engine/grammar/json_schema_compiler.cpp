@@ -208,16 +208,17 @@ class SchemaCompiler {
     return b_.call(it->second);
   }
 
-  void count_references(element e) {
+  void count_references(element e, int depth = 0) {
+    if (depth > 1100) return;  // deeper than simdjson parses
     if (e.type() == element_type::ARRAY) {
-      for (element item : e.get_array()) count_references(item);
+      for (element item : e.get_array()) count_references(item, depth + 1);
     } else if (e.type() == element_type::OBJECT) {
       for (auto [key, value] : e.get_object()) {
         if (key == "$ref" && value.type() == element_type::STRING) {
           const std::string_view ref = value;
           if (!ref.empty() && ref[0] == '#') ++reference_counts_[percent_decode(ref.substr(1))];
         }
-        count_references(value);
+        count_references(value, depth + 1);
       }
     }
   }
@@ -246,6 +247,16 @@ class SchemaCompiler {
   }
 
   Fragment schema(element s, const std::string& at) {
+    // Schemas inside schemas (and $refs copied in place) recurse: bounded for the stack.
+    constexpr int kMaxDepth = 100;
+    if (depth_ >= kMaxDepth) refuse("schema", at, "schemas nest deeper than " + std::to_string(kMaxDepth));
+    ++depth_;
+    Fragment f = schema_at_depth(s, at);
+    --depth_;
+    return f;
+  }
+
+  Fragment schema_at_depth(element s, const std::string& at) {
     if (s.type() == element_type::BOOL) return bool(s) ? json_.any_value() : b_.nothing();
     if (s.type() != element_type::OBJECT) refuse("schema", at, "a schema must be an object or a boolean");
     const object o = s.get_object();
@@ -488,6 +499,7 @@ class SchemaCompiler {
   std::vector<std::string> expanding_;
   std::map<std::string, int32_t> ref_rules_;
   std::map<std::string, int> reference_counts_;
+  int depth_ = 0;
   std::vector<std::pair<int32_t, std::string>> pending_;
 };
 

@@ -107,6 +107,7 @@ class PatternParser {
   GbnfExpr parse_atom() {
     const char c = peek();
     if (c == '(') {
+      if (++group_depth_ > 100) fail("groups nested deeper than 100");
       ++pos_;
       if (peek() == '?') {
         if (text_.substr(pos_, 2) != "?:") fail("lookaround or named group");
@@ -115,6 +116,7 @@ class PatternParser {
       GbnfExpr inner = parse_alternatives();
       if (peek() != ')') fail("unbalanced '('");
       ++pos_;
+      --group_depth_;
       return inner;
     }
     if (c == '[') return parse_class();
@@ -272,6 +274,7 @@ class PatternParser {
   std::string_view text_;
   const std::string& pointer_;
   size_t pos_ = 0;
+  int group_depth_ = 0;
 };
 
 Fragment lower(GrammarBuilder& b, const GbnfExpr& e, const CodepointSet& allowed) {
