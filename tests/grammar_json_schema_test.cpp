@@ -95,6 +95,10 @@ TEST_CASE("enum, const, strings with bounds and patterns") {
   const auto typed_enum = schema(R"({"type":"string","enum":["a",1]})");
   CHECK(matches(typed_enum, R"("a")"));
   CHECK_FALSE(matches(typed_enum, "1"));
+  const auto pydantic_literal = schema(R"({"const":"x","enum":["x"],"type":"string"})");
+  CHECK(matches(pydantic_literal, R"("x")"));
+  CHECK_FALSE(matches(pydantic_literal, R"("y")"));
+  CHECK(refusal(R"({"const":"x","enum":["y"]})") == "the grammar accepts no input at all");
   const auto constant = schema(R"({"const":"x"})");
   CHECK(matches(constant, R"("x")"));
   CHECK_FALSE(matches(constant, R"("y")"));
@@ -194,4 +198,26 @@ TEST_CASE("deeply nested schemas are refused at a fixed depth") {
   const std::string message = refusal(nested);
   CHECK(message.rfind("unsupported JSON Schema keyword 'schema' at #/items/items/", 0) == 0);
   CHECK(message.find(": schemas nest deeper than 100") != std::string::npos);
+}
+
+TEST_CASE("schemas as Pydantic v2 and zod-to-json-schema write them") {
+  const auto pydantic = schema(R"({"$defs":{"Color":{"enum":["red","green"],"title":"Color","type":"string"},
+      "Item":{"properties":{"name":{"title":"Name","type":"string"},"qty":{"default":1,"title":"Qty","type":"integer"}},
+      "required":["name"],"title":"Item","type":"object"}},
+      "properties":{"color":{"$ref":"#/$defs/Color"},"items":{"items":{"$ref":"#/$defs/Item"},"title":"Items","type":"array"},
+      "note":{"anyOf":[{"type":"string"},{"type":"null"}],"default":null,"title":"Note"},
+      "kind":{"const":"order","enum":["order"],"title":"Kind","type":"string"}},
+      "required":["color","items","kind"],"title":"Order","type":"object"})");
+  CHECK(matches(pydantic, R"({"color":"red","items":[{"name":"a","qty":2},{"name":"b"}],"kind":"order"})"));
+  CHECK(matches(pydantic, R"({"color":"green","items":[],"note":null,"kind":"order","extra":1})"));
+  CHECK_FALSE(matches(pydantic, R"({"color":"blue","items":[],"kind":"order"})"));
+  CHECK_FALSE(matches(pydantic, R"({"color":"red","items":[{"qty":2}],"kind":"order"})"));
+  CHECK_FALSE(matches(pydantic, R"({"color":"red","items":[],"kind":"other"})"));
+  const auto zod = schema(R"({"type":"object","properties":{"name":{"type":"string"},"age":{"type":"number"},
+      "tags":{"type":"array","items":{"type":"string"}},"role":{"type":"string","enum":["admin","user"]},
+      "nick":{"type":["string","null"]}},"required":["name","age","tags","role","nick"],"additionalProperties":false,
+      "$schema":"http://json-schema.org/draft-07/schema#"})");
+  CHECK(matches(zod, R"({"name":"Ann","age":41.5,"tags":["x"],"role":"admin","nick":null})"));
+  CHECK_FALSE(matches(zod, R"({"name":"Ann","age":41.5,"tags":["x"],"role":"root","nick":null})"));
+  CHECK_FALSE(matches(zod, R"({"name":"Ann","age":41.5,"tags":["x"],"role":"user"})"));
 }

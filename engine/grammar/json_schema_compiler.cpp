@@ -294,11 +294,21 @@ class SchemaCompiler {
         options.push_back(schema(option, at + "/" + std::string(key) + "/" + std::to_string(i++)));
       return b_.alternatives(options);
     }
-    if (o["const"].get(value) == simdjson::SUCCESS) return literals({value}, o, "const", at);
-    if (o["enum"].get(value) == simdjson::SUCCESS) {
-      if (value.type() != element_type::ARRAY) refuse("enum", at, "must be an array");
+    element enum_values;
+    const bool has_enum = o["enum"].get(enum_values) == simdjson::SUCCESS;
+    if (has_enum && enum_values.type() != element_type::ARRAY) refuse("enum", at, "must be an array");
+    if (o["const"].get(value) == simdjson::SUCCESS) {
+      // Pydantic writes a one-value Literal as const, enum and type together.
+      if (has_enum) {
+        bool listed = false;
+        for (element v : enum_values.get_array()) listed = listed || compact(v) == compact(value);
+        if (!listed) return b_.nothing();
+      }
+      return literals({value}, o, "const", at);
+    }
+    if (has_enum) {
       std::vector<element> values;
-      for (element v : value.get_array()) values.push_back(v);
+      for (element v : enum_values.get_array()) values.push_back(v);
       return literals(values, o, "enum", at);
     }
     std::vector<std::string> types;
@@ -327,7 +337,7 @@ class SchemaCompiler {
 
   Fragment literals(const std::vector<element>& values, object o, std::string_view keyword, const std::string& at) {
     for (auto [key, v] : o) {
-      if (key != keyword && key != "type" && kConstraints.count(key) != 0) {
+      if (key != keyword && key != "type" && key != "enum" && kConstraints.count(key) != 0) {
         refuse(keyword, at, "combined with '" + std::string(key) + "' is not supported");
       }
     }
