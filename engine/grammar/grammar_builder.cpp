@@ -246,92 +246,117 @@ Fragment GrammarBuilder::repeat(const std::function<Fragment()>& make, int min, 
   return sequence(parts);
 }
 
-ByteGrammar GrammarBuilder::finish(int32_t root_rule) const {
-  ByteGrammar g;
-  g.root_rule = root_rule;
-  g.rules.resize(rules_.size());
-  // Each rule's nodes are the epsilon closures of its start and of the targets of its
-  // byte and call edges (states with equal closures share one node); a node takes the
-  // edges of its closure.
-  struct ClosureHash {
+// Removes the epsilon moves: each rule's nodes are the epsilon closures of its start and
+// of the targets of its byte and call edges, and a node takes the edges of its closure.
+// Closures that read, call and return alike share one node.
+class GrammarBuilder::Layout {
+ public:
+  Layout(const GrammarBuilder& builder, ByteGrammar& g)
+      : b_(builder),
+        g_(g),
+        ids_(builder.rules_.size()),
+        state_ids_(builder.rules_.size()),
+        in_closure_(builder.states_.size(), false) {}
+
+  void run() {
+    for (size_t r = 0; r < b_.rules_.size(); ++r) {
+      if (b_.rules_[r].body.start < 0) refuse("grammar rule '" + b_.rules_[r].name + "' is used but never defined");
+      g_.rules[r].name = b_.rules_[r].name;
+      g_.rules[r].start = node_of(static_cast<int32_t>(r), b_.rules_[r].body.start);
+    }
+    while (!todo_.empty()) {
+      auto [id, closure] = std::move(todo_.back());
+      todo_.pop_back();
+      build_node(id, closure);
+    }
+  }
+
+ private:
+  struct KeyHash {
     size_t operator()(const std::vector<int32_t>& v) const {
       size_t h = v.size();
       for (const int32_t x : v) h = h * 0x9E3779B97F4A7C15ull + static_cast<uint32_t>(x);
       return h;
     }
   };
-  std::vector<std::unordered_map<std::vector<int32_t>, int32_t, ClosureHash>> ids(rules_.size());
-  std::vector<std::unordered_map<int32_t, int32_t>> state_ids(rules_.size());
-  std::vector<std::pair<int32_t, std::vector<int32_t>>> todo;  // (node, closure) still to lay out
-  std::vector<bool> in_closure(states_.size(), false);
-  const auto closure_of = [&](int32_t s) {
+
+  std::vector<int32_t> closure_of(int32_t s) {
     std::vector<int32_t> closure{s};
-    in_closure[static_cast<size_t>(s)] = true;
+    in_closure_[static_cast<size_t>(s)] = true;
     for (size_t i = 0; i < closure.size(); ++i) {
-      for (const int32_t next : states_[static_cast<size_t>(closure[i])].epsilons) {
-        if (!in_closure[static_cast<size_t>(next)]) {
-          in_closure[static_cast<size_t>(next)] = true;
+      for (const int32_t next : b_.states_[static_cast<size_t>(closure[i])].epsilons) {
+        if (!in_closure_[static_cast<size_t>(next)]) {
+          in_closure_[static_cast<size_t>(next)] = true;
           closure.push_back(next);
         }
       }
     }
-    for (const int32_t c : closure) in_closure[static_cast<size_t>(c)] = false;
+    for (const int32_t c : closure) in_closure_[static_cast<size_t>(c)] = false;
     return closure;
-  };
+  }
+
   // What a closure does: its states that read or call, and whether it can return.
-  const auto key_of = [&](int32_t rule, const std::vector<int32_t>& closure) {
+  std::vector<int32_t> key_of(int32_t rule, const std::vector<int32_t>& closure) const {
     std::vector<int32_t> key;
     for (const int32_t c : closure) {
-      const State& st = states_[static_cast<size_t>(c)];
+      const State& st = b_.states_[static_cast<size_t>(c)];
       if (!st.bytes.empty() || !st.calls.empty()) key.push_back(c);
     }
     std::sort(key.begin(), key.end());
-    const bool final =
-        std::find(closure.begin(), closure.end(), rules_[static_cast<size_t>(rule)].body.end) != closure.end();
-    key.push_back(final ? -1 : -2);
+    const int32_t end = b_.rules_[static_cast<size_t>(rule)].body.end;
+    key.push_back(std::find(closure.begin(), closure.end(), end) != closure.end() ? -1 : -2);
     return key;
-  };
-  const auto node_of = [&](int32_t rule, int32_t s) {
-    auto& by_state = state_ids[static_cast<size_t>(rule)];
+  }
+
+  int32_t node_of(int32_t rule, int32_t s) {
+    auto& by_state = state_ids_[static_cast<size_t>(rule)];
     if (auto it = by_state.find(s); it != by_state.end()) return it->second;
     std::vector<int32_t> closure = closure_of(s);
     auto [it, added] =
-        ids[static_cast<size_t>(rule)].try_emplace(key_of(rule, closure), static_cast<int32_t>(g.nodes.size()));
+        ids_[static_cast<size_t>(rule)].try_emplace(key_of(rule, closure), static_cast<int32_t>(g_.nodes.size()));
     if (added) {
-      g.nodes.emplace_back();
-      g.nodes.back().rule = rule;
-      todo.emplace_back(it->second, std::move(closure));
+      g_.nodes.emplace_back();
+      g_.nodes.back().rule = rule;
+      todo_.emplace_back(it->second, std::move(closure));
     }
     by_state[s] = it->second;
     return it->second;
-  };
-  for (size_t r = 0; r < rules_.size(); ++r) {
-    if (rules_[r].body.start < 0) refuse("grammar rule '" + rules_[r].name + "' is used but never defined");
-    g.rules[r].name = rules_[r].name;
-    g.rules[r].start = node_of(static_cast<int32_t>(r), rules_[r].body.start);
   }
-  while (!todo.empty()) {
-    const auto [id, closure] = std::move(todo.back());
-    todo.pop_back();
-    const int32_t rule = g.nodes[static_cast<size_t>(id)].rule;
+
+  void build_node(int32_t id, const std::vector<int32_t>& closure) {
+    const int32_t rule = g_.nodes[static_cast<size_t>(id)].rule;
     GrammarNode built;
     built.rule = rule;
     for (const int32_t c : closure) {
-      const State& st = states_[static_cast<size_t>(c)];
-      if (c == rules_[static_cast<size_t>(rule)].body.end) built.final = true;
+      const State& st = b_.states_[static_cast<size_t>(c)];
+      if (c == b_.rules_[static_cast<size_t>(rule)].body.end) built.final = true;
       for (const ByteEdge& e : st.bytes) built.bytes.push_back({e.lo, e.hi, node_of(rule, e.target)});
       for (const CallEdge& e : st.calls) built.calls.push_back({e.rule, node_of(rule, e.target)});
     }
-    std::sort(built.bytes.begin(), built.bytes.end(), [](const ByteEdge& a, const ByteEdge& b) {
+    const auto less = [](const ByteEdge& a, const ByteEdge& b) {
       return a.lo != b.lo ? a.lo < b.lo : a.hi != b.hi ? a.hi < b.hi : a.target < b.target;
-    });
-    built.bytes.erase(std::unique(built.bytes.begin(), built.bytes.end(),
-                                  [](const ByteEdge& a, const ByteEdge& b) {
-                                    return a.lo == b.lo && a.hi == b.hi && a.target == b.target;
-                                  }),
-                      built.bytes.end());
-    g.nodes[static_cast<size_t>(id)] = std::move(built);
+    };
+    const auto same = [](const ByteEdge& a, const ByteEdge& b) {
+      return a.lo == b.lo && a.hi == b.hi && a.target == b.target;
+    };
+    std::sort(built.bytes.begin(), built.bytes.end(), less);
+    built.bytes.erase(std::unique(built.bytes.begin(), built.bytes.end(), same), built.bytes.end());
+    g_.nodes[static_cast<size_t>(id)] = std::move(built);
   }
+
+  const GrammarBuilder& b_;
+  ByteGrammar& g_;
+  std::vector<std::unordered_map<std::vector<int32_t>, int32_t, KeyHash>> ids_;
+  std::vector<std::unordered_map<int32_t, int32_t>> state_ids_;
+  std::vector<std::pair<int32_t, std::vector<int32_t>>> todo_;  // (node, closure) still to build
+  std::vector<bool> in_closure_;
+};
+
+ByteGrammar GrammarBuilder::finish(int32_t root_rule) const {
+  ByteGrammar g;
+  g.root_rule = root_rule;
+  g.rules.resize(rules_.size());
+  Layout(*this, g).run();
   drop_unproductive(g);
   check_left_recursion(g);
   mark_reachable(g);

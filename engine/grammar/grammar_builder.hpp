@@ -54,6 +54,8 @@ class GrammarBuilder {
   ByteGrammar finish(int32_t root_rule) const;
 
  private:
+  class Layout;  // epsilon removal, in grammar_builder.cpp
+
   struct State {
     std::vector<int32_t> epsilons;
     std::vector<ByteEdge> bytes;

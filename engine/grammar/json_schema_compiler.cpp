@@ -11,6 +11,7 @@
 #include "engine/base/errors.hpp"
 #include "engine/grammar/json_fragments.hpp"
 #include "engine/grammar/schema_pattern.hpp"
+#include "engine/grammar/schema_values.hpp"
 
 namespace specd::grammar {
 namespace {
@@ -18,139 +19,6 @@ namespace {
 using simdjson::dom::element;
 using simdjson::dom::element_type;
 using simdjson::dom::object;
-
-const std::set<std::string_view> kUnsupported = {"minimum",
-                                                 "maximum",
-                                                 "exclusiveMinimum",
-                                                 "exclusiveMaximum",
-                                                 "multipleOf",
-                                                 "format",
-                                                 "patternProperties",
-                                                 "propertyNames",
-                                                 "minProperties",
-                                                 "maxProperties",
-                                                 "dependencies",
-                                                 "dependentRequired",
-                                                 "dependentSchemas",
-                                                 "if",
-                                                 "then",
-                                                 "else",
-                                                 "not",
-                                                 "contains",
-                                                 "minContains",
-                                                 "maxContains",
-                                                 "prefixItems",
-                                                 "unevaluatedItems",
-                                                 "unevaluatedProperties",
-                                                 "$dynamicRef",
-                                                 "$recursiveRef",
-                                                 "$anchor",
-                                                 "$dynamicAnchor",
-                                                 "$recursiveAnchor",
-                                                 "disallow",
-                                                 "extends",
-                                                 "divisibleBy",
-                                                 "contentSchema"};
-// Keywords that constrain a value (as opposed to annotations); enum, anyOf and allOf
-// refuse to be combined with these, rather than ignoring them.
-const std::set<std::string_view> kConstraints = {"type",      "properties", "required", "additionalProperties",
-                                                 "items",     "minItems",   "maxItems", "minLength",
-                                                 "maxLength", "pattern",    "enum",     "const",
-                                                 "anyOf",     "oneOf",      "allOf",    "nullable"};
-
-std::string escape_pointer_token(std::string_view token) {
-  std::string out;
-  for (const char c : token) {
-    if (c == '~') {
-      out += "~0";
-    } else if (c == '/') {
-      out += "~1";
-    } else {
-      out += c;
-    }
-  }
-  return out;
-}
-
-std::string percent_decode(std::string_view text) {
-  std::string out;
-  for (size_t i = 0; i < text.size(); ++i) {
-    if (text[i] == '%' && i + 2 < text.size() && std::isxdigit(static_cast<unsigned char>(text[i + 1])) &&
-        std::isxdigit(static_cast<unsigned char>(text[i + 2]))) {
-      out += static_cast<char>(std::stoi(std::string(text.substr(i + 1, 2)), nullptr, 16));
-      i += 2;
-    } else {
-      out += text[i];
-    }
-  }
-  return out;
-}
-
-std::string number_text(double v) {
-  char buf[64];
-  const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
-  return std::string(buf, end);
-}
-
-// Compact JSON text of a value (enum and const members); numbers as written by
-// number_forms()'s first form.
-std::string compact(element e);
-
-std::vector<std::string> number_forms(element e) {
-  if (e.type() == element_type::INT64) return {std::to_string(int64_t(e)), std::to_string(int64_t(e)) + ".0"};
-  if (e.type() == element_type::UINT64) return {std::to_string(uint64_t(e)), std::to_string(uint64_t(e)) + ".0"};
-  const double v = double(e);
-  if (std::floor(v) == v && std::fabs(v) < 9007199254740992.0) {
-    const std::string i = std::to_string(static_cast<int64_t>(v));
-    return {i, i + ".0"};
-  }
-  return {number_text(v)};
-}
-
-std::string compact(element e) {
-  switch (e.type()) {
-    case element_type::ARRAY: {
-      std::string out = "[";
-      for (element item : e.get_array()) out += (out.size() > 1 ? "," : "") + compact(item);
-      return out + "]";
-    }
-    case element_type::OBJECT: {
-      std::string out = "{";
-      for (auto [key, value] : e.get_object()) {
-        out += (out.size() > 1 ? "," : "") + JsonFragments::quote(key) + ":" + compact(value);
-      }
-      return out + "}";
-    }
-    case element_type::STRING:
-      return JsonFragments::quote(std::string_view(e));
-    case element_type::BOOL:
-      return bool(e) ? "true" : "false";
-    case element_type::NULL_VALUE:
-      return "null";
-    default:
-      return number_forms(e).front();
-  }
-}
-
-bool has_type(element e, std::string_view type) {
-  switch (e.type()) {
-    case element_type::ARRAY:
-      return type == "array";
-    case element_type::OBJECT:
-      return type == "object";
-    case element_type::STRING:
-      return type == "string";
-    case element_type::BOOL:
-      return type == "boolean";
-    case element_type::NULL_VALUE:
-      return type == "null";
-    case element_type::DOUBLE:
-      if (type == "integer") return std::floor(double(e)) == double(e);
-      return type == "number";
-    default:
-      return type == "number" || type == "integer";
-  }
-}
 
 class SchemaCompiler {
  public:
@@ -241,7 +109,7 @@ class SchemaCompiler {
 
   static bool has_constraint(object s, std::string_view except) {
     for (auto [key, value] : s) {
-      if (key != except && kConstraints.count(key) != 0) return true;
+      if (key != except && is_constraint_keyword(key)) return true;
     }
     return false;
   }
@@ -261,7 +129,7 @@ class SchemaCompiler {
     if (s.type() != element_type::OBJECT) refuse("schema", at, "a schema must be an object or a boolean");
     const object o = s.get_object();
     for (auto [key, value] : o) {
-      if (kUnsupported.count(key) != 0) refuse(key, at, "outside the supported subset");
+      if (is_unsupported_keyword(key)) refuse(key, at, "outside the supported subset");
       if (key == "uniqueItems" && value.type() == element_type::BOOL && bool(value)) {
         refuse(key, at, "uniqueItems: true is outside the supported subset");
       }
@@ -337,7 +205,7 @@ class SchemaCompiler {
 
   Fragment literals(const std::vector<element>& values, object o, std::string_view keyword, const std::string& at) {
     for (auto [key, v] : o) {
-      if (key != keyword && key != "type" && key != "enum" && kConstraints.count(key) != 0) {
+      if (key != keyword && key != "type" && key != "enum" && is_constraint_keyword(key)) {
         refuse(keyword, at, "combined with '" + std::string(key) + "' is not supported");
       }
     }
@@ -428,15 +296,18 @@ class SchemaCompiler {
     return b_.sequence({json_.punct("["), body, b_.literal("]")});
   }
 
-  Fragment object_schema(object o, const std::string& at) {
-    struct Property {
-      std::string name;
-      element schema;
-      bool required;
-      std::string pointer;
-      bool any = false;  // a required name without a declared schema: any value
-    };
-    std::vector<Property> props;
+  struct Property {
+    std::string name;
+    element schema;
+    bool required;
+    std::string pointer;
+    bool any = false;  // a required name without a declared schema: any value
+  };
+
+  // The declared properties in schema order, then required names not declared (their
+  // value is additionalProperties' schema, or any value). False when a required name
+  // may not appear at all.
+  bool object_properties(object o, const std::string& at, std::vector<Property>& props) {
     std::set<std::string> required;
     element value;
     if (o["required"].get(value) == simdjson::SUCCESS && value.type() == element_type::ARRAY) {
@@ -452,43 +323,49 @@ class SchemaCompiler {
     }
     element extra;
     const bool has_extra = o["additionalProperties"].get(extra) == simdjson::SUCCESS;
-    const bool no_extra = has_extra && extra.type() == element_type::BOOL && !bool(extra);
-    std::vector<std::string> declared;
-    for (const Property& p : props) declared.push_back(p.name);
     for (const std::string& name : required) {
-      if (std::find(declared.begin(), declared.end(), name) != declared.end()) continue;
-      if (no_extra) return b_.nothing();  // a required property that may not appear
+      if (std::any_of(props.begin(), props.end(), [&](const Property& p) { return p.name == name; })) continue;
+      if (has_extra && extra.type() == element_type::BOOL && !bool(extra)) return false;
       props.push_back({name, extra, true, at + "/additionalProperties", !has_extra});
-      declared.push_back(name);
     }
-    const auto extra_value = [&] {
-      return has_extra ? schema(extra, at + "/additionalProperties") : json_.any_value();
-    };
-    // states[i][f]: before property i, f = whether a member was written (so ',' is due).
+    return true;
+  }
+
+  // One member between two pairs of states; index 1 of a pair means a member has been
+  // written, so a comma comes first.
+  void member_step(std::array<int32_t, 2> from, std::array<int32_t, 2> to, Fragment member, bool optional) {
+    const Fragment comma = b_.sequence({json_.ws(), json_.punct(",")});
+    b_.epsilon(from[0], member.start);
+    b_.epsilon(from[1], comma.start);
+    b_.epsilon(comma.end, member.start);
+    b_.epsilon(member.end, to[1]);
+    if (optional) {
+      b_.epsilon(from[0], to[0]);
+      b_.epsilon(from[1], to[1]);
+    }
+  }
+
+  Fragment object_schema(object o, const std::string& at) {
+    std::vector<Property> props;
+    if (!object_properties(o, at, props)) return b_.nothing();
+    element extra;
+    const bool has_extra = o["additionalProperties"].get(extra) == simdjson::SUCCESS;
     std::vector<std::array<int32_t, 2>> states(props.size() + 1);
     for (auto& s : states) s = {b_.new_state(), b_.new_state()};
+    std::vector<std::string> declared;
     for (size_t i = 0; i < props.size(); ++i) {
       const Property& p = props[i];
-      const Fragment member = b_.sequence({b_.literal(JsonFragments::quote(p.name)), json_.ws(), json_.punct(":"),
-                                           p.any ? json_.any_value() : schema(p.schema, p.pointer)});
-      const Fragment comma = b_.sequence({json_.ws(), json_.punct(",")});
-      b_.epsilon(states[i][0], member.start);
-      b_.epsilon(states[i][1], comma.start);
-      b_.epsilon(comma.end, member.start);
-      b_.epsilon(member.end, states[i + 1][1]);
-      if (!p.required) {
-        b_.epsilon(states[i][0], states[i + 1][0]);
-        b_.epsilon(states[i][1], states[i + 1][1]);
-      }
+      declared.push_back(p.name);
+      member_step(states[i], states[i + 1],
+                  b_.sequence({b_.literal(JsonFragments::quote(p.name)), json_.ws(), json_.punct(":"),
+                               p.any ? json_.any_value() : schema(p.schema, p.pointer)}),
+                  !p.required);
     }
-    std::array<int32_t, 2> tail = states.back();
-    if (!no_extra) {
-      const Fragment member = b_.sequence({json_.string_except(declared), json_.ws(), json_.punct(":"), extra_value()});
-      const Fragment comma = b_.sequence({json_.ws(), json_.punct(",")});
-      b_.epsilon(tail[0], member.start);
-      b_.epsilon(tail[1], comma.start);
-      b_.epsilon(comma.end, member.start);
-      b_.epsilon(member.end, tail[1]);
+    const std::array<int32_t, 2> tail = states.back();
+    if (!has_extra || extra.type() != element_type::BOOL || bool(extra)) {
+      // Further members with any other key, as often as they come (a loop on the tail).
+      const Fragment value = has_extra ? schema(extra, at + "/additionalProperties") : json_.any_value();
+      member_step(tail, tail, b_.sequence({json_.string_except(declared), json_.ws(), json_.punct(":"), value}), false);
     }
     const Fragment open = json_.punct("{");
     b_.epsilon(open.end, states[0][0]);
