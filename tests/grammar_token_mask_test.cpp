@@ -150,12 +150,21 @@ TEST_CASE("EOS only where the grammar can end; special and empty tokens never") 
   CHECK(mask.count() == 2);  // b and EOS
   CHECK(mask.test(4));
   CHECK(mask.test(1));
+  CHECK(m.forced_token(mask) == -1);  // b or EOS
   REQUIRE(m.accept_token(1));
   CHECK(m.is_terminated());
+  CHECK(m.forced_token(mask) == -1);  // nothing
   CHECK_FALSE(m.accept_token(4));
   m.rollback(1);  // EOS can be rolled back like any step
   CHECK_FALSE(m.is_terminated());
   CHECK(m.accept_token(4));
+  const auto only_c = g::compile_grammar(g::GrammarKind::gbnf, "root ::= \"c\" \"a\"", vocab);
+  g::GrammarMatcher forced(only_c);
+  CHECK(forced.forced_token(mask) == 7);
+  REQUIRE(forced.accept_token(7));
+  CHECK(forced.forced_token(mask) == 2);
+  REQUIRE(forced.accept_token(2));
+  CHECK(forced.forced_token(mask) == 1);  // EOS
 }
 
 TEST_CASE("after a rollback the mask is the one before the rolled-back tokens") {

@@ -1,6 +1,7 @@
 #include "engine/grammar/grammar_matcher.hpp"
 
 #include <algorithm>
+#include <bit>
 
 #include "engine/base/errors.hpp"
 
@@ -144,6 +145,18 @@ void GrammarMatcher::fill_mask(TokenBitset& mask) {
   if (set.can_end) {
     for (const int32_t id : vocabulary.eos_ids()) mask.set(id);
   }
+}
+
+int32_t GrammarMatcher::forced_token(TokenBitset& mask) {
+  fill_mask(mask);
+  int32_t found = -1;
+  const std::vector<uint64_t>& words = mask.words();
+  for (size_t w = 0; w < words.size(); ++w) {
+    if (words[w] == 0) continue;
+    if (found >= 0 || std::popcount(words[w]) != 1) return -1;
+    found = static_cast<int32_t>(w * 64 + static_cast<size_t>(std::countr_zero(words[w])));
+  }
+  return found;
 }
 
 std::string GrammarMatcher::forced_bytes(size_t max_bytes) {

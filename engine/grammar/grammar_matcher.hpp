@@ -12,9 +12,12 @@
 // - After verification: rollback(k - n) removes the k - n rejected draft tokens, then
 //   accept_token(correction or bonus). accept_token returning false means a token the
 //   mask forbids: a bug in the caller, never a model choice.
-// - forced_bytes(): where the grammar admits one continuation, its bytes (up to the next
-//   choice); the round may encode and append them without a model call (jump-forward).
-//   An EOS id is allowed exactly when can_end(); accepting it terminates the matcher.
+// - forced_token(): the one allowed id where the mask allows exactly one; appending it
+//   without a model call changes nothing (greedy and sampled output alike), so it counts
+//   as an accepted token. forced_bytes(): where the grammar admits one continuation, its
+//   bytes up to the next choice; encoding and appending them (SGLang's jump-forward) saves
+//   more model calls but picks a tokenization the model did not choose, so it is not exact.
+// - An EOS id is allowed exactly when can_end(); accepting it terminates the matcher.
 // - A grammar so ambiguous that it keeps more than StackStepper::kMaxParallelStacks parses
 //   open makes accept_*, fill_mask and forced_bytes throw SpecdError bad_value: the round
 //   ends that request with the error.
@@ -53,6 +56,8 @@ class GrammarMatcher {
   bool is_terminated() const { return terminated(); }
   // The bytes every continuation starts with, up to the first choice (or max_bytes).
   std::string forced_bytes(size_t max_bytes = 256);
+  // The only allowed id, if the mask (filled into `mask`) allows exactly one; else -1.
+  int32_t forced_token(TokenBitset& mask);
 
  private:
   struct Snapshot {

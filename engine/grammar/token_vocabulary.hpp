@@ -1,9 +1,9 @@
 #pragma once
 // A tokenizer's vocabulary as the grammar engine needs it: each id's raw bytes, the ids
 // that never match grammar bytes (special and control tokens, empty pieces), the EOS ids
-// (allowed exactly where the grammar can end), and the ordinary tokens sorted by bytes
-// with each one's common prefix length with the previous one, so a walk over the sorted
-// list reads each shared prefix once (a trie laid out flat). Immutable; any thread.
+// (allowed exactly where the grammar can end), and the ordinary tokens sorted by bytes and
+// as a trie over those bytes, so a walk over the vocabulary reads each shared prefix once.
+// Immutable; any thread.
 #include <cstdint>
 #include <filesystem>
 #include <span>

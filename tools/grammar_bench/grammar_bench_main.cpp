@@ -86,6 +86,7 @@ json::object run_schema(const std::string& name, const fs::path& dir, const spec
   std::vector<double> wall, cpu, accept;
   std::vector<double> allowed;
   size_t forced_positions = 0;
+  size_t one_token_positions = 0;
   g::TokenBitset mask;
   for (int r = 0; r < repeat; ++r) {
     g::GrammarMatcher m(compiled);
@@ -99,6 +100,7 @@ json::object run_schema(const std::string& name, const fs::path& dir, const spec
       cpu.push_back(c1 - c0);
       if (r == 0) {
         allowed.push_back(static_cast<double>(mask.count()));
+        if (mask.count() == 1) ++one_token_positions;
         if (!m.forced_bytes(1).empty()) ++forced_positions;
       }
       const int32_t next = i < ids.size() ? ids[i] : vocab->eos_ids().front();
@@ -125,7 +127,8 @@ json::object run_schema(const std::string& name, const fs::path& dir, const spec
           {"mask_cpu_us", summary_us(cpu)},
           {"accept_token_us", summary_us(accept)},
           {"allowed_tokens_median", percentile(allowed, 0.5)},
-          {"positions_with_a_forced_byte", forced_positions}};
+          {"positions_with_a_forced_byte", forced_positions},
+          {"positions_with_one_allowed_token", one_token_positions}};
 }
 
 }  // namespace
