@@ -1,6 +1,7 @@
 #include "engine/grammar/token_mask_table.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <unordered_map>
 
 #include "engine/grammar/grammar_stacks.hpp"
@@ -20,6 +21,7 @@ class NodeClassifier {
     sets_.clear();
     set_ids_.clear();
     next_.clear();
+    loop_bytes_.clear();
     StackSet start;
     start.stacks.assign(1, pool_.push(node, kUnknownBelow));
     walk(0, intern(std::move(start)));
@@ -39,7 +41,6 @@ class NodeClassifier {
     } else {
       for (const uint32_t i : accepted_) out.listed.push_back(sorted[i]);
     }
-    std::sort(out.listed.begin(), out.listed.end());
     out.uncertain = uncertain_;
     for (size_t k = 0; k < uncertain_.size(); ++k) {
       out.uncertain_lcp.push_back(k == 0 ? 0 : common_prefix(uncertain_[k - 1], uncertain_[k]));
@@ -98,10 +99,38 @@ class NodeClassifier {
       const int32_t result = next(set, child.byte);
       if (result == kDead) continue;
       std::vector<uint32_t>& bucket = (result & 1) != 0 ? accepted_ : uncertain_;
+      if (result == set * 2 + 1 && child.end - child.begin >= kLoopCheckTokens &&
+          loops_on(set, vocabulary_.bytes_below(c))) {
+        // Inside a string: every byte below leads back to the same set, so every token
+        // below is accepted without walking it.
+        for (uint32_t i = child.begin; i < child.end; ++i) bucket.push_back(i);
+        continue;
+      }
       for (uint32_t i = child.begin; i < child.terminal_end; ++i) bucket.push_back(i);
       walk(c, result >> 1);
     }
   }
+
+  // Whether every byte of `bytes` leads from `set` back to itself through known frames
+  // (the set's loop bytes are computed once, the first time it loops on some byte).
+  bool loops_on(int32_t set, const TokenVocabulary::ByteMask& bytes) {
+    if (loop_bytes_.size() <= static_cast<size_t>(set)) loop_bytes_.resize(sets_.size());
+    auto& [known, loop] = loop_bytes_[static_cast<size_t>(set)];
+    if (!known) {
+      known = true;
+      for (int b = 0; b < 256; ++b) {
+        if (next(set, static_cast<uint8_t>(b)) == set * 2 + 1)
+          loop[static_cast<size_t>(b) >> 6] |= uint64_t{1} << (b & 63);
+      }
+    }
+    for (size_t w = 0; w < 4; ++w) {
+      if ((bytes[w] & ~loop[w]) != 0) return false;
+    }
+    return true;
+  }
+
+  // Subtrees smaller than this are walked: checking their bytes would cost as much.
+  static constexpr uint32_t kLoopCheckTokens = 2;
 
   struct KeyHash {
     size_t operator()(const std::vector<int32_t>& v) const {
@@ -116,9 +145,10 @@ class NodeClassifier {
   StackStepper stepper_;
   std::vector<StackSet> sets_;
   std::unordered_map<std::vector<int32_t>, int32_t, KeyHash> set_ids_;
-  std::vector<int32_t> next_;        // per interned set, 256 entries
-  std::vector<uint32_t> accepted_;   // sorted positions
-  std::vector<uint32_t> uncertain_;  // sorted positions
+  std::vector<int32_t> next_;                                           // per interned set, 256 entries
+  std::vector<std::pair<bool, TokenVocabulary::ByteMask>> loop_bytes_;  // per interned set
+  std::vector<uint32_t> accepted_;                                      // sorted positions
+  std::vector<uint32_t> uncertain_;                                     // sorted positions
 };
 
 }  // namespace

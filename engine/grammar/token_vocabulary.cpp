@@ -79,6 +79,15 @@ void TokenVocabulary::build_trie() {
     leaf.terminal_end = static_cast<uint32_t>(i + 1);
     for (const int32_t n : path) trie_[static_cast<size_t>(n)].end = static_cast<uint32_t>(i + 1);
   }
+  // Children come after their parent, so one backward pass fills the masks bottom-up.
+  bytes_below_.assign(trie_.size(), ByteMask{});
+  for (size_t n = trie_.size(); n-- > 0;) {
+    for (int32_t c = trie_[n].first_child; c >= 0; c = trie_[static_cast<size_t>(c)].next_sibling) {
+      const uint8_t b = trie_[static_cast<size_t>(c)].byte;
+      bytes_below_[n][b >> 6] |= uint64_t{1} << (b & 63);
+      for (size_t w = 0; w < 4; ++w) bytes_below_[n][w] |= bytes_below_[static_cast<size_t>(c)][w];
+    }
+  }
 }
 
 TokenVocabulary vocabulary_from_tokenizer(const Tokenizer& tokenizer, std::span<const int32_t> special_ids) {

@@ -4,6 +4,7 @@
 // (allowed exactly where the grammar can end), and the ordinary tokens sorted by bytes and
 // as a trie over those bytes, so a walk over the vocabulary reads each shared prefix once.
 // Immutable; any thread.
+#include <array>
 #include <cstdint>
 #include <filesystem>
 #include <span>
@@ -48,6 +49,9 @@ class TokenVocabulary {
     uint32_t end = 0;
   };
   const std::vector<TrieNode>& trie() const { return trie_; }
+  // The bytes read anywhere below a trie node (its subtree's edges), 256 bits.
+  using ByteMask = std::array<uint64_t, 4>;
+  const ByteMask& bytes_below(int32_t trie_node) const { return bytes_below_[static_cast<size_t>(trie_node)]; }
 
  private:
   void build_trie();
@@ -59,6 +63,7 @@ class TokenVocabulary {
   std::vector<int32_t> sorted_;
   std::vector<uint32_t> lcp_;
   std::vector<TrieNode> trie_;
+  std::vector<ByteMask> bytes_below_;
 };
 
 // From a loaded tokenizer: each id's bytes are id_to_piece(id); BOS, the EOS ids,
