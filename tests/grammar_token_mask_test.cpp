@@ -5,6 +5,7 @@
 // real Llama 3 vocabulary (128,256 ids) for a schema and for JSON objects.
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -229,5 +230,21 @@ TEST_CASE("the grammar cache serves two threads asking for the same texts") {
     CHECK(seen[0].back() != nullptr);
     CHECK(seen[0][seen[0].size() - texts.size() + i] == expected);
     CHECK(seen[1][seen[1].size() - texts.size() + i] == expected);
+  }
+}
+
+TEST_CASE("mask_logits sends disallowed ids, and ids past the mask, to -infinity") {
+  g::TokenBitset allowed(70);
+  allowed.set(1);
+  allowed.set(64);
+  std::vector<float> logits(72, 0.5f);
+  g::mask_logits(logits, allowed);
+  for (size_t i = 0; i < logits.size(); ++i) {
+    if (i == 1 || i == 64) {
+      CHECK(logits[i] == 0.5f);
+    } else {
+      CHECK(std::isinf(logits[i]));
+      CHECK(logits[i] < 0);
+    }
   }
 }

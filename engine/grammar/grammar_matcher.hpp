@@ -5,9 +5,9 @@
 // ahead on a copy).
 //
 // How the round uses it (one matcher per request):
-// - Before sampling at a position: fill_mask(mask) and apply it to the logits
-//   (disallowed ids to -inf). In a speculative round the draft samples from its masked
-//   distribution and the matcher accepts each draft token as it is proposed; the target's
+// - Before sampling at a position: fill_mask(mask), then mask_logits(logits, mask)
+//   (token_bitset.hpp: disallowed ids to -inf) before temperature, top-k/p and softmax. In a speculative round the
+//   draft samples from its masked distribution and the matcher accepts each draft token as it is proposed; the target's
 //   distribution at verify row i is masked with the mask after the first i draft tokens.
 // - After verification: rollback(k - n) removes the k - n rejected draft tokens, then
 //   accept_token(correction or bonus). accept_token returning false means a token the

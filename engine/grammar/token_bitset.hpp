@@ -3,6 +3,8 @@
 #include <bit>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
+#include <span>
 #include <vector>
 
 namespace specd::grammar {
@@ -38,5 +40,15 @@ class TokenBitset {
   std::vector<uint64_t> words_;
   size_t size_ = 0;
 };
+
+// Sets every logit whose id the mask does not allow to -infinity (ids past the mask's
+// size too: a model's output rows may outnumber the tokenizer's ids).
+inline void mask_logits(std::span<float> logits, const TokenBitset& allowed) {
+  const std::vector<uint64_t>& words = allowed.words();
+  for (size_t i = 0; i < logits.size(); ++i) {
+    const bool ok = i < allowed.size() && ((words[i >> 6] >> (i & 63)) & 1u) != 0;
+    if (!ok) logits[i] = -std::numeric_limits<float>::infinity();
+  }
+}
 
 }  // namespace specd::grammar
