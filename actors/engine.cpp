@@ -18,6 +18,8 @@
 #include "actors/spawn.hpp"
 #include "compute/compute_lane.hpp"
 #include "compute/compute_permits.hpp"
+#include "engine/grammar/grammar_cache.hpp"
+#include "engine/grammar/token_vocabulary.hpp"
 #include "engine/model/kv_cache.hpp"
 #include "engine/model/llama_model.hpp"
 #include "engine/speculation/cost_calibration.hpp"
@@ -30,6 +32,8 @@ namespace specd {
 using namespace specd::actors;
 
 namespace {
+
+constexpr size_t kGrammarCacheEntries = 64;  // distinct grammars kept compiled
 
 std::shared_ptr<KvCache> make_cache(const std::shared_ptr<LlamaModel>& model, const EngineConfig& c,
                                     const KvBudget& kv) {
@@ -111,11 +115,18 @@ struct Engine::Impl {
   // The request's input as token ids: its ids, its text encoded, or its messages rendered
   // with the chat template and encoded.
   std::vector<int32_t> prompt_ids(const GenerateRequest& r) const;
+  // The request's grammar compiled against the target's vocabulary (null: free text);
+  // throws SpecdError bad_value naming what the grammar engine cannot handle.
+  std::shared_ptr<const grammar::CompiledGrammar> compile_grammar(const OutputGrammar& g);
 
   EngineConfig config;
   ThreadPolicy threads;
   ComputePermits permits;
   std::unique_ptr<Tokenizer> tokenizer;
+  // Built on the first request with a grammar: the vocabulary's trie costs start-up time
+  // that free-text servers need not pay.
+  std::once_flag grammar_setup;
+  std::unique_ptr<grammar::GrammarCache> grammars;
   std::string no_chat_reason;  // initialised by load_chat_template before `chat`
   std::optional<ChatTemplate> chat;
   RequestLimits limits;
@@ -157,6 +168,24 @@ KPlanSetup Engine::Impl::calibrate() {
   auto time_draft = [&](Drafter& d) { return calibrate_draft_steps(*d.model(), *d.cache(), costs, limits); };
   draft_worker.run_blocking("calibrate", time_draft);
   return planning;
+}
+
+std::shared_ptr<const grammar::CompiledGrammar> Engine::Impl::compile_grammar(const OutputGrammar& g) {
+  using Kind = OutputGrammar::Kind;
+  if (g.kind == Kind::none) return nullptr;
+  std::call_once(grammar_setup, [&] {
+    const std::filesystem::path json = config.target_dir / "tokenizer.json";
+    const std::vector<int32_t> specials = std::filesystem::is_regular_file(json)
+                                              ? grammar::special_ids_from_tokenizer_json(json)
+                                              : std::vector<int32_t>{};
+    auto vocabulary =
+        std::make_shared<const grammar::TokenVocabulary>(grammar::vocabulary_from_tokenizer(*tokenizer, specials));
+    grammars = std::make_unique<grammar::GrammarCache>(std::move(vocabulary), kGrammarCacheEntries);
+  });
+  const grammar::GrammarKind kind = g.kind == Kind::gbnf          ? grammar::GrammarKind::gbnf
+                                    : g.kind == Kind::json_schema ? grammar::GrammarKind::json_schema
+                                                                  : grammar::GrammarKind::any_json_object;
+  return grammars->get(kind, g.text);
 }
 
 std::vector<int32_t> Engine::Impl::prompt_ids(const GenerateRequest& r) const {
@@ -206,11 +235,12 @@ RequestHandle Engine::submit(GenerateRequest request, BurstHandler on_burst, Don
       request.max_tokens = static_cast<int32_t>(std::clamp<int64_t>(rest, 1, INT32_MAX));
     }
     validate_request(request, prompt, impl.limits);
+    std::shared_ptr<const grammar::CompiledGrammar> grammar = impl.compile_grammar(request.grammar);
     request.id = id;
     std::lock_guard lock(impl.gate);
     if (!impl.accepting) {
       refuse(engine_stopping());
-    } else if (!impl.scheduler->try_submit({actor, std::move(request), std::move(prompt)})) {
+    } else if (!impl.scheduler->try_submit({actor, std::move(request), std::move(prompt), std::move(grammar)})) {
       refuse({ErrorCode::overloaded, "the scheduler's mailbox is full"});
     }
   } catch (const SpecdError& e) {

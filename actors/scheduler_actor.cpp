@@ -133,6 +133,7 @@ awaitable<void> SchedulerActor::accept(Submit& m) {
   auto entry = std::make_unique<Entry>(Entry{.actor = std::move(m.actor),
                                              .request = std::move(m.request),
                                              .prompt = std::move(m.prompt),
+                                             .grammar = std::move(m.grammar),
                                              .output = std::move(output)});
   const auto& id = entry->actor->id();
   auto same_id = [&](const Entries& list) {
@@ -203,6 +204,7 @@ awaitable<void> SchedulerActor::admit() {
       e.admitted_at = Clock::now();
       e.seq = std::make_unique<SpecSequence>(e.prompt, grant->target_slot, grant->draft_slot, e.request.sampling,
                                              e.request.spec, planner_.start(e.request.spec, grant->draft_slot >= 0));
+      if (e.grammar) e.seq->grammar.emplace(e.grammar);
       trace_.queued(e.actor->number(), e.actor->id(), e.actor->submitted_at(), e.admitted_at);
     }
     prefilling_.push_back(std::move(waiting_.front()));

@@ -35,6 +35,10 @@
 #include "engine/planning/schedule_policy.hpp"
 #include "engine/request/generate_request.hpp"
 
+namespace specd::grammar {
+class CompiledGrammar;
+}
+
 namespace specd {
 class TraceRecorder;
 struct Burst;
@@ -66,8 +70,9 @@ class SchedulerActor {
  public:
   struct Submit {
     std::shared_ptr<RequestActor> actor;
-    GenerateRequest request;      // as the caller sent it, validated
-    std::vector<int32_t> prompt;  // its input as token ids
+    GenerateRequest request;                                  // as the caller sent it, validated
+    std::vector<int32_t> prompt;                              // its input as token ids
+    std::shared_ptr<const grammar::CompiledGrammar> grammar;  // request.grammar compiled; null: free text
   };
   struct Cancel {
     std::string id;

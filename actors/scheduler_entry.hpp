@@ -16,15 +16,16 @@ struct SchedulerActor::Entry {
   std::shared_ptr<RequestActor> actor;
   GenerateRequest request;
   std::vector<int32_t> prompt;
-  RequestOutput output;               // decides when the request is finished
-  std::unique_ptr<SpecSequence> seq;  // from admission
-  std::optional<SlotGrant> slots;     // from admission to its end or preemption
-  Clock::time_point admitted_at;      // first admission (a preempted request keeps it)
-  std::optional<RequestError> error;  // the sink lagged (slow_consumer)
-  int64_t prefilled = 0;              // prompt tokens in the target slot (chunked prefill)
-  bool resuming = false;              // preempted after sending tokens: prefill them again, sample nothing
-  int64_t cached_tokens = 0;          // prompt tokens the prefix cache held at its prefill
-  int64_t chunks = 0;                 // prefill chunks run (the trace's prefill span)
+  std::shared_ptr<const grammar::CompiledGrammar> grammar;  // structured output; null: free text
+  RequestOutput output;                                     // decides when the request is finished
+  std::unique_ptr<SpecSequence> seq;                        // from admission
+  std::optional<SlotGrant> slots;                           // from admission to its end or preemption
+  Clock::time_point admitted_at;                            // first admission (a preempted request keeps it)
+  std::optional<RequestError> error;                        // the sink lagged (slow_consumer)
+  int64_t prefilled = 0;                                    // prompt tokens in the target slot (chunked prefill)
+  bool resuming = false;      // preempted after sending tokens: prefill them again, sample nothing
+  int64_t cached_tokens = 0;  // prompt tokens the prefix cache held at its prefill
+  int64_t chunks = 0;         // prefill chunks run (the trace's prefill span)
   bool finished() const { return output.finished() || error; }
   // The tokens its prefill writes: its prompt, or, resuming, all it had but g.
   int64_t prefill_length() const {

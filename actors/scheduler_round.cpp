@@ -91,7 +91,8 @@ std::vector<TargetPrefill> SchedulerActor::choose_chunks(const RoundPlan& plan, 
                       .start = e.prefilled,
                       .end = e.prefilled + takes[i],
                       .sample = !e.resuming,
-                      .use_prefix_cache = e.request.cache_prompt});
+                      .use_prefix_cache = e.request.cache_prompt,
+                      .grammar = e.resuming ? std::nullopt : e.seq->grammar});
     out.chunked.push_back(&e);
   }
   return chunks;
@@ -199,6 +200,7 @@ awaitable<void> SchedulerActor::start_prefilled(RoundOutcome& outcome) {
     counters_.prefix_queried_tokens += static_cast<int64_t>(e.prompt.size());
     counters_.prefix_hit_tokens += e.cached_tokens;
     const FirstToken& first = outcome.prefills.first_tokens[next_first++];
+    advance_grammar(*e.seq, std::span(&first.token, 1));
     e.seq->tokens.push_back(first.token);
     e.seq->rng = first.rng;
     deliver_first_token(e, first);

@@ -85,6 +85,43 @@ void read_logit_bias(element e, SamplingParams& sampling, const ProtocolLimits& 
   }
 }
 
+// Structured output, both protocols: OpenAI's response_format ({"type": "json_object"}
+// or {"type": "json_schema", "json_schema": {"name", "schema", "strict"}}; "text" is
+// free text) and llama.cpp's `grammar` (GBNF text). The engine compiles them.
+void read_output_grammar(const object& o, OutputGrammar& grammar) {
+  const auto format = member(o, "response_format");
+  const auto gbnf = member(o, "grammar");
+  if (format && gbnf) refuse(ErrorCode::bad_value, "response_format and grammar cannot both be given");
+  if (gbnf) {
+    grammar = {OutputGrammar::Kind::gbnf, as_string(*gbnf, "grammar")};
+    return;
+  }
+  if (!format) return;
+  object f;
+  if (format->get_object().get(f) != simdjson::SUCCESS)
+    refuse(ErrorCode::bad_value, "response_format must be an object");
+  const auto type = member(f, "type");
+  if (!type) refuse(ErrorCode::missing_field, "response_format.type is required");
+  const std::string kind = as_string(*type, "response_format.type");
+  if (kind == "text") return;
+  if (kind == "json_object") {
+    grammar = {OutputGrammar::Kind::json_object, {}};
+    return;
+  }
+  if (kind != "json_schema")
+    refuse(ErrorCode::bad_value, "response_format.type must be \"text\", \"json_object\" or \"json_schema\"");
+  const auto spec = member(f, "json_schema");
+  if (!spec) refuse(ErrorCode::missing_field, "response_format.json_schema is required");
+  object js;
+  if (spec->get_object().get(js) != simdjson::SUCCESS)
+    refuse(ErrorCode::bad_value, "response_format.json_schema must be an object");
+  const auto schema = member(js, "schema");
+  if (!schema) refuse(ErrorCode::missing_field, "response_format.json_schema.schema is required");
+  if (schema->type() != element_type::OBJECT && schema->type() != element_type::BOOL)
+    refuse(ErrorCode::bad_value, "response_format.json_schema.schema must be a JSON Schema object");
+  grammar = {OutputGrammar::Kind::json_schema, minified(*schema)};
+}
+
 // The sampling and length fields both protocols share. Their values are the engine's
 // to judge (validate_request); here only their types, and the gateway's bounds.
 void read_sampling(const object& o, GenerateRequest& r, const ProtocolLimits& limits) {
@@ -110,6 +147,7 @@ void read_sampling(const object& o, GenerateRequest& r, const ProtocolLimits& li
   if (auto v = member(o, "speculative")) read_speculative(*v, r.spec);
   if (auto v = member(o, "ignore_eos")) r.ignore_eos = as_bool(*v, "ignore_eos");
   if (auto v = member(o, "cache_prompt")) r.cache_prompt = as_bool(*v, "cache_prompt");
+  read_output_grammar(o, r.grammar);
 }
 
 // "auto" (the default) or "none". "required" and a named function would need decoding

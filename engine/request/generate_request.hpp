@@ -15,6 +15,15 @@
 
 namespace specd {
 
+// Structured output: the generated tokens follow a grammar (engine/grammar), compiled by
+// the engine against the target's vocabulary. A text it cannot compile is a bad_value
+// naming what it could not handle.
+struct OutputGrammar {
+  enum class Kind { none, json_object, json_schema, gbnf };
+  Kind kind = Kind::none;
+  std::string text;  // the JSON Schema or the GBNF text (empty for json_object)
+};
+
 struct GenerateRequest {
   std::string id;  // unique among requests in flight; empty: the engine assigns one
   // The input, exactly one of: text (tokenized with the target's tokenizer, BOS added),
@@ -29,6 +38,7 @@ struct GenerateRequest {
   int32_t max_tokens = 128;       // 0: the rest of the context, max_seq_len less the prompt (as vLLM)
   std::vector<std::string> stop;  // stop strings, matched on accepted text only
   SpecSettings spec;              // per request: on/off, K or adaptive, drafter
+  OutputGrammar grammar;
   bool ignore_eos = false;        // keep generating past EOS (benchmarks)
   // false: the prompt is computed in full, not read from the prefix cache (llama.cpp's
   // name for the same switch).

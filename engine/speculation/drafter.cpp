@@ -9,6 +9,7 @@
 #include "engine/model/kv_cache.hpp"
 #include "engine/model/llama_model.hpp"
 #include "engine/sampling/sampling.hpp"
+#include "engine/speculation/grammar_mask.hpp"
 #include "engine/speculation/prompt_lookup.hpp"
 #include "engine/speculation/token_batch.hpp"
 
@@ -27,6 +28,8 @@ struct Growing {
   std::vector<double> path_prob;  // per node: the draft's probability of its path
   std::vector<int32_t> frontier;
   std::vector<int32_t> branch;
+  // Structured output: per node, the grammar's state after it (the root's is the plan's).
+  std::vector<grammar::GrammarMatcher> grammar_states;
 };
 
 // Children of `parent` from the draft's logits there. Greedy: the `count` most likely
@@ -34,13 +37,28 @@ struct Growing {
 // distribution it was drawn from (q without its elder siblings): a sibling is then a
 // likely token the target's residual still wants, where a fixed top-q sibling is accepted
 // only with the residual's mass on it. The penalties see the node's path.
-void add_children(Growing& g, int32_t parent, const at::Tensor& logits, int32_t count, bool need_probs) {
+void add_children(Growing& g, int32_t parent, const at::Tensor& logits_in, int32_t count, bool need_probs) {
   DraftedRow& row = *g.row;
   const SamplingParams& sp = row.plan.sampling;
   const std::vector<int32_t> context = row.penalty_context(parent);
   const TokenHistory history{context, row.prompt_tokens()};
   const double base = parent >= 0 ? g.path_prob[static_cast<size_t>(parent)] : 1.0;
+  // Under a grammar the draft proposes from its masked distribution: a child is a token
+  // the grammar allows after the parent's path (none when it allows nothing).
+  std::optional<grammar::GrammarMatcher> state;  // a copy: adding children grows grammar_states
+  std::optional<at::Tensor> masked;
+  if (row.plan.grammar) {
+    state = parent < 0 ? *row.plan.grammar : g.grammar_states[static_cast<size_t>(parent)];
+    masked = grammar_masked(logits_in, *state);
+    if (!masked) return;
+  }
+  const at::Tensor& logits = masked ? *masked : logits_in;
   auto add = [&](int32_t token, at::Tensor q, double prob) {
+    if (state) {
+      grammar::GrammarMatcher next = *state;
+      if (!next.accept_token(token)) return;  // a masked-out pick (more children asked than allowed)
+      g.grammar_states.push_back(std::move(next));
+    }
     row.drafts.push_back(token);
     row.parents.push_back(parent);
     if (!sp.greedy()) row.draft_q.push_back(std::move(q));
@@ -289,7 +307,13 @@ int32_t Drafter::run_steps(std::vector<DraftedRow*>& rows, std::vector<DraftStep
     if (widest <= kDraftStepFeed) times.push_back({static_cast<int32_t>(slots.size()), seconds_since(step_start)});
     ++steps;
   }
-  for (Growing& g : trees) keep_most_probable(g, g.row->plan.tree.nodes);
+  for (Growing& g : trees) {
+    keep_most_probable(g, g.row->plan.tree.nodes);
+    // A grammar may leave fewer levels than planned: K is the depth drafted.
+    DraftedRow& row = *g.row;
+    if (row.plan.grammar)
+      row.plan.k = row.drafts.empty() ? 0 : row.depth_of(static_cast<int32_t>(row.drafts.size()) - 1);
+  }
   return steps;
 }
 

@@ -3,6 +3,9 @@
 #include <ATen/ATen.h>
 
 #include <algorithm>
+#include <string>
+
+#include "engine/base/errors.hpp"
 
 namespace specd {
 
@@ -77,6 +80,7 @@ RowPlan plan_row(const SpecSequence& seq, int32_t k, TreeShape tree) {
   row.drafter = seq.spec.drafter;
   row.lookup_max_ngram = seq.spec.lookup_max_ngram;
   row.rng = seq.rng;
+  row.grammar = seq.grammar;
   return row;
 }
 
@@ -90,7 +94,19 @@ RoundDrafts undrafted(RoundPlan& plan) {
   return drafts;
 }
 
+void advance_grammar(SpecSequence& seq, std::span<const int32_t> tokens) {
+  if (!seq.grammar) return;
+  for (int32_t token : tokens) {
+    // After the grammar's end (its EOS) a round may still carry the bonus token, which
+    // the EOS stop cuts: the grammar has nothing more to say about it.
+    if (seq.grammar->is_terminated()) return;
+    if (!seq.grammar->accept_token(token))
+      throw SpecdError(ErrorCode::internal, "token " + std::to_string(token) + " generated against the grammar");
+  }
+}
+
 void apply_output(SpecSequence& seq, const RoundOutput& out) {
+  advance_grammar(seq, out.tokens);
   seq.tokens.insert(seq.tokens.end(), out.tokens.begin(), out.tokens.end());
   seq.rng = out.rng;
   if (seq.spec.drafter == DrafterKind::model) {

@@ -9,9 +9,12 @@
 // only inside DraftedRow, whose special members live in the .cpp.
 #include <chrono>
 #include <cstdint>
+#include <optional>
+#include <span>
 #include <vector>
 
 #include "engine/base/rng.hpp"
+#include "engine/grammar/grammar_matcher.hpp"
 #include "engine/planning/cost_meter.hpp"
 #include "engine/planning/k_planner.hpp"
 #include "engine/request/sampling_params.hpp"
@@ -42,6 +45,8 @@ struct SpecSequence {
   // Tokens appended by rounds in which the draft model did not draft for this row: its
   // draft cache lacks them, and its next first draft step feeds them too.
   int32_t draft_lag = 0;
+  // Structured output: the grammar's state after every generated token (nullopt: free text).
+  std::optional<grammar::GrammarMatcher> grammar;
 };
 
 // One row of a round, by value: everything the lanes need and nothing they keep.
@@ -56,6 +61,10 @@ struct RowPlan {
   DrafterKind drafter = DrafterKind::model;
   int32_t lookup_max_ngram = 3;
   Rng rng{0};  // the request's stream: drafting and verifying draw from it in turn
+  // The grammar's state at g (a copy): both sides mask their logits at each node with it
+  // advanced along the node's path, so the draft proposes and the target judges only
+  // tokens the grammar allows.
+  std::optional<grammar::GrammarMatcher> grammar;
 };
 
 struct RoundPlan {
@@ -125,6 +134,10 @@ RoundDrafts undrafted(RoundPlan& plan);
 // Applies a row's output: appends its tokens and takes its random stream. (The
 // statistics a client sees are RequestOutput's: of the kept tokens.)
 void apply_output(SpecSequence& seq, const RoundOutput& out);
+// Advances the sequence's grammar past tokens it generated (apply_output and the first
+// token call it), up to its end (EOS). A token the grammar refuses is a bug in the
+// masking: SpecdError internal.
+void advance_grammar(SpecSequence& seq, std::span<const int32_t> tokens);
 // What the row did, for KPlanner::observe.
 KOutcome k_outcome(SpecSequence& seq, const RoundOutput& out);
 

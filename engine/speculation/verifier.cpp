@@ -11,6 +11,7 @@
 #include "engine/model/llama_model.hpp"
 #include "engine/sampling/rejection_sampler.hpp"
 #include "engine/sampling/sampling.hpp"
+#include "engine/speculation/grammar_mask.hpp"
 
 namespace specd {
 
@@ -20,8 +21,27 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-TreeOutcome accept_reject(DraftedRow& row, const at::Tensor& logits) {
+// Structured output: each row of the pass masked with the grammar's state at its node
+// (row 0 at g, row n + 1 after node n). A row under a node the grammar refuses keeps its
+// logits: that node's masked probability is 0, so nothing below it is ever accepted.
+at::Tensor masked_for_grammar(const DraftedRow& row, const at::Tensor& logits) {
+  if (!row.plan.grammar) return logits;
+  at::Tensor out = logits.to(at::kFloat).clone();
+  grammar::GrammarMatcher root = *row.plan.grammar;
+  auto mask_row = [&](int64_t r, grammar::GrammarMatcher& state) {
+    if (std::optional<at::Tensor> masked = grammar_masked(logits[r], state)) out[r].copy_(*masked);
+  };
+  mask_row(0, root);
+  std::vector<std::optional<grammar::GrammarMatcher>> states = grammar_states(root, row.drafts, row.parents);
+  for (size_t n = 0; n < states.size(); ++n) {
+    if (states[n]) mask_row(static_cast<int64_t>(n) + 1, *states[n]);
+  }
+  return out;
+}
+
+TreeOutcome accept_reject(DraftedRow& row, const at::Tensor& raw_logits) {
   const SamplingParams& sp = row.plan.sampling;
+  const at::Tensor logits = masked_for_grammar(row, raw_logits);
   const DraftTree tree{row.drafts, row.parents};
   if (sp.greedy() && !sp.changes_logits()) {  // the raw argmax
     const at::Tensor best = logits.argmax(-1).contiguous();
@@ -255,7 +275,10 @@ TargetPassResult Verifier::pass(RoundDrafts& drafts, std::span<TargetPrefill> ch
     const at::Tensor last = logits[at++];
     cache_->commit(p.target_slot, std::span<const int32_t>(p.prompt).first(p.chunk_end()));
     if (!p.completes() || !p.sample) continue;
-    const int32_t token = sample_token(last, p.sampling, {p.prompt, static_cast<int64_t>(p.prompt.size())}, p.rng);
+    std::optional<at::Tensor> masked;
+    if (p.grammar) masked = grammar_masked(last, *p.grammar);
+    const int32_t token =
+        sample_token(masked ? *masked : last, p.sampling, {p.prompt, static_cast<int64_t>(p.prompt.size())}, p.rng);
     FirstToken first{token, p.rng, {}};
     if (p.sampling.logprobs >= 0) first.logprobs.push_back(token_logprobs(last, token, p.sampling.logprobs));
     out.first_tokens.push_back(std::move(first));

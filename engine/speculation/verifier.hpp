@@ -30,8 +30,9 @@ struct TargetPrefill {
   int64_t start = 0;
   int64_t end = -1;  // -1: the prompt's end
   bool sample = true;
-  bool use_prefix_cache = true;  // the request's cache_prompt
-  int64_t cached = 0;            // set by the prefill: prompt tokens the prefix cache held
+  bool use_prefix_cache = true;                    // the request's cache_prompt
+  int64_t cached = 0;                              // set by the prefill: prompt tokens the prefix cache held
+  std::optional<grammar::GrammarMatcher> grammar;  // structured output: masks the first token
   int64_t chunk_end() const { return end < 0 ? static_cast<int64_t>(prompt.size()) : end; }
   bool completes() const { return chunk_end() == static_cast<int64_t>(prompt.size()); }
 };

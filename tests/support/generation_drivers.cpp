@@ -61,8 +61,10 @@ std::unique_ptr<SpecSequence> admit(DriverSlots& slots, const DriverRequest& r, 
     }
     draft_slot = *slot;
   }
-  return std::make_unique<SpecSequence>(r.prompt, *target_slot, draft_slot, r.sampling, r.spec,
-                                        planner.start(r.spec, draft_slot >= 0));
+  auto seq = std::make_unique<SpecSequence>(r.prompt, *target_slot, draft_slot, r.sampling, r.spec,
+                                            planner.start(r.spec, draft_slot >= 0));
+  if (r.grammar) seq->grammar.emplace(r.grammar);
+  return seq;
 }
 
 // Applies a burst through the request's output; true when the request has ended.
@@ -96,7 +98,13 @@ Active make_active(size_t index, std::unique_ptr<SpecSequence> seq, const Driver
 std::vector<Active> prefill_all(Verifier& verifier, DriverSlots& slots, std::vector<Active>& active,
                                 std::vector<SpecResult>& results) {
   std::vector<TargetPrefill> prompts;
-  for (auto& a : active) prompts.push_back({a.seq->target_slot, a.seq->tokens, a.seq->sampling, a.seq->rng});
+  for (auto& a : active) {
+    prompts.push_back({.target_slot = a.seq->target_slot,
+                       .prompt = a.seq->tokens,
+                       .sampling = a.seq->sampling,
+                       .rng = a.seq->rng,
+                       .grammar = a.seq->grammar});
+  }
   const auto t0 = Clock::now();
   const std::vector<FirstToken> first = verifier.prefill(prompts);
   const double prefill_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
@@ -106,6 +114,7 @@ std::vector<Active> prefill_all(Verifier& verifier, DriverSlots& slots, std::vec
     SpecResult& res = results[a.index];
     res.prefill_seconds = prefill_seconds;
     a.first_token_at = Clock::now();
+    advance_grammar(*a.seq, std::span(&first[b].token, 1));
     a.seq->tokens.push_back(first[b].token);
     a.seq->rng = first[b].rng;
     const int32_t token = first[b].token;
@@ -256,9 +265,24 @@ GenerationResult generate_target_only(LlamaModel& model, KvCache& cache, const G
   at::Tensor logits = last_logits(model, cache, slot, request.prompt);
   result.prefill_seconds = seconds_since(t0);
   auto t1 = Clock::now();
+  std::optional<grammar::GrammarMatcher> grammar;
+  if (request.grammar) grammar.emplace(request.grammar);
   while (true) {
+    // Under a grammar: the logits masked to what it allows, by hand (not the round's code).
+    at::Tensor scored = logits;
+    if (grammar) {
+      grammar::TokenBitset allowed;
+      grammar->fill_mask(allowed);
+      if (allowed.count() == 0) break;
+      scored = logits.to(at::kFloat).clone();
+      for (int64_t id = 0; id < scored.numel(); ++id) {
+        if (id >= static_cast<int64_t>(allowed.size()) || !allowed.test(static_cast<int32_t>(id)))
+          scored[id] = -INFINITY;
+      }
+    }
     const int32_t token =
-        sample_token(logits, request.sampling, {context, static_cast<int64_t>(request.prompt.size())}, rng);
+        sample_token(scored, request.sampling, {context, static_cast<int64_t>(request.prompt.size())}, rng);
+    if (grammar && !grammar->accept_token(token)) throw SpecdError(ErrorCode::internal, "reference left the grammar");
     result.tokens.push_back(token);
     if (request.sampling.logprobs >= 0)
       result.logprobs.push_back(token_logprobs(logits, token, request.sampling.logprobs));

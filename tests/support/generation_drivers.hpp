@@ -10,6 +10,7 @@
 // Programs run requests through the Engine (actors/engine.hpp); these exist for tests.
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -56,6 +57,7 @@ struct DriverRequest {
   // With `tree: auto`, the extra nodes of every round's tree, instead of what the
   // planner reads off measured timings: pins the shapes a statistical test samples.
   std::optional<int32_t> auto_tree_extra;
+  std::shared_ptr<const grammar::CompiledGrammar> grammar;  // structured output; null: free text
 };
 
 struct GenerationRequest {
@@ -63,6 +65,7 @@ struct GenerationRequest {
   SamplingParams sampling;
   int32_t max_tokens = 128;
   std::vector<int32_t> eos_ids;  // generation stops after emitting one (it is kept in tokens)
+  std::shared_ptr<const grammar::CompiledGrammar> grammar;  // structured output; null: free text
 };
 
 struct GenerationResult {
