@@ -62,18 +62,20 @@ std::optional<ParsedToolCall> call_from(simdjson::dom::element e) {
   return call;
 }
 
-// The calls of one JSON text: a call object, or an array of them (all must parse).
+// The calls of one JSON text: a call object, or a non-empty array of them (all must parse).
 bool append_calls(std::string_view json, std::vector<ParsedToolCall>& calls) {
   simdjson::dom::parser parser;
   simdjson::dom::element root;
   if (parser.parse(json.data(), json.size()).get(root) != simdjson::SUCCESS) return false;
   if (root.is_array()) {
+    bool any = false;
     for (simdjson::dom::element item : root.get_array().value_unsafe()) {
       auto call = call_from(item);
       if (!call) return false;
       calls.push_back(std::move(*call));
+      any = true;
     }
-    return true;
+    return any;
   }
   auto call = call_from(root);
   if (call) calls.push_back(std::move(*call));

@@ -121,6 +121,9 @@ TEST_CASE("the generic JSON fallback: a whole answer that is a call, or an array
   CHECK(p.calls.empty());
   p = parse_tool_calls(ToolCallFormat::json, R"([1, 2])");
   CHECK(p.calls.empty());
+  p = parse_tool_calls(ToolCallFormat::json, "  [ ] ");  // no calls: the text stays (found by protocol_fuzz)
+  CHECK(p.calls.empty());
+  CHECK(p.content == "  [ ] ");
 }
 
 TEST_CASE("the format is read from the template: real Llama 3.1, Qwen2.5, Mistral templates; names round-trip") {
