@@ -84,10 +84,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
        {ToolCallFormat::llama3_json, ToolCallFormat::hermes, ToolCallFormat::mistral, ToolCallFormat::json}) {
     const ParsedOutput whole = parse_tool_calls(format, text);
     ToolCallStream stream(format);
-    std::string released = stream.feed(text.substr(0, size / 2));
-    released += stream.feed(text.substr(size / 2));
+    const ParsedOutput first = stream.feed(text.substr(0, size / 2));
+    const ParsedOutput second = stream.feed(text.substr(size / 2));
+    const std::string released = first.content + second.content;
     const ParsedOutput end = stream.finish();
-    require(end.calls.size() == whole.calls.size());
+    require(first.calls.size() + second.calls.size() + end.calls.size() == whole.calls.size());
     if (whole.calls.empty()) require(released + end.content == text);  // no text is lost or invented
   }
   return 0;
