@@ -167,11 +167,12 @@ std::string openai_tool_calls_body(const OpenAiIdentity& who, const GenerateResu
 }
 
 std::vector<std::string> openai_tool_call_chunks(const OpenAiIdentity& who, const std::vector<ParsedToolCall>& calls,
-                                                 bool first) {
+                                                 bool first, size_t first_index) {
   std::vector<std::string> chunks;
   for (size_t i = 0; i < calls.size(); ++i) {
     const ParsedToolCall& c = calls[i];
-    json::object head{{"index", static_cast<int64_t>(i)},
+    const auto index = static_cast<int64_t>(first_index + i);
+    json::object head{{"index", index},
                       {"id", c.id},
                       {"type", "function"},
                       {"function", json::object{{"name", c.name}, {"arguments", ""}}}};
@@ -180,7 +181,7 @@ std::vector<std::string> openai_tool_call_chunks(const OpenAiIdentity& who, cons
     if (first && i == 0) delta["content"] = nullptr;
     delta["tool_calls"] = json::array{std::move(head)};
     chunks.push_back(openai_json(who, chunk_object(who), choice_json("delta", std::move(delta), nullptr)));
-    json::object args{{"index", static_cast<int64_t>(i)}, {"function", json::object{{"arguments", c.arguments}}}};
+    json::object args{{"index", index}, {"function", json::object{{"arguments", c.arguments}}}};
     chunks.push_back(
         openai_json(who, chunk_object(who),
                     choice_json("delta", json::object{{"tool_calls", json::array{std::move(args)}}}, nullptr)));

@@ -53,7 +53,6 @@ asio::awaitable<bool> stream_events(GenerationContext& c, ClientStream& s, const
   bool sent_first = false;
   std::optional<ToolCallStream> tools;  // holds back what may start a call
   if (p.parse_tool_calls) tools.emplace(c.gateway.tool_call_format());
-  std::optional<Item> next(std::move(first));
   std::vector<TokenLogprobs> logprobs;  // of tokens whose text has not gone out yet
   int64_t text_offset = 0;
   auto take_logprobs = [&]() -> boost::json::value {
@@ -62,20 +61,34 @@ asio::awaitable<bool> stream_events(GenerationContext& c, ClientStream& s, const
     logprobs.clear();
     return out;
   };
+  size_t calls_sent = 0;
+  // Content, then the calls complete now, as SSE events.
+  auto events = [&](ParsedOutput step) {
+    std::string out;
+    if (!step.content.empty() || (!sent_first && step.calls.empty())) {
+      out += sse(openai_text_chunk(who, step.content, !sent_first, take_logprobs()));
+      sent_first = true;
+    }
+    for (ParsedToolCall& call : step.calls) call.id = new_tool_call_id();
+    for (const std::string& chunk : openai_tool_call_chunks(who, step.calls, !sent_first, calls_sent))
+      out += sse(chunk);
+    sent_first = sent_first || !step.calls.empty();
+    calls_sent += step.calls.size();
+    return out;
+  };
+  std::optional<Item> next(std::move(first));
   for (;;) {
     if (!next) next = co_await s.next();
     if (!next) co_return false;
     Item item = std::move(*next);
     next.reset();
     if (auto* burst = std::get_if<Burst>(&item.event)) {
-      const std::string text = tools ? tools->feed(burst->text) : burst->text;
       logprobs.insert(logprobs.end(), burst->logprobs.begin(), burst->logprobs.end());
-      if (text.empty() && sent_first) continue;  // its tokens' logprobs ride with the next chunk
-      std::string chunk = sse(openai_text_chunk(who, text, !sent_first, take_logprobs()));
+      std::string chunk = events(tools ? tools->feed(burst->text) : ParsedOutput{burst->text, {}});
+      if (chunk.empty()) continue;  // its tokens' logprobs ride with the next chunk
       const bool written = co_await write_chunk(c.stream, timeout, std::move(chunk));
       if (!written) co_return false;
       if (burst->on_written) burst->on_written();
-      sent_first = true;
       continue;
     }
     auto* result = std::get_if<GenerateResult>(&item.event);
@@ -87,12 +100,8 @@ asio::awaitable<bool> stream_events(GenerationContext& c, ClientStream& s, const
       const char* finish = openai_finish_reason(result->finish_reason);
       if (tools) {
         ParsedOutput end = tools->finish();
-        if (!end.content.empty() || !logprobs.empty())
-          tail += sse(openai_text_chunk(who, end.content, !sent_first, take_logprobs()));
-        sent_first = sent_first || !end.content.empty();
-        for (ParsedToolCall& call : end.calls) call.id = new_tool_call_id();
-        for (const std::string& chunk : openai_tool_call_chunks(who, end.calls, !sent_first)) tail += sse(chunk);
-        if (!end.calls.empty()) finish = "tool_calls";
+        if (!end.content.empty() || !end.calls.empty()) tail += events(std::move(end));
+        if (calls_sent > 0) finish = "tool_calls";
       }
       if (!logprobs.empty()) tail += sse(openai_text_chunk(who, "", !sent_first, take_logprobs()));
       tail += sse(openai_finish_chunk(who, finish));

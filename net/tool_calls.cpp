@@ -62,18 +62,20 @@ std::optional<ParsedToolCall> call_from(simdjson::dom::element e) {
   return call;
 }
 
-// The calls of one JSON text: a call object, or an array of them (all must parse).
+// The calls of one JSON text: a call object, or a non-empty array of them (all must parse).
 bool append_calls(std::string_view json, std::vector<ParsedToolCall>& calls) {
   simdjson::dom::parser parser;
   simdjson::dom::element root;
   if (parser.parse(json.data(), json.size()).get(root) != simdjson::SUCCESS) return false;
   if (root.is_array()) {
+    bool any = false;
     for (simdjson::dom::element item : root.get_array().value_unsafe()) {
       auto call = call_from(item);
       if (!call) return false;
       calls.push_back(std::move(*call));
+      any = true;
     }
-    return true;
+    return any;
   }
   auto call = call_from(root);
   if (call) calls.push_back(std::move(*call));
@@ -97,6 +99,8 @@ bool append_sequence(std::string_view text, std::vector<ParsedToolCall>& calls) 
 
 ParsedOutput none(std::string_view text) { return {std::string(text), {}}; }
 
+// Consecutive <tool_call> blocks from the first one; the text before them, and from the
+// first thing that is not a block that parses, is content.
 ParsedOutput parse_hermes(std::string_view text) {
   const size_t first = text.find(kHermesOpen);
   if (first == std::string_view::npos) return none(text);
@@ -104,16 +108,15 @@ ParsedOutput parse_hermes(std::string_view text) {
   size_t pos = first;
   while (pos != std::string_view::npos && text.compare(pos, kHermesOpen.size(), kHermesOpen) == 0) {
     const size_t body = pos + kHermesOpen.size();
-    size_t close = text.find(kHermesClose, body);
+    const size_t close = text.find(kHermesClose, body);
     const std::string_view inside = trim(text.substr(body, close == std::string_view::npos ? close : close - body));
-    if (!append_sequence(inside, out.calls)) return none(text);
-    if (close == std::string_view::npos) break;  // the answer ended inside the last call
-    pos = text.find_first_not_of(kSpaces, close + kHermesClose.size());
-    if (pos != std::string_view::npos && text.compare(pos, kHermesOpen.size(), kHermesOpen) != 0) {
-      const std::string_view rest = trim(text.substr(pos));
-      out.content += (out.content.empty() ? "" : "\n") + std::string(rest);
-      break;
-    }
+    if (!append_sequence(inside, out.calls)) break;
+    // The answer may end inside its last call.
+    pos = close == std::string_view::npos ? close : text.find_first_not_of(kSpaces, close + kHermesClose.size());
+  }
+  if (out.calls.empty()) return none(text);
+  if (pos != std::string_view::npos) {
+    out.content += (out.content.empty() ? "" : "\n") + std::string(trim(text.substr(pos)));
   }
   return out;
 }
@@ -249,24 +252,29 @@ std::string new_tool_call_id() {
   return id;
 }
 
-std::string ToolCallStream::feed(std::string_view piece) {
+ParsedOutput ToolCallStream::feed(std::string_view piece) {
   held_ += piece;
-  if (in_call_) return "";
+  ParsedOutput out;
+  if (in_call_) {
+    take_closed_calls(out.calls);
+    return out;
+  }
   if (!started_) {
     const size_t first = held_.find_first_not_of(kSpaces);
-    if (first == std::string::npos) return "";  // spaces may precede a call
+    if (first == std::string::npos) return out;  // spaces may precede a call
     if (opening_chars(format_).find(held_[first]) != std::string_view::npos) {
       in_call_ = true;
-      return "";
+      return out;
     }
     started_ = true;
   }
   size_t keep = 0;  // a tail that may be the start of a marker
   for (std::string_view marker : markers(format_)) {
     if (const size_t at = held_.find(marker); at != std::string::npos) {
-      std::string out = held_.substr(0, at);
+      out.content = held_.substr(0, at);
       held_.erase(0, at);
       in_call_ = true;
+      take_closed_calls(out.calls);
       return out;
     }
     for (size_t n = std::min(marker.size() - 1, held_.size()); n > keep; --n) {
@@ -276,16 +284,46 @@ std::string ToolCallStream::feed(std::string_view piece) {
       }
     }
   }
-  std::string out = held_.substr(0, held_.size() - keep);
+  out.content = held_.substr(0, held_.size() - keep);
   held_.erase(0, held_.size() - keep);
   return out;
+}
+
+// Hermes blocks close on their own: each goes out when its </tool_call> arrives. The
+// other syntaxes end with the answer (a JSON array or object may still grow).
+void ToolCallStream::take_closed_calls(std::vector<ParsedToolCall>& calls) {
+  while (format_ == ToolCallFormat::hermes && !past_calls_) {
+    const size_t start = held_.find_first_not_of(kSpaces);
+    if (start == std::string::npos) return;
+    if (held_.compare(start, kHermesOpen.size(), kHermesOpen) != 0) {
+      // Text after the calls, or what may still become the next marker.
+      if (!std::string_view(kHermesOpen).starts_with(std::string_view(held_).substr(start))) past_calls_ = true;
+      return;
+    }
+    const size_t close = held_.find(kHermesClose, start);
+    if (close == std::string::npos) return;
+    const size_t body = start + kHermesOpen.size();
+    std::vector<ParsedToolCall> block;
+    if (!append_sequence(trim(std::string_view(held_).substr(body, close - body)), block)) {
+      past_calls_ = true;  // the rest is content
+      return;
+    }
+    calls.insert(calls.end(), block.begin(), block.end());
+    held_.erase(0, close + kHermesClose.size());
+    sent_calls_ = true;
+  }
 }
 
 ParsedOutput ToolCallStream::finish() {
   std::string text = std::move(held_);
   held_.clear();
   if (!in_call_) return {std::move(text), {}};
-  return parse_tool_calls(format_, text);
+  if (!sent_calls_) return parse_tool_calls(format_, text);
+  // After calls already sent: more blocks, or the content that followed them.
+  if (past_calls_) return {std::string(trim(text)), {}};
+  ParsedOutput rest = parse_tool_calls(format_, text);
+  if (rest.calls.empty()) rest.content = std::string(trim(text));
+  return rest;
 }
 
 }  // namespace specd::net

@@ -45,21 +45,26 @@ std::string new_tool_call_id();
 
 // Streams an answer's text while holding back what may be the start of a call: the
 // text that can no longer begin a call is released as content; from a call's marker
-// on, the text waits for the end, where it is parsed (and released as content if it
-// does not parse).
+// on, the text is held. A <tool_call> block goes out as soon as it closes; the other
+// syntaxes' calls at the end, where what does not parse is released as content.
 class ToolCallStream {
  public:
   explicit ToolCallStream(ToolCallFormat format) : format_(format) {}
-  // The content that may be sent now (often empty while a marker might be starting).
-  std::string feed(std::string_view piece);
-  // At the end of the answer: the held-back content and the calls.
+  // The content that may be sent now (often empty while a marker might be starting)
+  // and the calls complete now.
+  ParsedOutput feed(std::string_view piece);
+  // At the end of the answer: the held-back content and the remaining calls.
   ParsedOutput finish();
 
  private:
+  void take_closed_calls(std::vector<ParsedToolCall>& calls);
+
   ToolCallFormat format_;
-  std::string held_;      // not yet released
-  bool started_ = false;  // released non-space text: a whole-answer call is no longer possible
-  bool in_call_ = false;  // a call's marker (or opening bracket) was seen
+  std::string held_;         // not yet released
+  bool started_ = false;     // released non-space text: a whole-answer call is no longer possible
+  bool in_call_ = false;     // a call's marker (or opening bracket) was seen
+  bool sent_calls_ = false;  // feed returned calls
+  bool past_calls_ = false;  // text that is not a call followed them: the rest is content
 };
 
 }  // namespace specd::net

@@ -276,7 +276,7 @@ TEST_CASE("bad requests fail with their error code and do not disturb others") {
   };
   GenerateRequest bad;
   bad.prompt = "x";
-  bad.max_tokens = 0;
+  bad.max_tokens = -1;  // 0 is the rest of the context
   CHECK(error_of(bad) == ErrorCode::bad_value);
   bad.max_tokens = 4;
   bad.sampling.top_p = 1.5;

@@ -113,6 +113,12 @@ TEST_CASE("OpenAI tool calls streamed: per call a head delta (index, id, type, n
             R"({"tool_calls":[{"index":1,"id":"call_b","type":"function","function":{"name":"g","arguments":""}}]})" +
             tail);
   CHECK(chunks[3] == head + R"({"tool_calls":[{"index":1,"function":{"arguments":"{\"x\":1}"}}]})" + tail);
+  // A call sent after two others keeps counting, with no role (it is not the first chunk).
+  const std::vector<std::string> later = openai_tool_call_chunks(who, {calls[0]}, false, 2);
+  CHECK(later[0] ==
+        head +
+            R"({"tool_calls":[{"index":2,"id":"call_a","type":"function","function":{"name":"f","arguments":""}}]})" +
+            tail);
   CHECK(openai_finish_chunk(who, "tool_calls") ==
         R"({"id":"chatcmpl-9","object":"chat.completion.chunk","created":1700000000,"model":"specd-tiny",)"
         R"("choices":[{"index":0,"delta":{},"logprobs":null,"finish_reason":"tool_calls"}]})");

@@ -72,6 +72,8 @@ TEST_CASE("values override defaults; relative paths resolve against the file's d
   CHECK(c.engine.draft_dir.empty());
   CHECK(c.engine.sequence.k_max == 4);
   CHECK(c.engine.sequence.max_seq_len == 512);
+  CHECK(parse_gateway_config("[engine]\nchat_template = \"tmpl/chat.jinja\"\n", "/etc/specd", "test.toml")
+            .engine.chat_template == std::filesystem::path("/etc/specd/tmpl/chat.jinja"));
   CHECK(c.protocol.default_temperature == 0.0);
   CHECK(c.max_connections == 256);  // untouched default
 }
@@ -132,6 +134,10 @@ TEST_CASE("bad configurations are refused naming the key") {
   CHECK(refusal("[engine]\nmax_seq_len = 0\n") == "accepted");
   CHECK(refusal("[engine]\nmax_seq_len = -1\n") ==
         "bad_value: config: engine.max_seq_len must be >= 0 (0: from the model)");
+  CHECK(refusal("[server]\ntool_call_format = \"hermes\"\n") == "accepted");
+  CHECK(refusal("[server]\ntool_call_format = \"qwen\"\n") ==
+        "bad_value: config: server.tool_call_format must be auto, llama3_json, hermes, mistral or json");
+  CHECK(refusal("[engine]\nchat_template = \"t.jinja\"\n") == "accepted");
   CHECK(refusal("[server]\ncors_origins = \"*\"\n") ==
         "bad_value: test.toml: server.cors_origins: must be an array of strings");
   CHECK(refusal("[server]\ncors_origins = [1]\n") ==

@@ -544,3 +544,17 @@ TEST_CASE("without max_tokens a request may generate the rest of the context (ma
     CHECK(std::string_view(doc["choices"].at(0)["finish_reason"]) == "length");
   }
 }
+
+TEST_CASE("unseeded samples at temperature 1 differ; the same seed gives the same sample twice (HTTP)") {
+  auto& f = shared_fixture();
+  auto text = [&](const std::string& seed) {
+    Reply r = request(f.port(), http::verb::post, "/v1/completions",
+                      R"({"prompt":"ROMEO:","max_tokens":24,"temperature":1,"ignore_eos":true)" + seed + "}");
+    REQUIRE(r.status == 200);
+    simdjson::dom::parser parser;
+    return std::string(std::string_view(parser.parse(r.body)["choices"].at(0)["text"]));
+  };
+  const std::set<std::string> unseeded{text(""), text(""), text("")};
+  CHECK(unseeded.size() == 3);
+  CHECK(text(R"(,"seed":11)") == text(R"(,"seed":11)"));
+}

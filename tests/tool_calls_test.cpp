@@ -24,16 +24,22 @@ std::string template_text(const std::string& name) {
   return s.str();
 }
 
-// The content a stream releases piece by piece, and what its end adds.
+// The content a stream releases piece by piece with the calls it sends before the end
+// (and after which piece), and what its end adds.
 struct Streamed {
   std::string content;
+  std::vector<std::pair<size_t, std::string>> early_calls;  // piece index, name
   ParsedOutput end;
 };
 
 Streamed stream_pieces(ToolCallFormat format, const std::vector<std::string>& pieces) {
   ToolCallStream stream(format);
   Streamed out;
-  for (const std::string& p : pieces) out.content += stream.feed(p);
+  for (size_t i = 0; i < pieces.size(); ++i) {
+    ParsedOutput step = stream.feed(pieces[i]);
+    out.content += step.content;
+    for (const ParsedToolCall& c : step.calls) out.early_calls.emplace_back(i, c.name);
+  }
   out.end = stream.finish();
   return out;
 }
@@ -86,7 +92,8 @@ TEST_CASE("Hermes / Qwen2.5 / Qwen3: <tool_call> blocks, parallel, with text bef
   CHECK(p.calls[0].name == "w");
   CHECK(p.content == "<think>\nThe user wants weather.\n</think>");
 
-  const std::string broken = "<tool_call>\n{\"name\": \"w\", \"arguments\": {\"city\": }\n</tool_call>";
+  const std::string broken =
+      "<tool_call>\n{\"name\": \"w\", \"arguments\": {\"city\": }\n</tool_call>";  // no call parses
   p = parse_tool_calls(ToolCallFormat::hermes, broken);
   CHECK(p.calls.empty());
   CHECK(p.content == broken);
@@ -121,6 +128,9 @@ TEST_CASE("the generic JSON fallback: a whole answer that is a call, or an array
   CHECK(p.calls.empty());
   p = parse_tool_calls(ToolCallFormat::json, R"([1, 2])");
   CHECK(p.calls.empty());
+  p = parse_tool_calls(ToolCallFormat::json, "  [ ] ");  // no calls: the text stays (found by protocol_fuzz)
+  CHECK(p.calls.empty());
+  CHECK(p.content == "  [ ] ");
 }
 
 TEST_CASE("the format is read from the template: real Llama 3.1, Qwen2.5, Mistral templates; names round-trip") {
@@ -146,23 +156,38 @@ TEST_CASE("the format is read from the template: real Llama 3.1, Qwen2.5, Mistra
   CHECK_FALSE(parse_tool_call_format("qwen"));
 }
 
-TEST_CASE("streaming: text is released until a marker may begin; a call is held and parsed at the end") {
-  Streamed s = stream_pieces(ToolCallFormat::hermes, {"Let me ", "check.\n<tool", "_call>\n{\"name\": \"w\", ",
-                                                      "\"arguments\": {}}\n</tool_call>"});
+TEST_CASE("streaming: text is released until a marker may begin; a <tool_call> goes out when it closes") {
+  Streamed s =
+      stream_pieces(ToolCallFormat::hermes,
+                    {"Let me ", "check.\n<tool", "_call>\n{\"name\": \"w\", ", "\"arguments\": {}}\n</tool_call>",
+                     "\n<tool_call>{\"name\": \"t\", \"arguments\": {\"tz\": 1}}", "</tool_call>\n"});
   CHECK(s.content == "Let me check.\n");
-  REQUIRE(s.end.calls.size() == 1);
-  CHECK(s.end.calls[0].name == "w");
+  CHECK(s.early_calls == std::vector<std::pair<size_t, std::string>>{{3, "w"}, {5, "t"}});
+  CHECK(s.end.calls.empty());
   CHECK(s.end.content.empty());
+
+  // A block that does not parse ends the calls: it and what follows are content, as in
+  // the whole answer's parse.
+  s = stream_pieces(ToolCallFormat::hermes,
+                    {"<tool_call>{\"name\": \"w\"}</tool_call>", "<tool_call>{oops}</tool_call>"});
+  CHECK(s.early_calls.size() == 1);
+  CHECK(s.end.calls.empty());
+  CHECK(s.end.content == "<tool_call>{oops}</tool_call>");
+  const ParsedOutput whole =
+      parse_tool_calls(ToolCallFormat::hermes, "<tool_call>{\"name\": \"w\"}</tool_call><tool_call>{oops}</tool_call>");
+  CHECK(whole.calls.size() == 1);
+  CHECK(whole.content == "<tool_call>{oops}</tool_call>");
 
   // A '<' that turns out not to start the marker is released once it cannot.
   ToolCallStream stream(ToolCallFormat::hermes);
-  CHECK(stream.feed("a <") == "a ");
-  CHECK(stream.feed("b") == "<b");
+  CHECK(stream.feed("a <").content == "a ");
+  CHECK(stream.feed("b").content == "<b");
   CHECK(stream.finish().content.empty());
 
   // Llama 3: an answer that opens with "{" is held whole; prose goes out at once.
   s = stream_pieces(ToolCallFormat::llama3_json, {" ", "{\"name\": \"f\",", " \"parameters\": {\"x\": 2}}"});
   CHECK(s.content.empty());
+  CHECK(s.early_calls.empty());  // a JSON answer may still grow: its calls go out at the end
   REQUIRE(s.end.calls.size() == 1);
   CHECK(s.end.calls[0].arguments == R"({"x":2})");
   s = stream_pieces(ToolCallFormat::llama3_json, {"Fair ", "Verona"});

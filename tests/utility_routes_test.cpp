@@ -139,6 +139,32 @@ TEST_CASE("POST /detokenize turns ids back into text; ids outside the vocabulary
   CHECK(code_of(r) == "missing_field");
 }
 
+TEST_CASE("the committed pair's template teaches the <tool_call> syntax: the gateway parses answers as hermes") {
+  CHECK(fixture().gateway().tool_call_format() == net::ToolCallFormat::hermes);
+}
+
+TEST_CASE("POST /apply-template renders tools, an assistant's tool_calls and a tool turn; refusals have codes") {
+  Reply r = post(fixture().port(), "/apply-template",
+                 R"({"messages":[{"role":"user","content":"Weather?"},)"
+                 R"({"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function",)"
+                 R"("function":{"name":"w","arguments":"{\"city\":\"Verona\"}"}}]},)"
+                 R"({"role":"tool","tool_call_id":"c1","content":"Fair"}],)"
+                 R"("tools":[{"type":"function","function":{"name":"w"}}]})");
+  REQUIRE(r.status == 200);
+  simdjson::dom::parser parser;
+  CHECK(std::string_view(parser.parse(r.body)["prompt"]) ==
+        "<s>SYSTEM:\nYou can call these functions:\n{\"type\": \"function\", \"function\": {\"name\": \"w\"}}\n"
+        "To call one, answer with <tool_call>{\"name\": NAME, \"arguments\": {...}}</tool_call> and nothing else.</s>"
+        "USER:\nWeather?</s>ASSISTANT:\n<tool_call>{\"name\": \"w\", \"arguments\": {\"city\": "
+        "\"Verona\"}}</tool_call></s>"
+        "TOOL:\nFair</s>ASSISTANT:\n");
+  r = post(fixture().port(), "/apply-template", R"({"messages":[]})");
+  CHECK(r.status == 400);
+  CHECK(code_of(r) == "bad_value");
+  r = post(fixture().port(), "/apply-template", R"({"prompt":"x"})");
+  CHECK(code_of(r) == "missing_field");
+}
+
 TEST_CASE("GET /v1/models states the context length: vLLM's max_model_len and llama.cpp-style meta") {
   Reply r = post(fixture().port(), "/v1/models", "");
   REQUIRE(r.status == 200);

@@ -374,3 +374,25 @@ TEST_CASE("keepalive pings hold a reading client; a peer that stops reading is c
     CHECK(fixture.gateway().open_sessions() == 1);
   });
 }
+
+TEST_CASE("WebSocket: unseeded samples at temperature 1 differ; the same seed gives the same tokens twice") {
+  GatewayFixture fixture(test_gateway_config());
+  auto sample = [&](const std::string& id, std::optional<int64_t> seed) {
+    boost::json::object m{{"type", "generate"}, {"id", id},         {"prompt", "ROMEO:"},
+                          {"max_tokens", 24},   {"temperature", 1}, {"ignore_eos", true}};
+    if (seed) m["seed"] = *seed;
+    return fixture.run([&, message = serialize_json(m)]() -> asio::awaitable<std::vector<int32_t>> {
+      net::WsClient client(co_await asio::this_coro::executor);
+      REQUIRE_FALSE(co_await client.connect("127.0.0.1", fixture.port()));
+      REQUIRE_FALSE(co_await client.send_text(message));
+      auto streams = co_await collect(client, {id});
+      co_await client.close();
+      co_return streams[id].tokens;
+    });
+  };
+  const std::vector<int32_t> a = sample("u1", std::nullopt), b = sample("u2", std::nullopt),
+                             c = sample("u3", std::nullopt);
+  REQUIRE(a.size() == 24);
+  CHECK((a != b && b != c && a != c));
+  CHECK(sample("s1", 11) == sample("s2", 11));
+}

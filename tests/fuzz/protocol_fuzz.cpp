@@ -1,5 +1,7 @@
 // libFuzzer target for the gateway's protocol parser (net/protocol): any bytes as a
-// WebSocket message and as both OpenAI bodies. Besides crashes and sanitizer reports,
+// WebSocket message, as both OpenAI bodies, as the /tokenize, /detokenize and
+// /apply-template bodies, and as a model's answer to parse for tool calls (whole and
+// streamed in two pieces, which must agree on the calls). Besides crashes and sanitizer reports,
 // it checks that every refusal's error frame is valid UTF-8 JSON (a client would drop
 // the connection otherwise) and that parsed values respect the limits or are refused by the engine's validation.
 #include <simdjson.h>
@@ -11,6 +13,8 @@
 
 #include "engine/base/errors.hpp"
 #include "net/protocol.hpp"
+#include "net/tokenize_body.hpp"
+#include "net/tool_calls.hpp"
 
 using namespace specd;
 using namespace specd::net;
@@ -34,8 +38,9 @@ void check_error_frame(const ProtocolError& e) {
 // The parser bounds what the gateway limits; the engine's validation (which a request
 // meets next) either refuses a value with bad_value or leaves one in range.
 void check_params(const GenerateParams& p, const ProtocolLimits& limits) {
-  const GenerateRequest& r = p.request;
-  require(r.max_tokens >= 1 && r.max_tokens <= limits.max_tokens_limit);
+  GenerateRequest r = p.request;
+  require(r.max_tokens >= 0 && r.max_tokens <= limits.max_tokens_limit);
+  if (r.max_tokens == 0) r.max_tokens = 1;  // the rest of the context, resolved by the engine before validation
   require(r.stop.size() <= limits.max_stop_strings);
   require(r.prompt.empty() || r.messages.empty());  // at most one input
   const std::vector<int32_t> ids{1};
@@ -67,6 +72,24 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       check_error_frame(*e);
     else
       check_params(std::get<GenerateParams>(body), limits);
+  }
+  // The utility bodies: parsed, or refused with an error frame a client can read.
+  auto tokenize = parse_tokenize_body(text, limits);
+  if (auto* e = std::get_if<ProtocolError>(&tokenize)) check_error_frame(*e);
+  auto chat = parse_chat_body(text, limits);
+  if (auto* e = std::get_if<ProtocolError>(&chat)) check_error_frame(*e);
+  auto detokenize = parse_detokenize_body(text);
+  if (auto* e = std::get_if<ProtocolError>(&detokenize)) check_error_frame(*e);
+  for (ToolCallFormat format :
+       {ToolCallFormat::llama3_json, ToolCallFormat::hermes, ToolCallFormat::mistral, ToolCallFormat::json}) {
+    const ParsedOutput whole = parse_tool_calls(format, text);
+    ToolCallStream stream(format);
+    const ParsedOutput first = stream.feed(text.substr(0, size / 2));
+    const ParsedOutput second = stream.feed(text.substr(size / 2));
+    const std::string released = first.content + second.content;
+    const ParsedOutput end = stream.finish();
+    require(first.calls.size() + second.calls.size() + end.calls.size() == whole.calls.size());
+    if (whole.calls.empty()) require(released + end.content == text);  // no text is lost or invented
   }
   return 0;
 }
