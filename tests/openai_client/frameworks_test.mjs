@@ -14,7 +14,7 @@ const args = parseArgs(process.argv.slice(2));
 const baseURL = `${process.env.SPECD_BASE_URL}/v1`;
 if (!args.specd || !process.env.SPECD_BASE_URL) throw new Error('needs --specd and SPECD_BASE_URL (run under with_server.sh)');
 const { ChatOpenAI } = requireClient('@langchain/openai');
-const { generateText, tool, jsonSchema } = requireClient('ai');
+const { generateText, generateObject, tool, jsonSchema } = requireClient('ai');
 const { createOpenAICompatible } = requireClient('@ai-sdk/openai-compatible');
 
 const maxTokens = 24;
@@ -39,6 +39,16 @@ async function answerWithTool() {
 }
 const withTool = await answerWithTool();
 
+// Structured output: a short closed schema, so the tiny model's answer always ends.
+const verdict = {
+  type: 'object', properties: { answer: { enum: ['yes', 'no'] }, sure: { type: 'boolean' } },
+  required: ['answer', 'sure'], additionalProperties: false,
+};
+function checkVerdict(object, who) {
+  assertTrue(['yes', 'no'].includes(object.answer) && typeof object.sure === 'boolean',
+    `${who}: the object follows the schema: ${JSON.stringify(object)}`);
+}
+
 async function langchain() {
   const llm = new ChatOpenAI({ model: 'specd', apiKey: 'specd-test', temperature: 0, maxTokens,
                                configuration: { baseURL }, maxRetries: 0 });
@@ -47,6 +57,10 @@ async function langchain() {
   const tooled = await llm.bindTools([{ type: 'function', function: weather }]).invoke([['human', chatPrompt]]);
   assertEqual(tooled.tool_calls, [], 'LangChain bindTools: a prose answer has no tool_calls');
   assertEqual(tooled.content, withTool, 'LangChain bindTools: the text of the server\'s answer with tools');
+  const structured = new ChatOpenAI({ model: 'specd', apiKey: 'specd-test', temperature: 0, maxTokens: 64,
+                                      configuration: { baseURL }, maxRetries: 0 })
+    .withStructuredOutput(verdict, { method: 'jsonSchema', name: 'verdict' });
+  checkVerdict(await structured.invoke([['human', 'Is it true?']]), 'LangChain withStructuredOutput (json_schema)');
 }
 
 async function aiSdk() {
@@ -70,6 +84,15 @@ async function aiSdk() {
   throw new Error('toolChoice required was accepted');
 }
 
+async function aiSdkObject() {
+  const provider = createOpenAICompatible({ name: 'specd', baseURL, apiKey: 'specd-test',
+                                            supportsStructuredOutputs: true });
+  const { object } = await generateObject({ model: provider('specd'), schema: jsonSchema(verdict), prompt: 'Is it true?',
+                                            temperature: 0, maxOutputTokens: 64, maxRetries: 0 });
+  checkVerdict(object, 'AI SDK generateObject (json_schema)');
+}
+
 await langchain();
 await aiSdk();
+await aiSdkObject();
 console.log('frameworks test passed');

@@ -263,6 +263,43 @@ async function logprobs() {
   assertEqual(Object.keys(lp.top_logprobs[0]).length, 2, 'completions: 2 alternatives');
 }
 
+// response_format: the answer parses and follows the schema; json_object gives an object.
+async function structuredOutput() {
+  const schema = {
+    type: 'object', properties: { name: { type: 'string', maxLength: 8 }, lines: { type: 'integer' } },
+    required: ['name'], additionalProperties: false,
+  };
+  const answer = await client.chat.completions.create({
+    model: 'specd', messages: [{ role: 'user', content: 'Who speaks?' }], max_tokens: 96, temperature: 0,
+    response_format: { type: 'json_schema', json_schema: { name: 'speaker', schema, strict: true } },
+  });
+  assertEqual(answer.choices[0].finish_reason, 'stop', 'json_schema: the document ends');
+  const doc = JSON.parse(answer.choices[0].message.content);
+  assertTrue(typeof doc.name === 'string' && doc.name.length <= 8, `json_schema: name follows the schema: ${JSON.stringify(doc)}`);
+  assertTrue(Object.keys(doc).every((k) => k === 'name' || k === 'lines'), 'json_schema: no other keys');
+  const sampled = await client.chat.completions.create({
+    model: 'specd', messages: [{ role: 'user', content: 'Who speaks?' }], max_tokens: 96, temperature: 1, seed: 3,
+    response_format: { type: 'json_schema', json_schema: { name: 'speaker', schema, strict: true } },
+  });
+  if (sampled.choices[0].finish_reason === 'stop') JSON.parse(sampled.choices[0].message.content);
+  const any = await client.chat.completions.create({
+    model: 'specd', messages: [{ role: 'user', content: 'Answer in JSON.' }], max_tokens: 16, temperature: 0,
+    response_format: { type: 'json_object' },
+  });
+  assertTrue(any.choices[0].message.content.trimStart().startsWith('{'), 'json_object: an object starts');
+  try {
+    await client.chat.completions.create({
+      model: 'specd', messages: [{ role: 'user', content: 'x' }], max_tokens: 8,
+      response_format: { type: 'json_schema', json_schema: { name: 'x', schema: { type: 'object', not: {} } } },
+    });
+  } catch (e) {
+    assertTrue(e instanceof OpenAI.BadRequestError, `an unsupported schema raises BadRequestError (${e.constructor.name})`);
+    assertTrue(/not/.test(e.message), `the refusal names the keyword: ${e.message}`);
+    return;
+  }
+  throw new Error('a schema with "not" was accepted');
+}
+
 await models();
 await streamedChat();
 await streamedCompletion();
@@ -275,4 +312,5 @@ await unseededSamples();
 await toolHistoryRendered();
 await toolChoiceRequiredRefused();
 await logprobs();
+await structuredOutput();
 console.log('openai client test passed');
