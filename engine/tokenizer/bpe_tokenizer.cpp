@@ -9,6 +9,7 @@
 #include "engine/tokenizer/byte_level.hpp"
 #include "engine/tokenizer/pretokenizer_regex.hpp"
 #include "engine/tokenizer/tokenizer_config.hpp"
+#include "engine/tokenizer/unicode_nfc.hpp"
 
 namespace specd {
 
@@ -110,6 +111,7 @@ void BpeTokenizer::build(BpeTokenizerFile& file) {
   }
   for (const auto& pattern : file.split_patterns) splitters_.push_back(std::make_unique<PretokenizerRegex>(pattern));
   ignore_merges_ = file.ignore_merges;
+  nfc_ = file.nfc;
 }
 
 void BpeTokenizer::set_special_ids(const SpecialIdOverrides& overrides) {
@@ -151,8 +153,11 @@ std::vector<int32_t> BpeTokenizer::encode(std::string_view text, bool add_bos) c
   return ids;
 }
 
-void BpeTokenizer::encode_text(std::string_view text, std::vector<int32_t>& ids) const {
-  if (text.empty()) return;
+void BpeTokenizer::encode_text(std::string_view raw, std::vector<int32_t>& ids) const {
+  if (raw.empty()) return;
+  std::string normalized;
+  if (nfc_) normalized = to_nfc(raw);
+  const std::string_view text = nfc_ ? std::string_view(normalized) : raw;
   std::vector<std::string_view> words{text}, next;
   for (const auto& splitter : splitters_) {
     next.clear();
