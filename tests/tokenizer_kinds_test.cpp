@@ -100,6 +100,20 @@ TEST_CASE("Qwen3's tokenizer.json encodes every fixture text to the reference id
   CHECK(tok.token_id("<|im_end|>") == 151645);
 }
 
+TEST_CASE("a Qwen folder's BOS id (config.json) is not prepended: its tokenizer_config.json says add_bos_token false") {
+  const fs::path dir = package_dir("qwen3");
+  Folder folder("specd_qwen_folder");
+  folder.copy(dir / "tokenizer.json", "tokenizer.json");
+  folder.copy(dir / "tokenizer_config.json", "tokenizer_config.json");
+  std::ofstream(folder.path / "config.json") << R"({"bos_token_id": 151643, "eos_token_id": 151645})";
+  const auto tok = load_tokenizer(folder.path);
+  CHECK(tok->bos_id() == 151643);
+  CHECK(tok->eos_ids() == std::vector<int32_t>{151645});
+  CHECK(tok->encode("Hello world", true) == std::vector<int32_t>{9707, 1879});
+  fs::remove(folder.path / "tokenizer_config.json");  // without it, the BOS is added as before
+  CHECK(load_tokenizer(folder.path)->encode("Hello world", true) == std::vector<int32_t>{151643, 9707, 1879});
+}
+
 TEST_CASE("a Qwen GGUF vocabulary (pre qwen2) encodes as llama.cpp reads it: Qwen's split, no NFC") {
   const BpeTokenizerFile parts = read_bpe_tokenizer_file(package_dir("qwen3") / "tokenizer.json");
   std::vector<std::string> tokens(parts.vocab.size() + parts.added_tokens.size());

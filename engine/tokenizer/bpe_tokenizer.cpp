@@ -32,8 +32,9 @@ BpeTokenizer::BpeTokenizer(const fs::path& tokenizer_file, SpecialIdOverrides ov
   build(file);
   std::error_code ec;
   const fs::path config_file = tokenizer_file.parent_path() / "tokenizer_config.json";
-  if (fs::exists(config_file, ec) && (!overrides.bos || !overrides.eos)) {
+  if (fs::exists(config_file, ec)) {
     const TokenizerConfig config = read_tokenizer_config(config_file);
+    adds_bos_ = config.add_bos_token.value_or(true);
     const auto from_config = [&](const std::optional<std::string>& token) -> std::optional<int32_t> {
       if (!token) return std::nullopt;
       const auto id = token_id(*token);
@@ -133,7 +134,7 @@ void BpeTokenizer::set_special_ids(const SpecialIdOverrides& overrides) {
 std::vector<int32_t> BpeTokenizer::encode(std::string_view text, bool add_bos) const {
   std::vector<int32_t> ids;
   ids.reserve(text.size() / 3 + 2);
-  if (add_bos && bos_id_) ids.push_back(*bos_id_);
+  if (add_bos && adds_bos_ && bos_id_) ids.push_back(*bos_id_);
   // Cut added tokens out, leftmost-longest; the text between them goes to BPE.
   size_t plain_start = 0;
   for (size_t i = 0; i < text.size();) {

@@ -35,7 +35,8 @@ class BpeTokenizer final : public Tokenizer {
   BpeTokenizer& operator=(const BpeTokenizer&) = delete;
 
   // Special-token strings in text always become their ids (as HF and
-  // @lenml/tokenizers do); add_bos prepends bos_id() when there is one.
+  // @lenml/tokenizers do); add_bos prepends bos_id() when there is one and the
+  // tokenizer_config.json beside the file does not say add_bos_token false (Qwen).
   std::vector<int32_t> encode(std::string_view text, bool add_bos) const override;
   // Invalid UTF-8 (a character cut between tokens) decodes as U+FFFD.
   std::string decode(std::span<const int32_t> ids) const override;
@@ -72,6 +73,7 @@ class BpeTokenizer final : public Tokenizer {
   std::vector<std::unique_ptr<PretokenizerRegex>> splitters_;
   bool ignore_merges_ = false;
   bool nfc_ = false;
+  bool adds_bos_ = true;  // tokenizer_config.json's add_bos_token (Qwen: false)
   std::optional<int32_t> bos_id_;
   std::vector<int32_t> eos_ids_;
 
