@@ -3,9 +3,8 @@
 // every tensor (equal to what llama-quantize chose in the fixture files of
 // ../shared/data/gguf), the padded target as llama-quantize made its K-quant fixtures (Q6_K
 // byte for byte; Q4_K and Q5_K within 3% of its reconstruction error), and the committed
-// target written as GGUF Q8_0 and Q4_0: it loads,
-// keeps its vocabulary, and its greedy ids agree with llama.cpp's on its own files of
-// those types (../shared/data/gguf/llama_cpp_greedy.json) on most prompts.
+// target written as GGUF Q8_0 and Q4_0; each file loads and its greedy ids agree with
+// llama.cpp's on llama.cpp's own file of that type (llama_cpp_greedy*.json) on most prompts.
 #include "tests/support/doctest_torch.hpp"
 
 #include <simdjson.h>
@@ -247,6 +246,20 @@ TEST_CASE("the padded target as K-quant presets: llama-quantize's Q6_K bytes, Q4
     // Measured 1.011 (Q4_K_M) and 1.006 (Q5_K_M): b10470's Q4_K/Q5_K search picks other
     // scales on about half the blocks; the perplexities are within 0.3% (BENCHMARKS.md).
     CHECK(our_error < 1.03 * their_error);
+    // And it runs: greedy ids against llama.cpp's on its own file of the preset.
+    const auto model = load_model(file);
+    int equal = 0, n = 0;
+    std::string firsts;
+    for (const Run& run : llama_cpp_runs(kGguf / "kquants/llama_cpp_greedy_kquants.json")) {
+      if (run.file != file_name) continue;
+      const int diff = first_difference(llama_cpp_greedy(*model, run.prompt), run.greedy);
+      firsts += " " + (diff < 0 ? std::string("-") : std::to_string(diff));
+      equal += diff < 0;
+      ++n;
+    }
+    MESSAGE(file_name << ": first differences from llama.cpp's ids on its file:" << firsts);
+    CHECK(n == 6);
+    CHECK(equal >= 4);
     fs::remove(file);
   }
 }
