@@ -31,6 +31,7 @@ fi
 
 if [ "$mode" = all ]; then
   scripts/fetch_llama3_tokenizer.sh
+  scripts/fetch_qwen3_llama2_tokenizers.sh
   scripts/fetch_test_clients.sh
 fi
 

@@ -183,7 +183,7 @@ TEST_CASE("added tokens are split out leftmost-longest before BPE") {
 TEST_CASE("tokenizer.json features specd does not implement are refused") {
   const fs::path dir = fs::temp_directory_path() / "specd_bpe_unsupported";
   fs::create_directories(dir);
-  std::ofstream(dir / "tokenizer.json") << R"({"normalizer":{"type":"NFC"},"pre_tokenizer":null,"model":{}})";
+  std::ofstream(dir / "tokenizer.json") << R"({"normalizer":{"type":"NFKC"},"pre_tokenizer":null,"model":{}})";
   try {
     BpeTokenizer tok(dir / "tokenizer.json");
     FAIL("expected an exception");

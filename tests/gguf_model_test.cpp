@@ -302,10 +302,11 @@ TEST_CASE("refusals: wrong magic, truncated, another architecture, unsupported t
   tiny("llama", 0, 256 * 256 * 4).write(path);
   CHECK(load_model(path)->config().num_hidden_layers == 1);  // the control: this one loads
 
-  tiny("qwen2", 0, 256 * 256 * 4).write(path);
+  tiny("gemma2", 0, 256 * 256 * 4).write(path);
   e = load_error(path);
   CHECK(e.code() == ErrorCode::unsupported_architecture);
-  CHECK(e.message() == path.string() + ": general.architecture is 'qwen2'; specd supports only 'llama'");
+  CHECK(e.message() ==
+        path.string() + ": general.architecture is 'gemma2'; specd supports 'llama', 'qwen2' and 'qwen3'");
 
   tiny("llama", 12, 256 * 144).write(path);  // Q4_K (144 bytes a block of 256) beside F32 k and v: a stacked qkv
   CHECK(load_model(path)->config().num_hidden_layers == 1);
@@ -327,7 +328,7 @@ TEST_CASE("refusals: wrong magic, truncated, another architecture, unsupported t
   bias.tensor("blk.0.attn_q.bias", {256}, 0, std::string(256 * 4, '\0')).write(path);
   e = load_error(path);
   CHECK(e.code() == ErrorCode::unsupported_architecture);
-  CHECK(e.message().find("tensor blk.0.attn_q.bias is not part of a Llama model") != std::string::npos);
+  CHECK(e.message().find("tensor blk.0.attn_q.bias is not part of a llama model") != std::string::npos);
 
   GgufWriter bert = tiny("llama", 0, 256 * 256 * 4);
   bert.string("tokenizer.ggml.model", "bert").write(path);

@@ -96,16 +96,21 @@ TEST_CASE("a Llama 3 GGUF vocabulary encodes every fixture text to the reference
 }
 
 TEST_CASE("BPE pre-tokenizers and tokenizer models specd does not implement are refused by name") {
-  TempFile file("specd_gguf_qwen2_pre.gguf");
+  TempFile file("specd_gguf_other_pre.gguf");
+  // qwen2 splits digits one by one where llama-bpe keeps up to three together.
   llama3_gguf("qwen2").write(file.path());
+  CHECK(load_tokenizer(file.path())->encode("12345", false).size() == 5);
+  llama3_gguf("llama-bpe").write(file.path());
+  CHECK(load_tokenizer(file.path())->encode("12345", false).size() == 2);
+  llama3_gguf("deepseek-llm").write(file.path());
   try {
     (void)load_tokenizer(file.path());
     FAIL("no throw");
   } catch (const SpecdError& e) {
     CHECK(e.code() == ErrorCode::unsupported_architecture);
     CHECK(e.message() == file.path().string() +
-                             ": tokenizer.ggml.pre is 'qwen2'; specd reads 'llama-bpe' (Llama 3) and 'gpt-2' BPE "
-                             "tokenizers");
+                             ": tokenizer.ggml.pre is 'deepseek-llm'; specd reads 'llama-bpe' (Llama 3), 'qwen2' "
+                             "(Qwen2, Qwen3) and 'gpt-2' BPE tokenizers");
   }
   GgufWriter t5;
   t5.string("tokenizer.ggml.model", "t5").strings("tokenizer.ggml.tokens", {"a"});

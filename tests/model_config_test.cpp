@@ -220,8 +220,10 @@ TEST_CASE("non-positive sizes and inconsistent heads are bad_value naming the fi
 TEST_CASE("other architectures are unsupported_architecture naming the field and value") {
   check_error(with_field(kLlama32Config, "model_type", "\"mistral\""), ErrorCode::unsupported_architecture,
               {"model_type", "mistral"});
+  check_error(std::regex_replace(kLlama32Config, std::regex("LlamaForCausalLM"), "MistralForCausalLM"),
+              ErrorCode::unsupported_architecture, {"architectures[0]", "MistralForCausalLM"});
   check_error(std::regex_replace(kLlama32Config, std::regex("LlamaForCausalLM"), "Qwen2ForCausalLM"),
-              ErrorCode::unsupported_architecture, {"architectures[0]", "Qwen2ForCausalLM"});
+              ErrorCode::unsupported_architecture, {"model_type", "llama", "qwen2"});
   check_error(with_field(kLlama32Config, "hidden_act", "\"gelu\""), ErrorCode::unsupported_architecture,
               {"hidden_act", "gelu"});
   check_error(with_field(kLlama32Config, "rope_type", "\"yarn\""), ErrorCode::unsupported_architecture,

@@ -183,3 +183,17 @@ TEST_CASE("the draft padded 128 -> 512 with extra layers keeps its function") {
   CHECK(fs::exists(dir.path / "tokenizer.model"));
   CHECK(fs::exists(dir.path / "generation_config.json"));
 }
+
+TEST_CASE("a Qwen folder is refused naming its model_type: its biases and q/k norms have no padding rule") {
+  TempDir dir;
+  const fs::path qwen2 = fs::path(SPECD_SOURCE_DIR) / "../shared/data/qwen/qwen2-tiny";
+  try {
+    (void)pad_model(qwen2, dir.path / "out", PadOptions{PadShape{256, 512, 2}});
+    FAIL("no throw");
+  } catch (const SpecdError& e) {
+    CHECK(e.code() == ErrorCode::unsupported_architecture);
+    CHECK(e.message() ==
+          (qwen2 / "config.json").string() + ": model_type is 'qwen2'; specd_pad_model pads Llama models only");
+  }
+  CHECK_FALSE(fs::exists(dir.path / "out"));
+}

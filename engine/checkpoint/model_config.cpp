@@ -129,19 +129,29 @@ void read_architecture(const FieldReader& r, ModelConfig& c) {
   if (archs.get_array().get(arr)) r.fail_type("architectures", "an array", archs);
   if (arr.size() == 0) r.fail(ErrorCode::bad_value, "architectures", "is empty");
   c.architecture = r.to_string(*arr.begin(), "architectures[0]");
-  if (c.architecture != "LlamaForCausalLM")
+  const char* model_type = model_type_of(c.architecture);
+  if (!model_type)
     r.fail(ErrorCode::unsupported_architecture, "architectures[0]",
-           "is '" + c.architecture + "'; specd supports only LlamaForCausalLM");
+           "is '" + c.architecture + "'; specd supports LlamaForCausalLM, Qwen2ForCausalLM and Qwen3ForCausalLM");
   c.model_type = r.to_string(r.require("model_type"), "model_type");
-  if (c.model_type != "llama")
-    r.fail(ErrorCode::unsupported_architecture, "model_type", "is '" + c.model_type + "'; specd supports only 'llama'");
+  if (c.model_type != model_type)
+    r.fail(ErrorCode::unsupported_architecture, "model_type",
+           "is '" + c.model_type + "'; " + c.architecture + " needs '" + model_type + "'");
   c.hidden_act = r.text("hidden_act", "silu");
   if (c.hidden_act != "silu")
     r.fail(ErrorCode::unsupported_architecture, "hidden_act", "is '" + c.hidden_act + "'; specd supports only 'silu'");
-  // Biased projections change the weights the loader expects; refuse rather than ignore.
-  for (std::string_view key : {"attention_bias", "mlp_bias"})
-    if (r.boolean(key, false))
-      r.fail(ErrorCode::unsupported_architecture, key, "is true; specd supports only bias-free Llama projections");
+  c.qkv_bias = c.model_type == "qwen2";  // transformers' Qwen2Attention always has them
+  c.qk_norm = c.model_type == "qwen3";
+  // Other biased projections change the weights the loader expects; refuse rather than
+  // ignore. (Qwen3's attention_bias would bias o_proj too.)
+  if (c.model_type != "qwen2" && r.boolean("attention_bias", false))
+    r.fail(ErrorCode::unsupported_architecture, "attention_bias",
+           "is true; specd supports biases only on Qwen2's q, k and v projections");
+  if (r.boolean("mlp_bias", false))
+    r.fail(ErrorCode::unsupported_architecture, "mlp_bias", "is true; specd supports only bias-free MLPs");
+  if (r.boolean("use_sliding_window", false))
+    r.fail(ErrorCode::unsupported_architecture, "use_sliding_window",
+           "is true; specd attends over the whole context in every layer");
 }
 
 void read_sizes(const FieldReader& r, ModelConfig& c) {
@@ -155,11 +165,12 @@ void read_sizes(const FieldReader& r, ModelConfig& c) {
     r.fail(ErrorCode::bad_value, "num_key_value_heads",
            "(" + std::to_string(c.num_key_value_heads) + ") must divide num_attention_heads (" +
                std::to_string(c.num_attention_heads) + ")");
-  if (!r.find("head_dim") && c.hidden_size % c.num_attention_heads != 0)
+  if (!r.find("head_dim") && c.model_type != "qwen3" && c.hidden_size % c.num_attention_heads != 0)
     r.fail(ErrorCode::bad_value, "head_dim",
            "is absent and hidden_size (" + std::to_string(c.hidden_size) +
                ") is not divisible by num_attention_heads (" + std::to_string(c.num_attention_heads) + ")");
-  c.head_dim = r.positive_int("head_dim", c.hidden_size / c.num_attention_heads);
+  // transformers' Qwen3Config defaults head_dim to 128, not hidden_size / heads.
+  c.head_dim = r.positive_int("head_dim", c.model_type == "qwen3" ? 128 : c.hidden_size / c.num_attention_heads);
   c.max_position_embeddings = r.positive_int("max_position_embeddings", 2048);
 }
 
@@ -227,6 +238,13 @@ boost::json::value eos_json(const std::vector<int32_t>& ids) {
 }
 
 }  // namespace
+
+const char* model_type_of(std::string_view architecture) {
+  if (architecture == "LlamaForCausalLM") return "llama";
+  if (architecture == "Qwen2ForCausalLM") return "qwen2";
+  if (architecture == "Qwen3ForCausalLM") return "qwen3";
+  return nullptr;
+}
 
 ModelConfig parse_model_config(std::string_view json_text, const std::string& source_name) {
   simdjson::dom::parser parser;

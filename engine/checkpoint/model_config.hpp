@@ -1,5 +1,6 @@
 #pragma once
-// The architecture of a Llama-family checkpoint, read from a Hugging Face config.json.
+// The architecture of a Llama-family checkpoint (Llama, Qwen2, Qwen3), read from a Hugging
+// Face config.json.
 // A plain value: immutable after parsing, safe to share between threads.
 #include <cstdint>
 #include <filesystem>
@@ -20,8 +21,8 @@ struct RopeScaling {
 };
 
 struct ModelConfig {
-  std::string architecture;  // architectures[0], e.g. "LlamaForCausalLM"
-  std::string model_type;    // "llama"
+  std::string architecture;  // architectures[0]: LlamaForCausalLM, Qwen2ForCausalLM or Qwen3ForCausalLM
+  std::string model_type;    // "llama", "qwen2" or "qwen3"
   int64_t vocab_size = 0;
   int64_t hidden_size = 0;
   int64_t intermediate_size = 0;
@@ -38,7 +39,13 @@ struct ModelConfig {
   std::optional<int32_t> bos_token_id;
   std::vector<int32_t> eos_token_ids;  // eos_token_id: int or array
   std::string torch_dtype;             // informational
+  // What Qwen adds to the Llama layer; both follow from the architecture.
+  bool qkv_bias = false;  // Qwen2: biases on the q, k and v projections
+  bool qk_norm = false;   // Qwen3: RMSNorm (weights of head_dim) on each q and k head before RoPE
 };
+
+// The model_type of each architecture specd runs, or nullptr.
+const char* model_type_of(std::string_view architecture);
 
 // Parses and validates config.json text; source_name (usually the path) goes into
 // every error message. Throws SpecdError (malformed_json, missing_field, bad_value,

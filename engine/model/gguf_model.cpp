@@ -77,16 +77,17 @@ std::optional<RopeScaling> llama3_rope_from_freqs(const GgufFile& file, const Mo
   return s;
 }
 
-void read_rope(const GgufFile& file, ModelConfig& c) {
-  c.rope_theta = shortest_decimal(file.float_value("llama.rope.freq_base", 10000.0).value());
-  if (positive(file, "llama.rope.dimension_count", uint64_t(c.head_dim)) != c.head_dim)
+// `a` is the architecture's key prefix ("llama.", "qwen2.", "qwen3.").
+void read_rope(const GgufFile& file, const std::string& a, ModelConfig& c) {
+  c.rope_theta = shortest_decimal(file.float_value(a + "rope.freq_base", 10000.0).value());
+  if (positive(file, a + "rope.dimension_count", uint64_t(c.head_dim)) != c.head_dim)
     fail(ErrorCode::unsupported_architecture, file,
-         "llama.rope.dimension_count differs from the head size " + std::to_string(c.head_dim) +
+         a + "rope.dimension_count differs from the head size " + std::to_string(c.head_dim) +
              "; specd rotates whole heads");
-  const std::string type = file.string_value("llama.rope.scaling.type", "none").value();
-  if (type != "none" || file.float_value("llama.rope.scaling.factor", 1.0).value() != 1.0)
+  const std::string type = file.string_value(a + "rope.scaling.type", "none").value();
+  if (type != "none" || file.float_value(a + "rope.scaling.factor", 1.0).value() != 1.0)
     fail(ErrorCode::unsupported_architecture, file,
-         "llama.rope.scaling.type is '" + type + "'; specd supports only none (or llama3 via " + kRopeFreqs + ")");
+         a + "rope.scaling.type is '" + type + "'; specd supports only none (or llama3 via " + kRopeFreqs + ")");
   c.rope_scaling = llama3_rope_from_freqs(file, c);
 }
 
@@ -172,8 +173,10 @@ class GgufTensorSource {
                "and the IQ types have no kernel: choose a Q4_K_M or larger preset)");
     previous_ = t;
     progress_.advance(t->nbytes);
+    // Only the llama architecture's q and k are permuted: llama.cpp runs Qwen's RoPE on
+    // rotate-half pairs (NEOX), as HF does.
     const bool q = name->ends_with("attn_q.weight"), k = name->ends_with("attn_k.weight");
-    if (!q && !k) return RawTensor{t->data, *dtype, true};
+    if ((!q && !k) || config_.model_type != "llama") return RawTensor{t->data, *dtype, true};
     scratch_.resize(t->nbytes);
     unpermute_rows(t->data, scratch_.data(), shape[0], config_.head_dim, kernels::stored_row_bytes(*dtype, shape[1]));
     return RawTensor{scratch_.data(), *dtype};
@@ -186,7 +189,7 @@ class GgufTensorSource {
     for (const GgufTensor& t : file_.tensors())
       if (!used_.count(t.name) && t.name != kRopeFreqs)
         fail(ErrorCode::unsupported_architecture, file_,
-             "tensor " + t.name + " is not part of a Llama model specd runs");
+             "tensor " + t.name + " is not part of a " + config_.model_type + " model specd runs");
   }
 
  private:
@@ -211,31 +214,38 @@ class GgufTensorSource {
 
 ModelConfig gguf_model_config(const GgufFile& file) {
   const std::string arch = file.string_value("general.architecture");
-  if (arch != "llama")
-    fail(ErrorCode::unsupported_architecture, file,
-         "general.architecture is '" + arch + "'; specd supports only 'llama'");
   ModelConfig c;
-  c.architecture = "LlamaForCausalLM";
-  c.model_type = "llama";
-  c.hidden_size = positive(file, "llama.embedding_length");
-  c.intermediate_size = positive(file, "llama.feed_forward_length");
-  c.num_hidden_layers = positive(file, "llama.block_count");
-  c.num_attention_heads = positive(file, "llama.attention.head_count");
-  c.num_key_value_heads = positive(file, "llama.attention.head_count_kv", uint64_t(c.num_attention_heads));
+  if (arch == "llama") {
+    c.architecture = "LlamaForCausalLM";
+  } else if (arch == "qwen2") {
+    c.architecture = "Qwen2ForCausalLM", c.qkv_bias = true;
+  } else if (arch == "qwen3") {
+    c.architecture = "Qwen3ForCausalLM", c.qk_norm = true;
+  } else {
+    fail(ErrorCode::unsupported_architecture, file,
+         "general.architecture is '" + arch + "'; specd supports 'llama', 'qwen2' and 'qwen3'");
+  }
+  c.model_type = arch;
+  const std::string a = arch + ".";
+  c.hidden_size = positive(file, a + "embedding_length");
+  c.intermediate_size = positive(file, a + "feed_forward_length");
+  c.num_hidden_layers = positive(file, a + "block_count");
+  c.num_attention_heads = positive(file, a + "attention.head_count");
+  c.num_key_value_heads = positive(file, a + "attention.head_count_kv", uint64_t(c.num_attention_heads));
   if (c.num_attention_heads % c.num_key_value_heads != 0)
-    fail(ErrorCode::bad_value, file, "llama.attention.head_count_kv must divide llama.attention.head_count");
-  c.head_dim = positive(file, "llama.attention.key_length", uint64_t(c.hidden_size / c.num_attention_heads));
-  if (positive(file, "llama.attention.value_length", uint64_t(c.head_dim)) != c.head_dim)
-    fail(ErrorCode::unsupported_architecture, file, "llama.attention.value_length differs from key_length");
-  c.max_position_embeddings = positive(file, "llama.context_length", 2048);
-  c.rms_norm_eps = shortest_decimal(file.float_value("llama.attention.layer_norm_rms_epsilon", 1e-5).value());
-  read_rope(file, c);
+    fail(ErrorCode::bad_value, file, a + "attention.head_count_kv must divide " + a + "attention.head_count");
+  c.head_dim = positive(file, a + "attention.key_length", uint64_t(c.hidden_size / c.num_attention_heads));
+  if (positive(file, a + "attention.value_length", uint64_t(c.head_dim)) != c.head_dim)
+    fail(ErrorCode::unsupported_architecture, file, a + "attention.value_length differs from key_length");
+  c.max_position_embeddings = positive(file, a + "context_length", 2048);
+  c.rms_norm_eps = shortest_decimal(file.float_value(a + "attention.layer_norm_rms_epsilon", 1e-5).value());
+  read_rope(file, a, c);
   if (file.find("tokenizer.ggml.tokens")) {
     c.vocab_size = static_cast<int64_t>(file.strings("tokenizer.ggml.tokens").size());
   } else if (const GgufTensor* embd = file.find_tensor("token_embd.weight"); embd && embd->dims.size() == 2) {
     c.vocab_size = embd->dims[1];
   } else {
-    c.vocab_size = positive(file, "llama.vocab_size");
+    c.vocab_size = positive(file, a + "vocab_size");
   }
   c.tie_word_embeddings = file.find_tensor("output.weight") == nullptr;
   if (auto bos = special_ids(file, {"tokenizer.ggml.bos_token_id"}); !bos.empty()) c.bos_token_id = bos[0];
@@ -259,7 +269,9 @@ std::optional<std::string> gguf_tensor_name(const std::string& hf) {
       {"self_attn.k_proj.weight", "attn_k.weight"},      {"self_attn.v_proj.weight", "attn_v.weight"},
       {"self_attn.o_proj.weight", "attn_output.weight"}, {"post_attention_layernorm.weight", "ffn_norm.weight"},
       {"mlp.gate_proj.weight", "ffn_gate.weight"},       {"mlp.up_proj.weight", "ffn_up.weight"},
-      {"mlp.down_proj.weight", "ffn_down.weight"},
+      {"mlp.down_proj.weight", "ffn_down.weight"},       {"self_attn.q_proj.bias", "attn_q.bias"},
+      {"self_attn.k_proj.bias", "attn_k.bias"},          {"self_attn.v_proj.bias", "attn_v.bias"},
+      {"self_attn.q_norm.weight", "attn_q_norm.weight"}, {"self_attn.k_norm.weight", "attn_k_norm.weight"},
   };
   for (const auto& [from, to] : kParts)
     if (part == from) return "blk." + layer + "." + to;

@@ -102,7 +102,7 @@ PackedWeight pack_stacked(const TensorSource& source, const std::vector<std::pai
   return PackedWeight::stack(std::move(stacked));
 }
 
-std::vector<float> norm_weights(const TensorSource& source, const std::string& name, int64_t n) {
+std::vector<float> float_vector(const TensorSource& source, const std::string& name, int64_t n) {
   return to_floats(source(name, {n}), n);
 }
 
@@ -110,14 +110,25 @@ LayerWeights pack_layer(const ModelConfig& c, const TensorSource& source, int64_
   const std::string p = "model.layers." + std::to_string(i) + ".";
   const int64_t q_rows = c.num_attention_heads * c.head_dim, kv_rows = c.num_key_value_heads * c.head_dim;
   LayerWeights l;
-  l.input_norm = norm_weights(source, p + "input_layernorm.weight", c.hidden_size);
+  l.input_norm = float_vector(source, p + "input_layernorm.weight", c.hidden_size);
   l.qkv = pack_stacked(source,
                        {{p + "self_attn.q_proj.weight", q_rows},
                         {p + "self_attn.k_proj.weight", kv_rows},
                         {p + "self_attn.v_proj.weight", kv_rows}},
                        c.hidden_size, to);
+  if (c.qkv_bias) {
+    const std::pair<const char*, int64_t> parts[] = {{"q", q_rows}, {"k", kv_rows}, {"v", kv_rows}};
+    for (const auto& [name, n] : parts) {
+      const std::vector<float> b = float_vector(source, p + "self_attn." + std::string(name) + "_proj.bias", n);
+      l.qkv_bias.insert(l.qkv_bias.end(), b.begin(), b.end());
+    }
+  }
+  if (c.qk_norm) {
+    l.q_norm = float_vector(source, p + "self_attn.q_norm.weight", c.head_dim);
+    l.k_norm = float_vector(source, p + "self_attn.k_norm.weight", c.head_dim);
+  }
   l.o = pack_stacked(source, {{p + "self_attn.o_proj.weight", c.hidden_size}}, q_rows, to);
-  l.post_attention_norm = norm_weights(source, p + "post_attention_layernorm.weight", c.hidden_size);
+  l.post_attention_norm = float_vector(source, p + "post_attention_layernorm.weight", c.hidden_size);
   l.gate_up = pack_stacked(
       source, {{p + "mlp.gate_proj.weight", c.intermediate_size}, {p + "mlp.up_proj.weight", c.intermediate_size}},
       c.hidden_size, to);
@@ -149,7 +160,7 @@ InferenceWeights pack_inference_weights(const ModelConfig& config, const TensorS
   w.config = config;
   w.embed = pack_stacked(source, {{"model.embed_tokens.weight", config.vocab_size}}, config.hidden_size, to);
   for (int64_t i = 0; i < config.num_hidden_layers; ++i) w.layers.push_back(pack_layer(config, source, i, to));
-  w.final_norm = norm_weights(source, "model.norm.weight", config.hidden_size);
+  w.final_norm = float_vector(source, "model.norm.weight", config.hidden_size);
   if (!config.tie_word_embeddings) {
     w.lm_head = pack_stacked(source, {{"lm_head.weight", config.vocab_size}}, config.hidden_size, to);
   }
@@ -161,7 +172,8 @@ int64_t InferenceWeights::parameter_count() const {
   int64_t total = n(embed) + n(lm_head) + static_cast<int64_t>(final_norm.size());
   for (const LayerWeights& l : layers) {
     total += n(l.qkv) + n(l.o) + n(l.gate_up) + n(l.down);
-    total += static_cast<int64_t>(l.input_norm.size() + l.post_attention_norm.size());
+    total += static_cast<int64_t>(l.input_norm.size() + l.post_attention_norm.size() + l.qkv_bias.size() +
+                                  l.q_norm.size() + l.k_norm.size());
   }
   return total;
 }
@@ -170,7 +182,9 @@ size_t InferenceWeights::bytes() const {
   size_t total = embed.bytes() + lm_head.bytes() + final_norm.size() * sizeof(float);
   for (const LayerWeights& l : layers) {
     total += l.qkv.bytes() + l.o.bytes() + l.gate_up.bytes() + l.down.bytes();
-    total += (l.input_norm.size() + l.post_attention_norm.size()) * sizeof(float);
+    total +=
+        (l.input_norm.size() + l.post_attention_norm.size() + l.qkv_bias.size() + l.q_norm.size() + l.k_norm.size()) *
+        sizeof(float);
   }
   return total;
 }

@@ -1,5 +1,5 @@
 #pragma once
-// A Llama model's weights for inference: every matrix packed once for the linear kernels
+// A Llama-family model's weights (Llama, Qwen2, Qwen3) for inference: every matrix packed once for the linear kernels
 // (engine/kernels/) in its checkpoint dtype, never widened to float in memory; q/k/v and
 // gate/up fused so a layer runs four linears; norm weights in float. Immutable after
 // construction: any thread may read it.
@@ -20,6 +20,8 @@ struct LayerWeights {
   kernels::PackedWeight gate_up;  // [2 * intermediate, hidden]
   kernels::PackedWeight down;     // [hidden, intermediate]
   std::vector<float> input_norm, post_attention_norm;
+  std::vector<float> qkv_bias;        // Qwen2: q, k, v biases in qkv's row order; empty otherwise
+  std::vector<float> q_norm, k_norm;  // Qwen3: RMSNorm weights of one head (head_dim); empty otherwise
 };
 
 struct InferenceWeights {

@@ -37,19 +37,27 @@ struct LlamaModel::Step {
   at::Tensor mask;      // additive [1, 1, 1, T, T]
 };
 
-Projection::Projection(int64_t in, int64_t out) { weight = register_parameter("weight", at::empty({out, in})); }
+Projection::Projection(int64_t in, int64_t out, bool with_bias) {
+  weight = register_parameter("weight", at::empty({out, in}));
+  if (with_bias) bias = register_parameter("bias", at::zeros({out}));
+}
 
-at::Tensor Projection::forward(const at::Tensor& x) const { return at::linear(x, weight); }
+at::Tensor Projection::forward(const at::Tensor& x) const { return at::linear(x, weight, bias); }
 
 RmsNorm::RmsNorm(int64_t dim, double eps_) : eps(eps_) { weight = register_parameter("weight", at::ones({dim})); }
 
 at::Tensor RmsNorm::forward(const at::Tensor& x) const { return x * at::rsqrt(x.pow(2).mean(-1, true) + eps) * weight; }
 
 Attention::Attention(const ModelConfig& c) {
-  q_proj = register_module("q_proj", make_linear(c.hidden_size, c.num_attention_heads * c.head_dim));
-  k_proj = register_module("k_proj", make_linear(c.hidden_size, c.num_key_value_heads * c.head_dim));
-  v_proj = register_module("v_proj", make_linear(c.hidden_size, c.num_key_value_heads * c.head_dim));
-  o_proj = register_module("o_proj", make_linear(c.num_attention_heads * c.head_dim, c.hidden_size));
+  const int64_t q = c.num_attention_heads * c.head_dim, kv = c.num_key_value_heads * c.head_dim;
+  q_proj = register_module("q_proj", std::make_shared<Projection>(c.hidden_size, q, c.qkv_bias));
+  k_proj = register_module("k_proj", std::make_shared<Projection>(c.hidden_size, kv, c.qkv_bias));
+  v_proj = register_module("v_proj", std::make_shared<Projection>(c.hidden_size, kv, c.qkv_bias));
+  o_proj = register_module("o_proj", make_linear(q, c.hidden_size));
+  if (c.qk_norm) {
+    q_norm = register_module("q_norm", std::make_shared<RmsNorm>(c.head_dim, c.rms_norm_eps));
+    k_norm = register_module("k_norm", std::make_shared<RmsNorm>(c.head_dim, c.rms_norm_eps));
+  }
 }
 
 Mlp::Mlp(const ModelConfig& c) {
@@ -163,8 +171,11 @@ at::Tensor LlamaModel::attention(int32_t layer, const at::Tensor& x, const Step&
   auto& attn = *model_->layers[layer]->self_attn;
   const int64_t B = x.size(0), T = x.size(1), D = config_.head_dim;
   const int64_t H = config_.num_attention_heads, KV = config_.num_key_value_heads;
-  at::Tensor q = apply_rope(attn.q_proj->forward(x).view({B, T, H, D}).transpose(1, 2), step.cos, step.sin);
-  at::Tensor k = apply_rope(attn.k_proj->forward(x).view({B, T, KV, D}).transpose(1, 2), step.cos, step.sin);
+  at::Tensor q = attn.q_proj->forward(x).view({B, T, H, D});
+  at::Tensor k = attn.k_proj->forward(x).view({B, T, KV, D});
+  if (attn.q_norm) q = attn.q_norm->forward(q), k = attn.k_norm->forward(k);
+  q = apply_rope(q.transpose(1, 2), step.cos, step.sin);
+  k = apply_rope(k.transpose(1, 2), step.cos, step.sin);
   at::Tensor v = attn.v_proj->forward(x).view({B, T, KV, D}).transpose(1, 2);
   // Grouped-query attention without repeating K/V: query heads that share a KV head
   // are folded into the row dimension (HF maps query head h to KV head h / group).

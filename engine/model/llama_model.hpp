@@ -1,6 +1,7 @@
 #pragma once
 // The Llama decoder (RMSNorm, RoPE, grouped-query attention, SwiGLU MLP, optional tied
-// embeddings) as a torch::nn::Module whose parameter names are exactly Hugging Face's
+// embeddings; Qwen2's q/k/v biases and Qwen3's per-head q/k norms where the config has them) as a torch::nn::Module
+// whose parameter names are exactly Hugging Face's
 // (`model.layers.N.self_attn.q_proj.weight`, ...), so checkpoints load by name and the
 // trainer's autograd runs on the same code. Not thread-safe: one lane drives a model.
 #include <torch/nn/module.h>
@@ -43,12 +44,14 @@ struct ForwardSegment {
   std::span<const ForwardRow> tree = {};
 };
 
-// A bias-free linear layer. Its weight starts uninitialised (a checkpoint load or the
-// trainer sets it): torch::nn::Linear's random init took 9 s of a 1B model's load.
+// A linear layer, bias-free unless asked (Qwen2's q, k, v). Its weight starts
+// uninitialised (a checkpoint load or the trainer sets it): torch::nn::Linear's random
+// init took 9 s of a 1B model's load.
 struct Projection : torch::nn::Module {
-  Projection(int64_t in, int64_t out);
+  Projection(int64_t in, int64_t out, bool with_bias = false);
   at::Tensor forward(const at::Tensor& x) const;
   at::Tensor weight;  // [out, in]
+  at::Tensor bias;    // [out], or undefined
 };
 
 struct RmsNorm : torch::nn::Module {
@@ -61,6 +64,7 @@ struct RmsNorm : torch::nn::Module {
 struct Attention : torch::nn::Module {
   explicit Attention(const ModelConfig& c);
   std::shared_ptr<Projection> q_proj, k_proj, v_proj, o_proj;
+  std::shared_ptr<RmsNorm> q_norm, k_norm;  // Qwen3 only: over each head, before RoPE
 };
 
 struct Mlp : torch::nn::Module {

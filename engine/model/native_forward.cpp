@@ -158,6 +158,12 @@ void ForwardRunner::attention_block(int64_t layer, std::span<const ForwardRow> r
   for (int64_t r = 0; r < m; ++r) {
     float* row = s_.qkv.data() + r * qkv_width;
     const ForwardRow& at = rows[r];
+    // Qwen's additions, skipped for Llama: a layer without them has them empty.
+    if (!w.qkv_bias.empty()) add_into(row, w.qkv_bias.data(), qkv_width);
+    if (!w.q_norm.empty()) {
+      rms_norm(row, w.q_norm.data(), heads, d, c.rms_norm_eps, row);
+      rms_norm(row + heads * d, w.k_norm.data(), kv_heads, d, c.rms_norm_eps, row + heads * d);
+    }
     const float* cos = rope_cos_.data() + at.position * half;
     const float* sin = rope_sin_.data() + at.position * half;
     for (int64_t h = 0; h < heads + kv_heads; ++h) rope(row + h * d, cos, sin, half);  // queries and keys

@@ -9,6 +9,7 @@
 #include "engine/tokenizer/byte_level.hpp"
 #include "engine/tokenizer/pretokenizer_regex.hpp"
 #include "engine/tokenizer/tokenizer_config.hpp"
+#include "engine/tokenizer/unicode_nfc.hpp"
 
 namespace specd {
 
@@ -31,8 +32,9 @@ BpeTokenizer::BpeTokenizer(const fs::path& tokenizer_file, SpecialIdOverrides ov
   build(file);
   std::error_code ec;
   const fs::path config_file = tokenizer_file.parent_path() / "tokenizer_config.json";
-  if (fs::exists(config_file, ec) && (!overrides.bos || !overrides.eos)) {
+  if (fs::exists(config_file, ec)) {
     const TokenizerConfig config = read_tokenizer_config(config_file);
+    adds_bos_ = config.add_bos_token.value_or(true);
     const auto from_config = [&](const std::optional<std::string>& token) -> std::optional<int32_t> {
       if (!token) return std::nullopt;
       const auto id = token_id(*token);
@@ -110,6 +112,7 @@ void BpeTokenizer::build(BpeTokenizerFile& file) {
   }
   for (const auto& pattern : file.split_patterns) splitters_.push_back(std::make_unique<PretokenizerRegex>(pattern));
   ignore_merges_ = file.ignore_merges;
+  nfc_ = file.nfc;
 }
 
 void BpeTokenizer::set_special_ids(const SpecialIdOverrides& overrides) {
@@ -131,7 +134,7 @@ void BpeTokenizer::set_special_ids(const SpecialIdOverrides& overrides) {
 std::vector<int32_t> BpeTokenizer::encode(std::string_view text, bool add_bos) const {
   std::vector<int32_t> ids;
   ids.reserve(text.size() / 3 + 2);
-  if (add_bos && bos_id_) ids.push_back(*bos_id_);
+  if (add_bos && adds_bos_ && bos_id_) ids.push_back(*bos_id_);
   // Cut added tokens out, leftmost-longest; the text between them goes to BPE.
   size_t plain_start = 0;
   for (size_t i = 0; i < text.size();) {
@@ -151,8 +154,11 @@ std::vector<int32_t> BpeTokenizer::encode(std::string_view text, bool add_bos) c
   return ids;
 }
 
-void BpeTokenizer::encode_text(std::string_view text, std::vector<int32_t>& ids) const {
-  if (text.empty()) return;
+void BpeTokenizer::encode_text(std::string_view raw, std::vector<int32_t>& ids) const {
+  if (raw.empty()) return;
+  std::string normalized;
+  if (nfc_) normalized = to_nfc(raw);
+  const std::string_view text = nfc_ ? std::string_view(normalized) : raw;
   std::vector<std::string_view> words{text}, next;
   for (const auto& splitter : splitters_) {
     next.clear();

@@ -1,9 +1,9 @@
 #pragma once
-// Hugging Face `tokenizer.json` byte-level BPE (GPT-2 family, Llama 3). Encoding
-// follows HF tokenizers: added tokens (e.g. <|eot_id|>) are cut out of the text
-// first, the pre-tokenizer regex splits the rest into words, each word's bytes are
-// merged by rank. Immutable after construction except for an internal word cache
-// behind a mutex; safe to call from any thread.
+// Hugging Face `tokenizer.json` byte-level BPE (GPT-2 family, Llama 3, Qwen2/Qwen3).
+// Encoding follows HF tokenizers: added tokens (e.g. <|eot_id|>) are cut out of the text
+// first, the rest is normalized (NFC, where the file asks) and split into words by the
+// pre-tokenizer regex, each word's bytes are merged by rank. Immutable after construction except for an internal word
+// cache behind a mutex; safe to call from any thread.
 #include <array>
 #include <cstdint>
 #include <filesystem>
@@ -35,7 +35,8 @@ class BpeTokenizer final : public Tokenizer {
   BpeTokenizer& operator=(const BpeTokenizer&) = delete;
 
   // Special-token strings in text always become their ids (as HF and
-  // @lenml/tokenizers do); add_bos prepends bos_id() when there is one.
+  // @lenml/tokenizers do); add_bos prepends bos_id() when there is one and the
+  // tokenizer_config.json beside the file does not say add_bos_token false (Qwen).
   std::vector<int32_t> encode(std::string_view text, bool add_bos) const override;
   // Invalid UTF-8 (a character cut between tokens) decodes as U+FFFD.
   std::string decode(std::span<const int32_t> ids) const override;
@@ -71,6 +72,8 @@ class BpeTokenizer final : public Tokenizer {
   std::array<std::vector<std::pair<std::string, int32_t>>, 256> added_by_first_byte_;
   std::vector<std::unique_ptr<PretokenizerRegex>> splitters_;
   bool ignore_merges_ = false;
+  bool nfc_ = false;
+  bool adds_bos_ = true;  // tokenizer_config.json's add_bos_token (Qwen: false)
   std::optional<int32_t> bos_id_;
   std::vector<int32_t> eos_ids_;
 

@@ -107,7 +107,8 @@ void read_model(od::object model, const fs::path& file, BpeTokenizerFile& out) {
     } else if (key == "ignore_merges") {
       out.ignore_merges = !value.is_null() && value.get_bool().value();
     } else if (key == "continuing_subword_prefix" || key == "end_of_word_suffix") {
-      if (!value.is_null()) unsupported(file, "BPE " + std::string(key));
+      // Qwen's files write "" for none.
+      if (!value.is_null() && !value.get_string().value().empty()) unsupported(file, "BPE " + std::string(key));
     }
   }
   if (!has_vocab || !has_merges) {
@@ -133,7 +134,10 @@ BpeTokenizerFile read_bpe_tokenizer_file(const fs::path& file) {
       if (key == "added_tokens") {
         if (!value.is_null()) read_added_tokens(value.get_array(), file, out);
       } else if (key == "normalizer") {
-        if (!value.is_null()) unsupported(file, "a normalizer");
+        if (value.is_null()) continue;
+        if (value.type() != od::json_type::object || string_field(value.get_object(), "type") != "NFC")
+          unsupported(file, "a normalizer other than NFC");
+        out.nfc = true;
       } else if (key == "pre_tokenizer") {
         if (value.is_null()) unsupported(file, "no pre-tokenizer (byte-level BPE needs ByteLevel)");
         read_pre_tokenizer(value.get_object(), file, out);

@@ -1,7 +1,8 @@
 #pragma once
 // Reads the parts of a Hugging Face `tokenizer.json` that a byte-level BPE tokenizer
-// (GPT-2, Llama 3) needs, and refuses, naming the file, the features specd does not
-// implement (a normalizer, prefix spaces, added-token stripping) rather than
+// (GPT-2, Llama 3, Qwen2/Qwen3 with their NFC normalizer) needs, and refuses, naming the
+// file, the features specd does not implement (other normalizers, prefix spaces,
+// added-token stripping) rather than
 // tokenizing differently from HF.
 #include <cstdint>
 #include <filesystem>
@@ -24,6 +25,7 @@ struct BpeTokenizerFile {
   std::vector<std::string> split_patterns;  // pre-tokenizer regexes, applied in order
   bool ignore_merges = false;               // a word that is itself in the vocabulary is one token
   bool byte_level = false;                  // a ByteLevel pre-tokenizer step was present
+  bool nfc = false;                         // an NFC normalizer (Qwen2, Qwen3)
 };
 
 // Throws SpecdError: missing_file, malformed_json, unsupported_architecture (a

@@ -9,6 +9,7 @@
 #include "engine/tokenizer/bpe_tokenizer.hpp"
 #include "engine/tokenizer/bpe_tokenizer_file.hpp"
 #include "engine/tokenizer/pretokenizer_regex.hpp"
+#include "engine/tokenizer/sentencepiece_proto.hpp"
 #include "engine/tokenizer/sentencepiece_tokenizer.hpp"
 
 namespace specd {
@@ -26,47 +27,9 @@ enum TokenType : int64_t {
   byte = 6
 };
 
-constexpr std::string_view kLlama3SplitPattern =
-    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| "
-    "?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|"
-    "\\s+(?!\\S)|\\s+";
-
 [[noreturn]] void fail(ErrorCode code, const GgufFile& file, const std::string& problem) {
   throw SpecdError(code, file.path().string() + ": " + problem);
 }
-
-// The protobuf wire format, just what a ModelProto needs (sentencepiece_model.proto;
-// Debian ships no generated header for it).
-class ProtoWriter {
- public:
-  void varint(uint64_t v) {
-    while (v >= 0x80) {
-      out_.push_back(static_cast<char>((v & 0x7f) | 0x80));
-      v >>= 7;
-    }
-    out_.push_back(static_cast<char>(v));
-  }
-  void tag(int field, int wire) { varint(static_cast<uint64_t>(field) << 3 | static_cast<uint64_t>(wire)); }
-  void int_field(int field, int64_t v) {
-    tag(field, 0);
-    varint(static_cast<uint64_t>(v));  // negative int32s take ten bytes, as protobuf writes them
-  }
-  void float_field(int field, float v) {
-    tag(field, 5);
-    char b[4];
-    std::memcpy(b, &v, 4);
-    out_.append(b, 4);
-  }
-  void bytes_field(int field, std::string_view v) {
-    tag(field, 2);
-    varint(v.size());
-    out_.append(v);
-  }
-  const std::string& str() const { return out_; }
-
- private:
-  std::string out_;
-};
 
 struct Vocab {
   std::vector<std::string> tokens;
@@ -118,51 +81,32 @@ SpecialIdOverrides overrides_of(const GgufFile& file, const Vocab& v) {
   return o;
 }
 
-// A SentencePiece BPE ModelProto holding the file's pieces: SentencePiece's BPE merges by
-// piece score, as llama.cpp's SPM tokenizer does.
+// The file's pieces as SentencePiece runs them: its BPE merges by piece score, as
+// llama.cpp's SPM tokenizer does.
 std::string sentencepiece_proto(const GgufFile& file, const Vocab& v) {
-  const std::vector<float> scores =
+  SentencePieceVocab out;
+  out.pieces = v.tokens;
+  out.scores =
       file.find("tokenizer.ggml.scores") ? file.floats("tokenizer.ggml.scores") : std::vector<float>(v.tokens.size());
-  if (scores.size() != v.tokens.size())
+  if (out.scores.size() != v.tokens.size())
     fail(ErrorCode::bad_value, file,
-         "tokenizer.ggml.scores has " + std::to_string(scores.size()) + " entries for " +
+         "tokenizer.ggml.scores has " + std::to_string(out.scores.size()) + " entries for " +
              std::to_string(v.tokens.size()) + " tokens");
-  ProtoWriter model;
   std::optional<int32_t> unk = v.unk;
-  bool has_bytes = false;
   for (size_t i = 0; i < v.tokens.size(); ++i) {
     const int64_t type = v.types[i] == undefined ? normal : v.types[i];
     if (type < normal || type > byte)
       fail(ErrorCode::bad_value, file, "token " + std::to_string(i) + " has type " + std::to_string(type));
     if (type == unknown && !unk) unk = static_cast<int32_t>(i);
-    has_bytes = has_bytes || type == byte;
-    ProtoWriter piece;
-    piece.bytes_field(1, v.tokens[i]);
-    piece.float_field(2, scores[i]);
-    piece.int_field(3, type);
-    model.bytes_field(1, piece.str());
+    out.types.push_back(static_cast<PieceType>(type));
   }
   if (!unk) fail(ErrorCode::tokenizer_error, file, "the SentencePiece vocabulary has no unknown token");
-  const auto piece_of = [&](std::optional<int32_t> id) { return id ? v.tokens[static_cast<size_t>(*id)] : ""; };
-  ProtoWriter trainer;
-  trainer.int_field(3, 2);  // model_type: BPE
-  trainer.int_field(4, static_cast<int64_t>(v.tokens.size()));
-  trainer.int_field(35, has_bytes ? 1 : 0);  // byte_fallback
-  trainer.int_field(40, *unk);
-  trainer.int_field(41, v.bos.value_or(-1));
-  trainer.int_field(42, v.eos.empty() ? -1 : v.eos[0]);
-  trainer.int_field(43, -1);  // pad_id
-  trainer.bytes_field(45, piece_of(unk));
-  if (v.bos) trainer.bytes_field(46, piece_of(v.bos));
-  if (!v.eos.empty()) trainer.bytes_field(47, piece_of(v.eos[0]));
-  model.bytes_field(2, trainer.str());
-  ProtoWriter normalizer;  // llama.cpp normalizes nothing but spaces
-  normalizer.bytes_field(1, "identity");
-  normalizer.int_field(3, file.bool_value("tokenizer.ggml.add_space_prefix", true) ? 1 : 0);  // add_dummy_prefix
-  normalizer.int_field(4, 0);  // remove_extra_whitespaces
-  normalizer.int_field(5, 1);  // escape_whitespaces
-  model.bytes_field(3, normalizer.str());
-  return model.str();
+  out.unk = *unk;
+  out.bos = v.bos;
+  if (!v.eos.empty()) out.eos = v.eos[0];
+  // llama.cpp normalizes nothing but spaces.
+  out.add_dummy_prefix = file.bool_value("tokenizer.ggml.add_space_prefix", true);
+  return sentencepiece_bpe_proto(out);
 }
 
 BpeTokenizerFile bpe_parts(const GgufFile& file, const Vocab& v) {
@@ -174,9 +118,14 @@ BpeTokenizerFile bpe_parts(const GgufFile& file, const Vocab& v) {
     parts.ignore_merges = true;
   } else if (pre == "gpt-2") {
     parts.split_patterns.emplace_back(kGpt2SplitPattern);
+  } else if (pre == "qwen2") {
+    // llama.cpp applies no NFC here (HF's tokenizer.json does): specd follows the file's program.
+    parts.split_patterns.emplace_back(kQwen2SplitPattern);
   } else {
     fail(ErrorCode::unsupported_architecture, file,
-         "tokenizer.ggml.pre is '" + pre + "'; specd reads 'llama-bpe' (Llama 3) and 'gpt-2' BPE tokenizers");
+         "tokenizer.ggml.pre is '" + pre +
+             "'; specd reads 'llama-bpe' (Llama 3), 'qwen2' (Qwen2, Qwen3) and 'gpt-2' "
+             "BPE tokenizers");
   }
   for (size_t i = 0; i < v.tokens.size(); ++i) {
     const int32_t id = static_cast<int32_t>(i);

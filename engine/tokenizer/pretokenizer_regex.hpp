@@ -36,4 +36,16 @@ class PretokenizerRegex {
 inline constexpr std::string_view kGpt2SplitPattern =
     R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
 
+// Llama 3's (llama.cpp's "llama-bpe").
+inline constexpr std::string_view kLlama3SplitPattern =
+    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| "
+    "?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|"
+    "\\s+(?!\\S)|\\s+";
+
+// Qwen2's and Qwen3's (llama.cpp's "qwen2"): Llama 3's with single digits (\p{N}, not \p{N}{1,3}).
+inline constexpr std::string_view kQwen2SplitPattern =
+    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| "
+    "?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|"
+    "\\s+(?!\\S)|\\s+";
+
 }  // namespace specd

@@ -2,6 +2,7 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cstdlib>
 #include <mutex>
@@ -268,7 +269,43 @@ void SentencePieceTokenizer::set_special_ids(const SpecialIdOverrides& overrides
 
 SentencePieceTokenizer::~SentencePieceTokenizer() = default;
 
+void SentencePieceTokenizer::split_added_tokens(std::vector<std::pair<std::string, int32_t>> tokens) {
+  for (const auto& [text, id] : tokens) check_id(id);
+  std::erase_if(tokens, [](const auto& t) { return t.first.empty(); });
+  std::stable_sort(tokens.begin(), tokens.end(),
+                   [](const auto& a, const auto& b) { return a.first.size() > b.first.size(); });
+  added_ = std::move(tokens);
+}
+
 std::vector<int32_t> SentencePieceTokenizer::encode(std::string_view text, bool add_bos) const {
+  if (added_.empty()) return encode_plain(text, add_bos);
+  // As HF: added tokens cut out leftmost-longest, each piece between them encoded alone.
+  std::vector<int32_t> ids;
+  if (add_bos && bos_id_) ids.push_back(*bos_id_);
+  size_t start = 0;
+  for (size_t i = 0; i < text.size();) {
+    const auto match =
+        std::find_if(added_.begin(), added_.end(), [&](const auto& t) { return text.substr(i).starts_with(t.first); });
+    if (match == added_.end()) {
+      ++i;
+      continue;
+    }
+    if (i > start) {
+      const std::vector<int32_t> part = encode_plain(text.substr(start, i - start), false);
+      ids.insert(ids.end(), part.begin(), part.end());
+    }
+    ids.push_back(match->second);
+    i += match->first.size();
+    start = i;
+  }
+  if (start < text.size()) {
+    const std::vector<int32_t> part = encode_plain(text.substr(start), false);
+    ids.insert(ids.end(), part.begin(), part.end());
+  }
+  return ids;
+}
+
+std::vector<int32_t> SentencePieceTokenizer::encode_plain(std::string_view text, bool add_bos) const {
   const size_t prefix = add_bos && bos_id_ ? 1 : 0;
   // One id per byte plus the leading word mark is the byte-fallback worst case.
   std::vector<int32_t> ids(prefix + text.size() + 2);

@@ -11,6 +11,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "engine/tokenizer/tokenizer.hpp"
@@ -33,7 +34,11 @@ class SentencePieceTokenizer final : public Tokenizer {
   SentencePieceTokenizer(const SentencePieceTokenizer&) = delete;
   SentencePieceTokenizer& operator=(const SentencePieceTokenizer&) = delete;
 
+  // Added tokens (a tokenizer.json's <s>, </s>, ...) found in the text become their ids,
+  // as HF does, when split_added_tokens gave them; otherwise SentencePiece sees all text.
   std::vector<int32_t> encode(std::string_view text, bool add_bos) const override;
+  // Call before the tokenizer is shared: the added tokens' texts and ids.
+  void split_added_tokens(std::vector<std::pair<std::string, int32_t>> tokens);
   std::string decode(std::span<const int32_t> ids) const override;
   std::string id_to_piece(int32_t id) const override;
   int32_t vocab_size() const override;
@@ -49,6 +54,7 @@ class SentencePieceTokenizer final : public Tokenizer {
     void operator()(specd_spm* handle) const;
   };
 
+  std::vector<int32_t> encode_plain(std::string_view text, bool add_bos) const;
   void finish_load(const SpecialIdOverrides& overrides);
   void load_piece_texts();
   void set_special_ids(const SpecialIdOverrides& overrides);
@@ -63,6 +69,7 @@ class SentencePieceTokenizer final : public Tokenizer {
   // streamed token) does not cross into the shim.
   std::vector<std::string> piece_texts_;
   std::vector<bool> is_byte_;
+  std::vector<std::pair<std::string, int32_t>> added_;  // longest first
 };
 
 // Trains a SentencePiece model with a trainer argument string, e.g.

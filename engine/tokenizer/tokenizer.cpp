@@ -8,6 +8,7 @@
 #include "engine/checkpoint/gguf_file.hpp"
 #include "engine/tokenizer/bpe_tokenizer.hpp"
 #include "engine/tokenizer/gguf_tokenizer.hpp"
+#include "engine/tokenizer/sentencepiece_json.hpp"
 #include "engine/tokenizer/sentencepiece_tokenizer.hpp"
 
 namespace specd {
@@ -96,6 +97,13 @@ void read_special_ids(const fs::path& file, SpecialIdOverrides& overrides) {
   }
 }
 
+// The tokenizer.json's own BOS and EOS where config.json and generation_config.json are silent.
+SpecialIdOverrides with_defaults(SpecialIdOverrides o, const SentencePieceVocab& v, const fs::path& file) {
+  if (!o.bos && v.bos) o.bos = v.bos, o.bos_file = file;
+  if (!o.eos && v.eos) o.eos = std::vector<int32_t>{*v.eos}, o.eos_file = file;
+  return o;
+}
+
 }  // namespace
 
 std::unique_ptr<Tokenizer> load_tokenizer(const fs::path& model_dir) {
@@ -104,8 +112,7 @@ std::unique_ptr<Tokenizer> load_tokenizer(const fs::path& model_dir) {
   if (!fs::is_directory(model_dir, ec)) {
     throw SpecdError(ErrorCode::missing_file, "model directory not found: " + model_dir.string());
   }
-  // tokenizer.json first: HF directories that ship both (some Llama 2 conversions)
-  // tokenize identically with either, and only it covers Llama 3.
+  // tokenizer.json first when it is byte-level BPE (Llama 3, Qwen): only it covers them.
   const fs::path bpe_file = model_dir / "tokenizer.json";
   const fs::path spm_file = model_dir / "tokenizer.model";
   const bool bpe = fs::exists(bpe_file, ec);
@@ -118,8 +125,27 @@ std::unique_ptr<Tokenizer> load_tokenizer(const fs::path& model_dir) {
     const fs::path file = model_dir / name;
     if (fs::exists(file, ec)) read_special_ids(file, overrides);
   }
-  if (bpe) return std::make_unique<BpeTokenizer>(bpe_file, std::move(overrides));
-  return std::make_unique<SentencePieceTokenizer>(spm_file, std::move(overrides));
+  if (!bpe) return std::make_unique<SentencePieceTokenizer>(spm_file, std::move(overrides));
+  try {
+    return std::make_unique<BpeTokenizer>(bpe_file, overrides);
+  } catch (const SpecdError& byte_level) {
+    if (byte_level.code() != ErrorCode::unsupported_architecture) throw;
+    // Llama-2-style folders: a SentencePiece-BPE tokenizer.json, usually beside the
+    // tokenizer.model it was converted from, which tokenizes the same and loads faster.
+    if (fs::exists(spm_file, ec)) return std::make_unique<SentencePieceTokenizer>(spm_file, std::move(overrides));
+    SentencePieceJson json;
+    try {
+      json = read_sentencepiece_json(bpe_file);
+    } catch (const SpecdError& spm) {
+      if (spm.code() != ErrorCode::unsupported_architecture) throw;
+      throw SpecdError(ErrorCode::unsupported_architecture,
+                       byte_level.message() + "; and " + spm.message() + "; and there is no tokenizer.model");
+    }
+    auto tokenizer = std::make_unique<SentencePieceTokenizer>(
+        sentencepiece_bpe_proto(json.vocab), bpe_file, with_defaults(std::move(overrides), json.vocab, bpe_file));
+    tokenizer->split_added_tokens(std::move(json.added_tokens));
+    return tokenizer;
+  }
 }
 
 }  // namespace specd

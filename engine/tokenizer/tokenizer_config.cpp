@@ -74,6 +74,8 @@ TokenizerConfig read_tokenizer_config(const std::filesystem::path& file) {
         read_chat_template(value, file, config);
       else if (key == "specd_chat_template")
         config.specd_chat_template = string_field(value, file, key);
+      else if (key == "add_bos_token" && !value.is_null())
+        config.add_bos_token = value.get_bool().value();
     }
   } catch (const simdjson::simdjson_error& e) {
     throw SpecdError(ErrorCode::malformed_json, file.string() + ": " + e.what());

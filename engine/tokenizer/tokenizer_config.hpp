@@ -1,6 +1,6 @@
 #pragma once
 // The fields specd reads from a model directory's HF `tokenizer_config.json`: the
-// special-token strings and the chat template.
+// special-token strings, whether encoding adds the BOS, and the chat template.
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -14,6 +14,8 @@ struct TokenizerConfig {
   // The list form's "tool_use" entry (the list's "default" is chat_template above).
   std::optional<std::string> chat_template_tool_use;
   std::optional<std::string> specd_chat_template;  // specd's own template name, if set
+  // false in Qwen's files: the model has a BOS id (config.json) that text never starts with.
+  std::optional<bool> add_bos_token;
 };
 
 // Throws SpecdError: missing_file, malformed_json, bad_value (a field of the wrong type).

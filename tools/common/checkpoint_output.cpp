@@ -16,9 +16,14 @@ std::vector<TensorSpec> llama_tensor_specs(const ModelConfig& c) {
     specs.push_back({p + "mlp.gate_proj.weight", {c.intermediate_size, h}});
     specs.push_back({p + "mlp.up_proj.weight", {c.intermediate_size, h}});
     specs.push_back({p + "post_attention_layernorm.weight", {h}});
+    if (c.qk_norm) specs.push_back({p + "self_attn.k_norm.weight", {c.head_dim}});
+    if (c.qkv_bias) specs.push_back({p + "self_attn.k_proj.bias", {kv}});
     specs.push_back({p + "self_attn.k_proj.weight", {kv, h}});
     specs.push_back({p + "self_attn.o_proj.weight", {h, q}});
+    if (c.qk_norm) specs.push_back({p + "self_attn.q_norm.weight", {c.head_dim}});
+    if (c.qkv_bias) specs.push_back({p + "self_attn.q_proj.bias", {q}});
     specs.push_back({p + "self_attn.q_proj.weight", {q, h}});
+    if (c.qkv_bias) specs.push_back({p + "self_attn.v_proj.bias", {kv}});
     specs.push_back({p + "self_attn.v_proj.weight", {kv, h}});
   }
   if (!c.tie_word_embeddings) specs.push_back({"lm_head.weight", {c.vocab_size, h}});

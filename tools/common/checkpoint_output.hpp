@@ -1,6 +1,6 @@
 #pragma once
 // What the checkpoint-writing tools (specd_make_synthetic, specd_pad_model) share: the
-// Hugging Face tensor layout of a Llama model, the tokenizer files a model directory
+// Hugging Face tensor layout of a Llama (or Qwen) model, the tokenizer files a model directory
 // carries, and the rule that large generated checkpoints stay out of the source tree.
 #include <filesystem>
 #include <string>
@@ -11,7 +11,8 @@
 
 namespace specd {
 
-// Hugging Face names and shapes in the order of the model (tied: no lm_head).
+// Hugging Face names and shapes in the order of the model (tied: no lm_head), with
+// Qwen2's q/k/v biases and Qwen3's q/k norms where the config has them.
 std::vector<TensorSpec> llama_tensor_specs(const ModelConfig& config);
 
 struct ParameterCount {

@@ -141,6 +141,11 @@ bool assign_dtypes(std::vector<TensorSpec>& specs, const Padder& padder, const M
 
 PadResult pad_model(const fs::path& from, const fs::path& to, const PadOptions& options) {
   const ModelConfig source = load_model_config(from / "config.json");
+  // Qwen's q/k/v biases and per-head q/k norms would need padding rules of their own.
+  if (source.model_type != "llama")
+    throw SpecdError(ErrorCode::unsupported_architecture, (from / "config.json").string() + ": model_type is '" +
+                                                              source.model_type +
+                                                              "'; specd_pad_model pads Llama models only");
   PadResult result;
   result.config = padded_config(source, options.shape);
   if (options.dtype) result.config.torch_dtype = torch_dtype_name(*options.dtype);

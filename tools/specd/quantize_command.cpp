@@ -1,17 +1,23 @@
 // `specd quantize`: writes a checkpoint whose matrices are int8 or int4 blocks
-// (docs/quantized_checkpoint.md), so a server loads it without quantizing again.
+// (docs/quantized_checkpoint.md), or a GGUF file with the tensor-type mix of one of
+// llama-quantize's presets (Q4_K_M, Q5_K_M, Q6_K, Q4_0, Q8_0), so a server loads it
+// without quantizing again.
 #include <chrono>
 #include <cstdio>
 #include <map>
 #include <vector>
 
 #include "engine/base/errors.hpp"
+#include "engine/checkpoint/gguf_quant_preset.hpp"
+#include "engine/checkpoint/gguf_writer.hpp"
 #include "engine/checkpoint/load_progress.hpp"
 #include "engine/checkpoint/model_config.hpp"
 #include "engine/checkpoint/weight_files.hpp"
 #include "engine/kernels/packed_weight.hpp"
+#include "engine/model/gguf_export.hpp"
 #include "engine/model/inference_weights.hpp"
 #include "engine/model/model_files.hpp"
+#include "engine/tokenizer/gguf_vocab_export.hpp"
 #include "tools/common/checkpoint_output.hpp"
 #include "tools/specd/cli_common.hpp"
 #include "tools/specd/pair_options.hpp"
@@ -26,7 +32,28 @@ struct QuantizeArgs {
   std::string from, to, type;
 };
 
+void run_quantize_gguf(const QuantizeArgs& a, GgufPreset preset) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const fs::path from = a.from, to = a.to;
+  if (!fs::is_directory(from))
+    throw SpecdError(ErrorCode::missing_file, "--from " + from.string() + " is not a directory");
+  if (to.extension() != ".gguf")
+    throw SpecdError(ErrorCode::invalid_argument, "--type " + a.type + " writes a GGUF file: --to must end in .gguf");
+  if (fs::exists(to)) throw SpecdError(ErrorCode::invalid_argument, "--to " + to.string() + " exists");
+  GgufWriter writer;
+  add_gguf_vocab(from, load_model_config(from / "config.json").vocab_size, writer);
+  const fs::path partial = to.string() + ".partial";  // never a half-written file under the real name
+  const GgufExportInfo info = export_gguf(from, partial, preset, writer);
+  fs::rename(partial, to);
+  std::string mix;
+  for (const auto& [type, n] : info.tensors_of_type) mix += (mix.empty() ? "" : " + ") + std::to_string(n) + " " + type;
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::fprintf(stderr, "specd: wrote %s: %s (%s), %.3f GB in %.1f s\n", to.c_str(), gguf_preset_name(preset),
+               mix.c_str(), static_cast<double>(info.bytes) / 1e9, seconds);
+}
+
 void run_quantize(const QuantizeArgs& a) {
+  if (const auto preset = gguf_preset(a.type)) return run_quantize_gguf(a, *preset);
   const auto t0 = std::chrono::steady_clock::now();
   const fs::path from = a.from, to = a.to;
   const WeightFormat format = weight_format_of(a.type);
@@ -90,13 +117,16 @@ void run_quantize(const QuantizeArgs& a) {
 
 void add_quantize_command(CLI::App& app) {
   auto args = std::make_shared<QuantizeArgs>();
-  auto* cmd = app.add_subcommand("quantize",
-                                 "Write a checkpoint with int8 or int4 weights that loads without quantizing again");
+  auto* cmd = app.add_subcommand(
+      "quantize", "Write a checkpoint with int8 or int4 weights, or a GGUF file, that loads without quantizing again");
   cmd->add_option("--from", args->from, "model directory with F32, F16 or BF16 weights")->required();
-  cmd->add_option("--to", args->to, "new (or empty) directory for the quantized checkpoint")->required();
-  cmd->add_option("--type", args->type, "int8 (Q8_0 blocks) or int4 (Q4_0 blocks)")
+  cmd->add_option("--to", args->to, "new (or empty) directory for int8/int4; a new FILE.gguf for the GGUF types")
+      ->required();
+  cmd->add_option("--type", args->type,
+                  "int8 (Q8_0 blocks) or int4 (Q4_0 blocks) as safetensors; q4_k_m, q5_k_m, q6_k, q4_0 or q8_0 as GGUF "
+                  "with llama-quantize's tensor-type mix")
       ->required()
-      ->check(CLI::IsMember({"int8", "int4"}));
+      ->check(CLI::IsMember({"int8", "int4", "q4_k_m", "q5_k_m", "q6_k", "q4_0", "q8_0"}, CLI::ignore_case));
   cmd->callback([args] { run_quantize(*args); });
 }
 
