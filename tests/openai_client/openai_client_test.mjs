@@ -270,7 +270,7 @@ async function structuredOutput() {
     required: ['name'], additionalProperties: false,
   };
   const answer = await client.chat.completions.create({
-    model: 'specd', messages: [{ role: 'user', content: 'Who speaks?' }], max_tokens: 96, temperature: 0,
+    model: 'specd', messages: [{ role: 'user', content: 'Who speaks?' }], max_tokens: 256, temperature: 0,
     response_format: { type: 'json_schema', json_schema: { name: 'speaker', schema, strict: true } },
   });
   assertEqual(answer.choices[0].finish_reason, 'stop', 'json_schema: the document ends');
@@ -278,7 +278,7 @@ async function structuredOutput() {
   assertTrue(typeof doc.name === 'string' && doc.name.length <= 8, `json_schema: name follows the schema: ${JSON.stringify(doc)}`);
   assertTrue(Object.keys(doc).every((k) => k === 'name' || k === 'lines'), 'json_schema: no other keys');
   const sampled = await client.chat.completions.create({
-    model: 'specd', messages: [{ role: 'user', content: 'Who speaks?' }], max_tokens: 96, temperature: 1, seed: 3,
+    model: 'specd', messages: [{ role: 'user', content: 'Who speaks?' }], max_tokens: 256, temperature: 1, seed: 3,
     response_format: { type: 'json_schema', json_schema: { name: 'speaker', schema, strict: true } },
   });
   if (sampled.choices[0].finish_reason === 'stop') JSON.parse(sampled.choices[0].message.content);
