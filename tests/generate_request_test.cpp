@@ -43,8 +43,26 @@ TEST_CASE("a request within the limits passes") {
   GenerateRequest text;
   text.prompt = "ROMEO:";
   text.spec.k = 8;
-  text.sampling = {100.0, 5, 0.5, 100.0, 7};
+  text.sampling = {.temperature = 100.0,
+                   .top_k = 5,
+                   .top_p = 0.5,
+                   .min_p = 1.0,
+                   .repetition_penalty = 100.0,
+                   .presence_penalty = 2.0,
+                   .frequency_penalty = -2.0,
+                   .logit_bias = {{99, 100.0f}, {0, -100.0f}},
+                   .seed = 7,
+                   .logprobs = 20};
   CHECK(refusal(text) == "");
+}
+
+TEST_CASE("logit_bias ids beyond the vocabulary and top_logprobs beyond 20 are refused") {
+  GenerateRequest r = good();
+  r.sampling.logit_bias = {{100, 1.0f}};
+  CHECK(refusal(r) == "bad_value: logit_bias: token 100 outside the vocabulary");
+  r.sampling.logit_bias = {};
+  r.sampling.logprobs = 21;
+  CHECK(refusal(r) == "bad_value: top_logprobs must be in [0, 20]");
 }
 
 TEST_CASE("sampling values out of range name the field") {
