@@ -39,7 +39,7 @@ struct GenerateRequest {
   std::vector<std::string> stop;  // stop strings, matched on accepted text only
   SpecSettings spec;              // per request: on/off, K or adaptive, drafter
   OutputGrammar grammar;
-  bool ignore_eos = false;        // keep generating past EOS (benchmarks)
+  bool ignore_eos = false;  // keep generating past EOS (benchmarks)
   // false: the prompt is computed in full, not read from the prefix cache (llama.cpp's
   // name for the same switch).
   bool cache_prompt = true;
