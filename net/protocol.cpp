@@ -48,6 +48,7 @@ void read_speculative(element e, SpecSettings& spec) {
       refuse(ErrorCode::bad_value, "speculative.k must be an integer or \"auto\"");
     } else {
       spec.k = as_int32(*v, "speculative.k");
+      spec.adaptive = false;
     }
   }
   if (auto v = member(o, "tree")) {
@@ -127,6 +128,9 @@ void read_output_grammar(const object& o, OutputGrammar& grammar) {
 void read_sampling(const object& o, GenerateRequest& r, const ProtocolLimits& limits) {
   r.sampling.temperature = limits.default_temperature;
   r.max_tokens = limits.default_max_tokens;
+  // K is the planner's unless the request names one: a fixed K drafts whatever the
+  // batch, and under load on a steep verify curve that halves throughput.
+  r.spec.adaptive = true;
   if (auto v = member(o, "temperature")) r.sampling.temperature = as_number(*v, "temperature");
   if (auto v = member(o, "top_p")) r.sampling.top_p = as_number(*v, "top_p");
   if (auto v = member(o, "top_k")) r.sampling.top_k = as_int32(*v, "top_k");

@@ -57,6 +57,7 @@ TEST_CASE("a full generate message parses into exact native values") {
   CHECK(p.request.stop == std::vector<std::string>{"\n\n", "END"});
   CHECK(p.request.spec.enabled);
   CHECK(p.request.spec.k == 5);
+  CHECK_FALSE(p.request.spec.adaptive);  // a K the request names is kept
   CHECK(p.request.spec.drafter == DrafterKind::lookup);
   CHECK(p.request.spec.tree.mode == TreeMode::fixed);
   CHECK(p.request.spec.tree.widths == std::vector<int32_t>{3, 1});
@@ -72,6 +73,11 @@ TEST_CASE("defaults come from the limits; k auto is adaptive up to k_max") {
   CHECK(p.request.messages[0].content == "hi");
   CHECK(p.request.spec.adaptive);
   CHECK(p.request.spec.k_max == 0);  // the engine's bound, not a copy of it
+  // Without speculative.k the planner chooses K too, on both protocols.
+  CHECK(generate(R"({"type":"generate","id":"b","prompt":"x"})").request.spec.adaptive);
+  auto http = parse_openai_body(R"({"prompt":"x"})", OpenAiRoute::completions, limits());
+  REQUIRE(std::holds_alternative<GenerateParams>(http));
+  CHECK(std::get<GenerateParams>(http).request.spec.adaptive);
 }
 
 TEST_CASE("a request without a seed draws a fresh one, on both protocols; a given seed is kept") {
