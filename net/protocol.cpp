@@ -128,9 +128,6 @@ void read_output_grammar(const object& o, OutputGrammar& grammar) {
 void read_sampling(const object& o, GenerateRequest& r, const ProtocolLimits& limits) {
   r.sampling.temperature = limits.default_temperature;
   r.max_tokens = limits.default_max_tokens;
-  // K is the planner's unless the request names one: a fixed K drafts whatever the
-  // batch, and under load on a steep verify curve that halves throughput.
-  r.spec.adaptive = true;
   if (auto v = member(o, "temperature")) r.sampling.temperature = as_number(*v, "temperature");
   if (auto v = member(o, "top_p")) r.sampling.top_p = as_number(*v, "top_p");
   if (auto v = member(o, "top_k")) r.sampling.top_k = as_int32(*v, "top_k");
@@ -148,6 +145,12 @@ void read_sampling(const object& o, GenerateRequest& r, const ProtocolLimits& li
   if (auto v = member(o, "max_tokens"))
     r.max_tokens = static_cast<int32_t>(as_integer(*v, "max_tokens", 1, limits.max_tokens_limit));
   if (auto v = member(o, "stop")) read_stop(*v, r.stop, limits);
+  // K is the planner's unless the request names one: a fixed K drafts whatever the
+  // batch, and under load on a steep verify curve that halves throughput. Except for a
+  // seeded sample: the planner's K follows measured timings, and the draws a round
+  // takes follow K, so only a fixed K gives the same output for the same seed twice.
+  const bool seeded_sample = member(o, "seed") && r.sampling.temperature > 0;
+  r.spec.adaptive = !seeded_sample;
   if (auto v = member(o, "speculative")) read_speculative(*v, r.spec);
   if (auto v = member(o, "ignore_eos")) r.ignore_eos = as_bool(*v, "ignore_eos");
   if (auto v = member(o, "cache_prompt")) r.cache_prompt = as_bool(*v, "cache_prompt");

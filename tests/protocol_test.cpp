@@ -73,8 +73,13 @@ TEST_CASE("defaults come from the limits; k auto is adaptive up to k_max") {
   CHECK(p.request.messages[0].content == "hi");
   CHECK(p.request.spec.adaptive);
   CHECK(p.request.spec.k_max == 0);  // the engine's bound, not a copy of it
-  // Without speculative.k the planner chooses K too, on both protocols.
+  // Without speculative.k the planner chooses K too, on both protocols, except for a
+  // seeded sample, which a fixed K keeps repeatable.
   CHECK(generate(R"({"type":"generate","id":"b","prompt":"x"})").request.spec.adaptive);
+  CHECK(generate(R"({"type":"generate","id":"b","prompt":"x","seed":3})").request.spec.adaptive);  // greedy
+  CHECK_FALSE(generate(R"({"type":"generate","id":"b","prompt":"x","seed":3,"temperature":1})").request.spec.adaptive);
+  CHECK(generate(R"({"type":"generate","id":"b","prompt":"x","seed":3,"temperature":1,"speculative":{"k":"auto"}})")
+            .request.spec.adaptive);
   auto http = parse_openai_body(R"({"prompt":"x"})", OpenAiRoute::completions, limits());
   REQUIRE(std::holds_alternative<GenerateParams>(http));
   CHECK(std::get<GenerateParams>(http).request.spec.adaptive);
