@@ -57,13 +57,13 @@ class GbnfLowering {
  private:
   bool reaches(const std::string& from, const std::string& target) {
     std::set<std::string> seen;
-    std::vector<std::string> todo(refs_[from].begin(), refs_[from].end());
-    while (!todo.empty()) {
-      const std::string r = todo.back();
-      todo.pop_back();
+    std::vector<std::string> pending(refs_[from].begin(), refs_[from].end());
+    while (!pending.empty()) {
+      const std::string r = pending.back();
+      pending.pop_back();
       if (r == target) return true;
       if (!seen.insert(r).second) continue;
-      todo.insert(todo.end(), refs_[r].begin(), refs_[r].end());
+      pending.insert(pending.end(), refs_[r].begin(), refs_[r].end());
     }
     return false;
   }

@@ -15,15 +15,15 @@ namespace {
 // end without reading one.
 void zero_byte_closure(const ByteGrammar& g, int32_t from, const std::vector<bool>& nullable,
                        std::vector<int32_t>& seen, const std::function<void(const CallEdge&)>& on_call) {
-  std::vector<int32_t> todo{from};
-  while (!todo.empty()) {
-    const int32_t n = todo.back();
-    todo.pop_back();
+  std::vector<int32_t> pending{from};
+  while (!pending.empty()) {
+    const int32_t n = pending.back();
+    pending.pop_back();
     if (std::find(seen.begin(), seen.end(), n) != seen.end()) continue;
     seen.push_back(n);
     for (const CallEdge& c : g.node(n).calls) {
       on_call(c);
-      if (nullable[static_cast<size_t>(c.rule)]) todo.push_back(c.target);
+      if (nullable[static_cast<size_t>(c.rule)]) pending.push_back(c.target);
     }
   }
 }
@@ -80,11 +80,11 @@ void drop_unproductive(ByteGrammar& g) {
     }
   }
   std::vector<bool> productive(n_nodes, false);
-  std::vector<int32_t> todo;
+  std::vector<int32_t> pending;
   const auto mark = [&](int32_t n) {
     if (!productive[static_cast<size_t>(n)]) {
       productive[static_cast<size_t>(n)] = true;
-      todo.push_back(n);
+      pending.push_back(n);
     }
   };
   for (size_t i = 0; i < n_nodes; ++i) {
@@ -93,9 +93,9 @@ void drop_unproductive(ByteGrammar& g) {
   const auto start_productive = [&](int32_t rule) {
     return productive[static_cast<size_t>(g.rules[static_cast<size_t>(rule)].start)];
   };
-  while (!todo.empty()) {
-    const int32_t n = todo.back();
-    todo.pop_back();
+  while (!pending.empty()) {
+    const int32_t n = pending.back();
+    pending.pop_back();
     for (const int32_t p : byte_preds[static_cast<size_t>(n)]) mark(p);
     for (const auto& [caller, rule] : call_preds_by_target[static_cast<size_t>(n)]) {
       if (start_productive(rule)) mark(caller);
@@ -118,17 +118,17 @@ void drop_unproductive(ByteGrammar& g) {
 }
 
 void mark_reachable(ByteGrammar& g) {
-  std::vector<int32_t> todo{g.root_start()};
-  while (!todo.empty()) {
-    const int32_t id = todo.back();
-    todo.pop_back();
+  std::vector<int32_t> pending{g.root_start()};
+  while (!pending.empty()) {
+    const int32_t id = pending.back();
+    pending.pop_back();
     GrammarNode& n = g.nodes[static_cast<size_t>(id)];
     if (n.reachable) continue;
     n.reachable = true;
-    for (const ByteEdge& e : n.bytes) todo.push_back(e.target);
+    for (const ByteEdge& e : n.bytes) pending.push_back(e.target);
     for (const CallEdge& c : n.calls) {
-      todo.push_back(c.target);
-      todo.push_back(g.rules[static_cast<size_t>(c.rule)].start);
+      pending.push_back(c.target);
+      pending.push_back(g.rules[static_cast<size_t>(c.rule)].start);
       g.rules[static_cast<size_t>(c.rule)].return_nodes.push_back(c.target);
     }
   }

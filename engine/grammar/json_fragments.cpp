@@ -1,9 +1,11 @@
 #include "engine/grammar/json_fragments.hpp"
 
-#include <cstdio>
+#include <boost/json/string.hpp>
+
 #include <map>
 
 #include "engine/base/errors.hpp"
+#include "json/json_serialize.hpp"
 
 namespace specd::grammar {
 namespace {
@@ -37,43 +39,7 @@ CodepointSet JsonFragments::unescaped_chars() {
   return set;
 }
 
-std::string JsonFragments::quote(std::string_view utf8) {
-  std::string out = "\"";
-  for (const char c : utf8) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      case '\b':
-        out += "\\b";
-        break;
-      case '\f':
-        out += "\\f";
-        break;
-      default:
-        if (static_cast<uint8_t>(c) < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(static_cast<uint8_t>(c)));
-          out += buf;
-        } else {
-          out += c;
-        }
-    }
-  }
-  return out + "\"";
-}
+std::string JsonFragments::quote(std::string_view utf8) { return serialize_json(boost::json::string(utf8)); }
 
 Fragment JsonFragments::ws() {
   return b_.optional(b_.alternatives(

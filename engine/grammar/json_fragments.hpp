@@ -34,7 +34,8 @@ class JsonFragments {
   Fragment any_object();
 
   static CodepointSet unescaped_chars();
-  // The JSON text of a string value with the escapes JSON requires, in quotes.
+  // The JSON text of a string value with the escapes JSON requires, in quotes (the
+  // project's one JSON writer, json/json_serialize.hpp).
   static std::string quote(std::string_view utf8);
 
  private:

@@ -4,12 +4,17 @@
 
 namespace specd {
 
-std::optional<at::Tensor> grammar_masked(const at::Tensor& logits, grammar::GrammarMatcher& state) {
+bool mask_in_place(at::Tensor& row, grammar::GrammarMatcher& state) {
   thread_local grammar::TokenBitset allowed;
   state.fill_mask(allowed);
-  if (allowed.count() == 0) return std::nullopt;
+  if (allowed.count() == 0) return false;
+  grammar::mask_logits(std::span<float>(row.data_ptr<float>(), static_cast<size_t>(row.numel())), allowed);
+  return true;
+}
+
+std::optional<at::Tensor> grammar_masked(const at::Tensor& logits, grammar::GrammarMatcher& state) {
   at::Tensor out = logits.to(at::kFloat).contiguous().clone();
-  grammar::mask_logits(std::span<float>(out.data_ptr<float>(), static_cast<size_t>(out.numel())), allowed);
+  if (!mask_in_place(out, state)) return std::nullopt;
   return out;
 }
 

@@ -13,8 +13,11 @@
 
 namespace specd {
 
-// A float32 copy of one row of logits [vocab] with every token `state` does not allow
-// set to -inf. Nullopt when it allows none (the grammar is done and takes no EOS).
+// Sets every logit of `row` (float32, contiguous, [vocab]) that `state` does not allow
+// to -inf. False, and `row` unchanged, when it allows none (the grammar is done and
+// takes no EOS).
+bool mask_in_place(at::Tensor& row, grammar::GrammarMatcher& state);
+// The same on a float32 copy of one row of logits; nullopt when the state allows none.
 std::optional<at::Tensor> grammar_masked(const at::Tensor& logits, grammar::GrammarMatcher& state);
 
 // The matcher's state after each node of a tree (nodes level by level, parents[i] < i,

@@ -26,10 +26,11 @@ double seconds_since(Clock::time_point t) { return std::chrono::duration<double>
 // logits: that node's masked probability is 0, so nothing below it is ever accepted.
 at::Tensor masked_for_grammar(const DraftedRow& row, const at::Tensor& logits) {
   if (!row.plan.grammar) return logits;
-  at::Tensor out = logits.to(at::kFloat).clone();
+  at::Tensor out = logits.to(at::kFloat).contiguous().clone();
   grammar::GrammarMatcher root = *row.plan.grammar;
   auto mask_row = [&](int64_t r, grammar::GrammarMatcher& state) {
-    if (std::optional<at::Tensor> masked = grammar_masked(logits[r], state)) out[r].copy_(*masked);
+    at::Tensor view = out[r];  // a contiguous row of `out`: masked where it stands
+    mask_in_place(view, state);
   };
   mask_row(0, root);
   std::vector<std::optional<grammar::GrammarMatcher>> states = grammar_states(root, row.drafts, row.parents);
