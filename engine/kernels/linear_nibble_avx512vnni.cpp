@@ -53,104 +53,135 @@ inline __m512i interleaved_pairs(const std::byte* a, const std::byte* b) {  // (
   return Signed ? _mm512_cvtepi8_epi16(v) : _mm512_cvtepu8_epi16(v);
 }
 
-template <Dtype D, int R>
-void tile_block(const KernelCall& c, int64_t b, int64_t r0) {
+// R rows by NV blocks of 16 outputs: each quant vector is unpacked once for the R rows,
+// and the NV blocks' vpdpbusd chains are independent, so a decode row (R = 1) keeps
+// several in flight instead of waiting on one chain's latency.
+template <Dtype D, int R, int NV>
+void tile(const KernelCall& c, int64_t b0, int64_t r0) {
   constexpr NibbleLayout L = nibble_layout(D);
   const auto* x = static_cast<const int32_t*>(c.x) + r0;
   const int64_t m = c.m, superblocks = c.w->in() / L.inputs;
-  const std::byte* blk = c.w->block(b);
-  __m512 acc[R];
+  const std::byte* blk[NV];
+  __m512 acc[R][NV];
+#pragma GCC unroll 4
+  for (int v = 0; v < NV; ++v) {
+    blk[v] = c.w->block(b0 + v);
 #pragma GCC unroll 8
-  for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
+    for (int r = 0; r < R; ++r) acc[r][v] = _mm512_setzero_ps();
+  }
   for (int64_t t = 0; t < superblocks; ++t) {
-    const std::byte* chunk = blk + t * L.chunk_bytes();
+    const std::byte* chunk[NV];
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) chunk[v] = blk[v] + t * L.chunk_bytes();
     const int32_t* xt = x + t * (L.inputs / 4) * m;
-    __m512i s[R], mn[R];
+    __m512i s[R][NV];
 #pragma GCC unroll 8
-    for (int r = 0; r < R; ++r) s[r] = mn[r] = _mm512_setzero_si512();
+    for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; ++v) s[r][v] = _mm512_setzero_si512();
     for (int g = 0; g < L.groups(); ++g) {
-      const std::byte* group = chunk + g * L.group_bytes();
-#pragma GCC unroll 6
-      for (int l = 0; l < L.group_bytes() / 64; ++l) prefetch_ahead(group + l * 64);
       const int32_t* xg = xt + g * 8 * m;
       // One int32 sum a sub-block scale: both parts (inputs 0..15, 16..31) share one
       // except in Q6_K.
       constexpr int kSums = L.sub_scales == 16 ? 2 : 1;
-      __m512i part_sum[kSums][R];
+      __m512i part_sum[kSums][R][NV];
 #pragma GCC unroll 2
       for (int part = 0; part < 2; ++part) {
         const int k = kSums == 2 ? part : 0;
 #pragma GCC unroll 4
         for (int step = 0; step < 4; ++step) {
-          const __m512i w = step_quants<L.bits>(group, part, step);
+          __m512i w[NV];
+#pragma GCC unroll 4
+          for (int v = 0; v < NV; ++v) {
+            const std::byte* group = chunk[v] + g * L.group_bytes();
+            if (part == 0 && step < L.group_bytes() / 64) prefetch_ahead(group + step * 64);
+            if (part == 0 && step == 0 && L.group_bytes() / 64 > 4) prefetch_ahead(group + 256);
+            if (part == 0 && step == 0 && L.group_bytes() / 64 > 5) prefetch_ahead(group + 320);
+            w[v] = step_quants<L.bits>(group, part, step);
+          }
 #pragma GCC unroll 8
           for (int r = 0; r < R; ++r) {
             const __m512i xb = _mm512_set1_epi32(xg[(part * 4 + step) * m + r]);
-            const __m512i start = (step == 0 && (part == 0 || kSums == 2)) ? _mm512_setzero_si512() : part_sum[k][r];
-            part_sum[k][r] = _mm512_dpbusd_epi32(start, w, xb);
+#pragma GCC unroll 4
+            for (int v = 0; v < NV; ++v) {
+              const bool fresh = step == 0 && (part == 0 || kSums == 2);
+              part_sum[k][r][v] = _mm512_dpbusd_epi32(fresh ? _mm512_setzero_si512() : part_sum[k][r][v], w[v], xb);
+            }
           }
         }
       }
 #pragma GCC unroll 2
       for (int k = 0; k < kSums; ++k) {
-#pragma GCC unroll 8
-        for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 4
+        for (int v = 0; v < NV; ++v) {
           if constexpr (L.sub_scales == 0) {
-            s[r] = _mm512_add_epi32(s[r], part_sum[k][r]);
+#pragma GCC unroll 8
+            for (int r = 0; r < R; ++r) s[r][v] = _mm512_add_epi32(s[r][v], part_sum[k][r][v]);
           } else {
             const int sub = L.sub_scales == 16 ? 2 * g + k : g;
-            const __m512i sc = lane_ints<L.signed_scales>(chunk + L.scales_at() + 16 * sub);
-            s[r] = _mm512_add_epi32(s[r], _mm512_mullo_epi32(part_sum[k][r], sc));
+            const __m512i sc = lane_ints<L.signed_scales>(chunk[v] + L.scales_at() + 16 * sub);
+#pragma GCC unroll 8
+            for (int r = 0; r < R; ++r) s[r][v] = _mm512_add_epi32(s[r][v], _mm512_mullo_epi32(part_sum[k][r][v], sc));
           }
         }
       }
     }
     const int32_t* sums = c.x_sums + t * L.sum_pairs() * m + r0;
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) {
+      __m512i mn[R];
 #pragma GCC unroll 8
-    for (int p = 0; p < L.sum_pairs(); ++p) {
-      __m512i lanes;
-      if constexpr (L.offset == NibbleOffset::group_mins) {
-        lanes = interleaved_pairs<false>(chunk + L.mins_at() + 16 * (2 * p), chunk + L.mins_at() + 16 * (2 * p + 1));
-      } else if constexpr (L.offset == NibbleOffset::scales_x32) {
-        lanes = interleaved_pairs<true>(chunk + L.scales_at() + 16 * (2 * p), chunk + L.scales_at() + 16 * (2 * p + 1));
-      } else {
-        lanes = _mm512_set1_epi32(L.offset_constant());
+      for (int r = 0; r < R; ++r) mn[r] = _mm512_setzero_si512();
+#pragma GCC unroll 8
+      for (int p = 0; p < L.sum_pairs(); ++p) {
+        __m512i lanes;
+        if constexpr (L.offset == NibbleOffset::group_mins) {
+          lanes = interleaved_pairs<false>(chunk[v] + L.mins_at() + 16 * (2 * p),
+                                           chunk[v] + L.mins_at() + 16 * (2 * p + 1));
+        } else if constexpr (L.offset == NibbleOffset::scales_x32) {
+          lanes = interleaved_pairs<true>(chunk[v] + L.scales_at() + 16 * (2 * p),
+                                          chunk[v] + L.scales_at() + 16 * (2 * p + 1));
+        } else {
+          lanes = _mm512_set1_epi32(L.offset_constant());
+        }
+#pragma GCC unroll 8
+        for (int r = 0; r < R; ++r) {
+          mn[r] = _mm512_add_epi32(mn[r], _mm512_madd_epi16(lanes, _mm512_set1_epi32(sums[p * m + r])));
+        }
       }
+      const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(chunk[v] + L.d_at())));
 #pragma GCC unroll 8
       for (int r = 0; r < R; ++r) {
-        mn[r] = _mm512_add_epi32(mn[r], _mm512_madd_epi16(lanes, _mm512_set1_epi32(sums[p * m + r])));
-      }
-    }
-    const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(chunk + L.d_at())));
-#pragma GCC unroll 8
-    for (int r = 0; r < R; ++r) {
-      const __m512 dx = _mm512_set1_ps(c.x_scale[t * m + r0 + r]);
-      if constexpr (L.folded()) {
-        const __m512i n = L.offset == NibbleOffset::scales_x32 ? _mm512_slli_epi32(mn[r], 5) : mn[r];
-        acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(s[r], n)), _mm512_mul_ps(d, dx), acc[r]);
-      } else {
-        const __m512 ms = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(chunk + L.ms_at())));
-        acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s[r]), _mm512_mul_ps(d, dx), acc[r]);
-        acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(mn[r]), _mm512_mul_ps(ms, dx), acc[r]);
+        const __m512 dx = _mm512_set1_ps(c.x_scale[t * m + r0 + r]);
+        if constexpr (L.folded()) {
+          const __m512i n = L.offset == NibbleOffset::scales_x32 ? _mm512_slli_epi32(mn[r], 5) : mn[r];
+          acc[r][v] =
+              _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(s[r][v], n)), _mm512_mul_ps(d, dx), acc[r][v]);
+        } else {
+          const __m512 ms = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(chunk[v] + L.ms_at())));
+          acc[r][v] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s[r][v]), _mm512_mul_ps(d, dx), acc[r][v]);
+          acc[r][v] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(mn[r]), _mm512_mul_ps(ms, dx), acc[r][v]);
+        }
       }
     }
   }
-  const int64_t out = c.w->out(), o0 = b * kB;
-  const auto mask = static_cast<__mmask16>((1u << std::min<int64_t>(kB, out - o0)) - 1);
+  const int64_t out = c.w->out();
+#pragma GCC unroll 4
+  for (int v = 0; v < NV; ++v) {
+    const int64_t o0 = (b0 + v) * kB;
+    const auto mask = static_cast<__mmask16>((1u << std::min<int64_t>(kB, out - o0)) - 1);
 #pragma GCC unroll 8
-  for (int r = 0; r < R; ++r) _mm512_mask_storeu_ps(c.y + (r0 + r) * out + o0, mask, acc[r]);
+    for (int r = 0; r < R; ++r) _mm512_mask_storeu_ps(c.y + (r0 + r) * out + o0, mask, acc[r][v]);
+  }
 }
 
-template <Dtype D, int R, int NV>
-void tile(const KernelCall& c, int64_t b0, int64_t r0) {
-  for (int v = 0; v < NV; ++v) tile_block<D, R>(c, b0 + v, r0);
-}
-
-constexpr int one_block(int) { return 1; }
+// Blocks per tile for R rows: per row and block a sub-block sum (two in Q6_K), the
+// super-block's S and the float output stay live, so NV shrinks as R grows.
+constexpr int tile_blocks(int rows) { return rows <= 1 ? 4 : rows <= 5 ? 2 : 1; }
 
 template <Dtype D>
 void blocks(const KernelCall& c, int64_t b_begin, int64_t b_end) {
-  row_chunks_per_l2_group<kRows, one_block>(c, b_begin, b_end, []<int R, int NV>() { return tile<D, R, NV>; });
+  row_chunks_per_l2_group<kRows, tile_blocks>(c, b_begin, b_end, []<int R, int NV>() { return tile<D, R, NV>; });
 }
 
 }  // namespace

@@ -139,11 +139,9 @@ void nibble_ymm_tile(const KernelCall& c, int64_t b0, int64_t r0) {
   }
 }
 
-// Blocks a tile: 4 at one row, 2 at two (more quant streams in flight a thread).
-// Blocks a tile: 2 at one and two rows (more quant streams in flight a thread). At one
-// row 4 blocks spilled and took 1.19 ms on a 16384 x 3072 Q4_K matrix against 1.07 ms
-// with 2 (AVX2, one thread, a busy host: preliminary).
-constexpr int nibble_ymm_tile_blocks(int rows) { return rows <= 2 ? 2 : 1; }
+// Blocks a tile: 4 at one row, 2 at two (more quant streams in flight a thread, as the
+// Q4_0 tile); BENCHMARKS.md, "K-quant decode at the Q4_0 kernels' speed".
+constexpr int nibble_ymm_tile_blocks(int rows) { return rows <= 1 ? 4 : rows <= 2 ? 2 : 1; }
 
 template <class Sums, Dtype D>
 void nibble_ymm_blocks(const KernelCall& c, int64_t b_begin, int64_t b_end) {

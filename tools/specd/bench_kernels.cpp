@@ -12,10 +12,12 @@
 #include <iostream>
 #include <memory>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "compute/thread_policy.hpp"
+#include "engine/checkpoint/gguf_quantize.hpp"
 #include "engine/kernels/linear.hpp"
 #include "tools/specd/bench_attention.hpp"
 #include "tools/specd/bench_timing.hpp"
@@ -128,6 +130,20 @@ std::vector<float> random_floats(int64_t n, uint32_t seed) {
   return v;
 }
 
+// The GGUF type of the K-quant kinds benchmarked (the blocks `specd quantize` writes).
+GgmlType ggml_type(Dtype d) {
+  switch (d) {
+    case Dtype::q4_k:
+      return GgmlType::q4_k;
+    case Dtype::q5_k:
+      return GgmlType::q5_k;
+    case Dtype::q6_k:
+      return GgmlType::q6_k;
+    default:
+      throw std::invalid_argument(std::string("bench --kernels: no K-quant writer for ") + dtype_name(d));
+  }
+}
+
 Row bench_packed(const Shape& s, Dtype d, const KernelBenchArgs& a, KernelThreads& pool) {
   const std::vector<float> f = random_floats(s.out * s.in, 1);
   const bool quantized = is_quantized(d);
@@ -135,9 +151,15 @@ Row bench_packed(const Shape& s, Dtype d, const KernelBenchArgs& a, KernelThread
   for (size_t i = 0; i < h.size(); ++i) h[i] = d == Dtype::f16 ? float_to_f16(f[i]) : float_to_bf16(f[i]);
   // The block formats: llama.cpp's blocks, quantized once and packed per copy; their
   // bytes are those blocks' (scales included).
-  std::vector<std::byte> blocks(quantized ? s.out * s.in / kQuantGroup * quant_block_bytes(d) : 0);
+  const size_t row_bytes = quantized ? stored_row_bytes(d, s.in) : 0;
+  std::vector<std::byte> blocks(s.out * row_bytes);
   for (int64_t o = 0; quantized && o < s.out; ++o) {
-    quantize_row(f.data() + o * s.in, s.in, d, blocks.data() + o * s.in / kQuantGroup * quant_block_bytes(d));
+    std::byte* row = blocks.data() + o * row_bytes;
+    if (is_nibble_format(d)) {
+      quantize_gguf_row(f.data() + o * s.in, s.in, ggml_type(d), row);
+    } else {
+      quantize_row(f.data() + o * s.in, s.in, d, row);
+    }
   }
   const void* src = f.data();
   if (quantized) src = blocks.data();
@@ -262,9 +284,10 @@ void add_kernel_bench_options(CLI::App& cmd, KernelBenchArgs& a) {
       ->capture_default_str()
       ->check(CLI::Range(1, 1000));
   cmd.add_option("--kinds", a.kinds,
-                 "with --kernels: only these, comma-separated (bf16,f16,f32,q8_0,q4_0,openblas_f32; default all)")
+                 "with --kernels: only these, comma-separated (bf16,f16,f32,q8_0,q4_0,q4_k,q5_k,q6_k,openblas_f32; "
+                 "default all)")
       ->check([](const std::string& list) {
-        const std::string known = ",bf16,f16,f32,q8_0,q4_0,openblas_f32,";
+        const std::string known = ",bf16,f16,f32,q8_0,q4_0,q4_k,q5_k,q6_k,openblas_f32,";
         for (size_t b = 0; b <= list.size();) {
           const size_t e = std::min(list.find(',', b), list.size());
           if (known.find("," + list.substr(b, e - b) + ",") == std::string::npos) {
@@ -290,7 +313,9 @@ void run_kernel_bench(const KernelBenchArgs& a, int32_t threads, bool json) {
   for (const Shape& s : shapes) {
     std::cerr << "bench: " << (s.large() ? "" : s.model + " ") << s.name << "\n";
     std::vector<Dtype> dtypes{Dtype::bf16, Dtype::f16};
-    if (s.large()) dtypes.insert(dtypes.end(), {Dtype::f32, Dtype::q8_0, Dtype::q4_0});
+    if (s.large()) {
+      dtypes.insert(dtypes.end(), {Dtype::f32, Dtype::q8_0, Dtype::q4_0, Dtype::q4_k, Dtype::q5_k, Dtype::q6_k});
+    }
     for (Dtype d : dtypes) {
       if (wanted(a, dtype_name(d))) rows.push_back(bench_packed(s, d, a, pool));
     }
