@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <set>
 #include <sstream>
 #include <variant>
@@ -12,6 +11,7 @@
 
 #include "engine/base/byte_size.hpp"
 #include "engine/base/errors.hpp"
+#include "engine/base/text_file.hpp"
 #include "engine/checkpoint/gguf_file.hpp"
 #include "net/cors.hpp"
 #include "net/data_dir.hpp"
@@ -212,11 +212,7 @@ GatewayConfig parse_gateway_config(std::string_view text, const std::filesystem:
 }
 
 GatewayConfig load_gateway_config(const std::filesystem::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw SpecdError(ErrorCode::missing_file, "cannot read config " + file.string());
-  std::stringstream text;
-  text << in.rdbuf();
-  return parse_gateway_config(text.str(), file.parent_path(), file.string());
+  return parse_gateway_config(read_whole_file(file, "config"), file.parent_path(), file.string());
 }
 
 void apply_model_flags(GatewayConfig& c, const ModelFlags& flags) {

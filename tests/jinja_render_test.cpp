@@ -13,6 +13,7 @@
 #include <map>
 #include <sstream>
 
+#include "engine/base/text_file.hpp"
 #include "engine/jinja/json_input.hpp"
 #include "engine/jinja/template.hpp"
 
@@ -22,14 +23,6 @@ namespace fs = std::filesystem;
 namespace {
 
 const fs::path kTemplates = fs::path(SPECD_SOURCE_DIR) / "../shared/data/templates";
-
-std::string read_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  REQUIRE_MESSAGE(in, "missing " << path.string());
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 // The cases were rendered with strftime_now pinned to 2024-07-26 12:00.
 std::tm pinned_time() {
@@ -91,7 +84,9 @@ Tally check_cases(const std::vector<Case>& cases) {
     auto it = compiled.find(c.template_name);
     if (it == compiled.end()) {
       it = compiled
-               .emplace(c.template_name, Template::compile(read_file(kTemplates / c.template_name), pinned_options()))
+               .emplace(c.template_name,
+                        Template::compile(specd::read_whole_file(kTemplates / c.template_name, "test data"),
+                                          pinned_options()))
                .first;
     }
     Value variables = value_from_json(c.input);

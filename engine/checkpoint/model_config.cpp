@@ -5,11 +5,10 @@
 #include <boost/json/object.hpp>
 
 #include <cmath>
-#include <fstream>
-#include <iterator>
 #include <limits>
 
 #include "engine/base/errors.hpp"
+#include "engine/base/text_file.hpp"
 #include "json/json_serialize.hpp"
 
 namespace specd {
@@ -271,11 +270,7 @@ ModelConfig load_model_config(const std::filesystem::path& config_json_path) {
     throw SpecdError(ErrorCode::missing_file, name + ": no such file");
   if (!std::filesystem::is_regular_file(config_json_path, ec))
     throw SpecdError(ErrorCode::missing_file, name + ": not a regular file");
-  std::ifstream in(config_json_path, std::ios::binary);
-  if (!in) throw SpecdError(ErrorCode::missing_file, name + ": cannot open file");
-  std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-  if (in.bad()) throw SpecdError(ErrorCode::missing_file, name + ": read error");
-  return parse_model_config(text, name);
+  return parse_model_config(read_whole_file(config_json_path, "model config"), name);
 }
 
 std::string model_config_to_json(const ModelConfig& c) {

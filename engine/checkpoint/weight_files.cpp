@@ -2,10 +2,8 @@
 
 #include <simdjson.h>
 
-#include <fstream>
-#include <iterator>
-
 #include "engine/base/errors.hpp"
+#include "engine/base/text_file.hpp"
 
 namespace specd {
 
@@ -39,18 +37,6 @@ std::map<std::string, std::string, std::less<>> parse_weight_index(std::string_v
   return out;
 }
 
-namespace {
-
-std::string read_text(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw SpecdError(ErrorCode::missing_file, path.string() + ": cannot open file");
-  std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-  if (in.bad()) throw SpecdError(ErrorCode::missing_file, path.string() + ": read error");
-  return text;
-}
-
-}  // namespace
-
 WeightFiles WeightFiles::open(const fs::path& dir) {
   WeightFiles w;
   std::error_code ec;
@@ -66,7 +52,7 @@ WeightFiles WeightFiles::open(const fs::path& dir) {
     return w;
   }
   w.source_ = index_path;
-  const auto weight_map = parse_weight_index(read_text(index_path), index_path.string());
+  const auto weight_map = parse_weight_index(read_whole_file(index_path, "weight index"), index_path.string());
   std::map<std::string, size_t, std::less<>> shard_of_file;
   for (const auto& [tensor, file] : weight_map) {
     auto [it, added] = shard_of_file.emplace(file, w.shards_.size());

@@ -1,9 +1,7 @@
 #include "engine/tokenizer/chat_template.hpp"
 
-#include <fstream>
-#include <sstream>
-
 #include "engine/base/errors.hpp"
+#include "engine/base/text_file.hpp"
 #include "engine/checkpoint/gguf_file.hpp"
 #include "engine/jinja/json_input.hpp"
 #include "engine/jinja/template.hpp"
@@ -14,14 +12,6 @@
 namespace specd {
 
 namespace {
-
-std::string read_file(const std::filesystem::path& path, const char* what) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw SpecdError(ErrorCode::missing_file, std::string("cannot read ") + what + " " + path.string());
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 // A template that does not parse names its origin: "FILE: template line N: ...".
 ChatTemplate compiled(std::string_view source, std::string origin, std::string bos, std::string eos) {
@@ -37,7 +27,7 @@ ChatTemplate from_gguf(const std::filesystem::path& path, const std::filesystem:
   const std::optional<GgufChatTemplate> t = gguf_chat_template(GgufFile::open(path));
   const std::string bos = t ? t->bos_token : "", eos = t ? t->eos_token : "";
   if (!template_file.empty()) {
-    return compiled(read_file(template_file, "chat template"), template_file.string(), bos, eos);
+    return compiled(read_whole_file(template_file, "chat template"), template_file.string(), bos, eos);
   }
   if (!t) throw SpecdError(ErrorCode::unknown_chat_template, path.string() + ": no tokenizer.chat_template");
   return compiled(t->source, path.string() + " tokenizer.chat_template", bos, eos);
@@ -62,11 +52,11 @@ ChatTemplate ChatTemplate::from_model_dir(const std::filesystem::path& model_dir
                                      : read_tokenizer_config(config_file);
   const std::string bos = config.bos_token.value_or(""), eos = config.eos_token.value_or("");
   if (!template_file.empty()) {
-    return compiled(read_file(template_file, "chat template"), template_file.string(), bos, eos);
+    return compiled(read_whole_file(template_file, "chat template"), template_file.string(), bos, eos);
   }
   const auto jinja_file = model_dir / "chat_template.jinja";
   if (std::filesystem::exists(jinja_file)) {
-    return compiled(read_file(jinja_file, "chat template"), jinja_file.string(), bos, eos);
+    return compiled(read_whole_file(jinja_file, "chat template"), jinja_file.string(), bos, eos);
   }
   if (config.chat_template) return compiled(*config.chat_template, config_file.string(), bos, eos);
   if (config.specd_chat_template) {

@@ -1,10 +1,9 @@
 #include "engine/tokenizer/gguf_vocab_export.hpp"
 
 #include <cstring>
-#include <fstream>
-#include <iterator>
 
 #include "engine/base/errors.hpp"
+#include "engine/base/text_file.hpp"
 #include "engine/tokenizer/bpe_tokenizer_file.hpp"
 #include "engine/tokenizer/pretokenizer_regex.hpp"
 #include "engine/tokenizer/sentencepiece_json.hpp"
@@ -81,9 +80,7 @@ class ProtoReader {
 };
 
 SentencePieceVocab read_sentencepiece_model(const fs::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw SpecdError(ErrorCode::missing_file, "cannot read " + file.string());
-  const std::string bytes{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  const std::string bytes = read_whole_file(file, "SentencePiece model");
   SentencePieceVocab v;
   v.bos = 1, v.eos = 2;  // the proto's defaults
   ProtoReader model(bytes.data(), bytes.data() + bytes.size(), file);

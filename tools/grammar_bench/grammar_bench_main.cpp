@@ -16,12 +16,11 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "engine/base/errors.hpp"
+#include "engine/base/text_file.hpp"
 #include "engine/grammar/grammar_cache.hpp"
 #include "engine/grammar/grammar_matcher.hpp"
 #include "engine/grammar/json_schema_compiler.hpp"
@@ -33,14 +32,6 @@ namespace {
 namespace fs = std::filesystem;
 namespace json = boost::json;
 namespace g = specd::grammar;
-
-std::string read_file(const fs::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw specd::SpecdError(specd::ErrorCode::missing_file, "cannot read " + file.string());
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 double now_seconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -74,8 +65,9 @@ json::object run_schema(const std::string& name, const fs::path& dir, const spec
                         const std::shared_ptr<const g::TokenVocabulary>& vocab, int repeat) {
   // "json_object" is response_format json_object (any object) over the large document.
   const bool any_object = name == "json_object";
-  const std::string schema = any_object ? "" : read_file(dir / (name + ".schema.json"));
-  const std::string document = read_file(dir / ((any_object ? "large" : name) + ".document.json"));
+  const std::string schema = any_object ? "" : specd::read_whole_file(dir / (name + ".schema.json"), "schema");
+  const std::string document =
+      specd::read_whole_file(dir / ((any_object ? "large" : name) + ".document.json"), "document");
   const double t0 = now_seconds();
   auto grammar = std::make_shared<const g::ByteGrammar>(any_object ? g::any_json_object_grammar()
                                                                    : g::compile_json_schema(schema));

@@ -18,11 +18,11 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "engine/base/errors.hpp"
+#include "engine/base/text_file.hpp"
 #include "engine/jinja/json_input.hpp"
 #include "engine/jinja/template.hpp"
 #include "json/json_number.hpp"
@@ -32,14 +32,6 @@ namespace {
 
 namespace fs = std::filesystem;
 namespace json = boost::json;
-
-std::string read_file(const fs::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw specd::SpecdError(specd::ErrorCode::missing_file, "cannot read " + file.string());
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 json::object tool(const char* name, const char* description, json::object properties, json::array required) {
   return {{"type", "function"},
@@ -144,7 +136,7 @@ int main(int argc, char** argv) {
     const specd::jinja::Value variables = specd::jinja::value_from_json(specd::serialize_json(input));
 
     const auto compile_start = std::chrono::steady_clock::now();
-    const auto tmpl = specd::jinja::Template::compile(read_file(template_file));
+    const auto tmpl = specd::jinja::Template::compile(specd::read_whole_file(template_file, "template"));
     const double compile_us =
         std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - compile_start).count();
 

@@ -10,11 +10,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <fstream>
-#include <sstream>
 
 #include "actors/engine_runner.hpp"
 #include "compute/compute_threads.hpp"
+#include "engine/base/text_file.hpp"
 #include "engine/model/cost_probe.hpp"
 #include "engine/model/llama_model.hpp"
 #include "engine/model/model_files.hpp"
@@ -35,11 +34,7 @@ struct Args {
 };
 
 std::vector<std::vector<int32_t>> heldout_prompts(const Args& a, const Tokenizer& tok) {
-  std::ifstream in(a.corpus, std::ios::binary);
-  if (!in) throw std::runtime_error("cannot read corpus " + a.corpus);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  const std::string text = ss.str();
+  const std::string text = specd::read_whole_file(a.corpus, "corpus");
   size_t pos = text.rfind("\n\n", static_cast<size_t>(text.size() * (1 - a.heldout_fraction))) + 2;
   std::vector<std::vector<int32_t>> prompts;
   while (pos < text.size() && static_cast<int>(prompts.size()) < a.prompts) {

@@ -1,20 +1,15 @@
 #include "tools/specd/chat_messages.hpp"
 
-#include <fstream>
-#include <sstream>
 #include <variant>
 
 #include "engine/base/errors.hpp"
+#include "engine/base/text_file.hpp"
 #include "net/protocol.hpp"
 
 namespace specd::cli {
 
 std::vector<ChatMessage> read_messages_file(const std::filesystem::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw SpecdError(ErrorCode::missing_file, "cannot read messages file " + file.string());
-  std::stringstream text;
-  text << in.rdbuf();
-  auto parsed = net::parse_chat_messages(text.str(), net::ProtocolLimits{});
+  auto parsed = net::parse_chat_messages(read_whole_file(file, "messages file"), net::ProtocolLimits{});
   if (auto* error = std::get_if<net::ProtocolError>(&parsed)) {
     const ErrorCode* code = error->code.engine_code();
     throw SpecdError(code ? *code : ErrorCode::bad_value, file.string() + ": " + error->message);

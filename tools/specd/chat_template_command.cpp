@@ -4,6 +4,7 @@
 // stderr (through main) with a non-zero exit.
 #include <iostream>
 
+#include "engine/base/text_file.hpp"
 #include "engine/jinja/json_input.hpp"
 #include "engine/jinja/template.hpp"
 #include "tools/specd/cli_common.hpp"
@@ -17,8 +18,8 @@ struct ChatTemplateArgs {
 };
 
 void run_chat_template(const ChatTemplateArgs& a) {
-  const jinja::Template tmpl = jinja::Template::compile(read_text_file(a.template_file, "--template"));
-  const jinja::Value variables = jinja::value_from_json(read_text_file(a.input_file, "--input"));
+  const jinja::Template tmpl = jinja::Template::compile(read_whole_file(a.template_file, "--template"));
+  const jinja::Value variables = jinja::value_from_json(read_whole_file(a.input_file, "--input"));
   if (!variables.is_mapping())
     throw SpecdError(ErrorCode::bad_value, "--input " + a.input_file + ": not a JSON object");
   std::cout << tmpl.render(variables) << std::flush;

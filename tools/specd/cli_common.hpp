@@ -21,8 +21,6 @@ std::filesystem::path default_target_dir();
 std::vector<int32_t> parse_id_list(const std::string& text);
 
 void print_json(const boost::json::value& value);
-// A whole file's bytes; SpecdError(missing_file) "cannot read FLAG PATH" when unreadable.
-std::string read_text_file(const std::string& path, const char* flag);
 
 // The median of a benchmark's samples (the mean of the middle two for an even count; 0
 // for none).

@@ -7,6 +7,7 @@
 #include <cstdio>
 
 #include "engine/base/errors.hpp"
+#include "engine/base/text_file.hpp"
 #include "engine/model/kv_cache.hpp"
 #include "engine/model/llama_model.hpp"
 #include "engine/model/model_files.hpp"
@@ -27,7 +28,7 @@ struct PerplexityArgs {
 };
 
 std::string read_tail(const std::string& path, double fraction) {
-  const std::string text = read_text_file(path, "--text");
+  const std::string text = read_whole_file(path, "--text");
   size_t start = text.size() - static_cast<size_t>(static_cast<double>(text.size()) * fraction);
   while (start < text.size() && (static_cast<unsigned char>(text[start]) & 0xC0) == 0x80) ++start;  // whole UTF-8
   return text.substr(start);

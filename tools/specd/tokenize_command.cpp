@@ -1,9 +1,8 @@
 // `specd tokenize` and `specd detokenize`: need only the tokenizer files of a model dir.
-#include <fstream>
 #include <iostream>
-#include <sstream>
 
 #include "engine/base/errors.hpp"
+#include "engine/base/text_file.hpp"
 #include "engine/tokenizer/tokenizer.hpp"
 #include "tools/specd/cli_common.hpp"
 
@@ -22,7 +21,7 @@ struct DetokenizeArgs {
 
 void run_tokenize(const TokenizeArgs& a) {
   auto tok = load_tokenizer(a.model.empty() ? default_target_dir() : std::filesystem::path(a.model));
-  const std::string text = a.text_file.empty() ? a.text : read_text_file(a.text_file, "--text-file");
+  const std::string text = a.text_file.empty() ? a.text : read_whole_file(a.text_file, "--text-file");
   const auto ids = tok->encode(text, false);
   if (a.json) {
     boost::json::array arr(ids.begin(), ids.end());

@@ -10,11 +10,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <sstream>
 #include <string>
 
 #include "engine/base/errors.hpp"
+#include "engine/base/text_file.hpp"
 #include "engine/tokenizer/tokenizer.hpp"
 #include "json/json_number.hpp"
 #include "json/json_serialize.hpp"
@@ -22,14 +22,6 @@
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string read_file(const fs::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw specd::SpecdError(specd::ErrorCode::missing_file, "cannot read " + file.string());
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 // About the size of the English text, cycling through scripts line by line.
 std::string mixed_script_text(const std::string& english) {
@@ -99,7 +91,8 @@ int main(int argc, char** argv) {
         dir = arg;
     }
     const auto tok = specd::load_tokenizer(dir);
-    const std::string english = read_file(fs::path(SPECD_SOURCE_DIR) / "../shared/data/tinyshakespeare.txt");
+    const std::string english =
+        specd::read_whole_file(fs::path(SPECD_SOURCE_DIR) / "../shared/data/tinyshakespeare.txt", "text");
     const std::string mixed = mixed_script_text(english);
     const Run e = measure(*tok, english, repeats);
     const Run m = measure(*tok, mixed, repeats);

@@ -10,11 +10,11 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "engine/base/errors.hpp"
+#include "engine/base/text_file.hpp"
 #include "engine/model/llama_model.hpp"
 #include "engine/model/model_files.hpp"
 #include "engine/tokenizer/chat_template.hpp"
@@ -45,14 +45,6 @@ struct Args {
   uint64_t seed = 1234;
   int threads = 2;
 };
-
-std::string read_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw SpecdError(ErrorCode::missing_file, "cannot read corpus " + path.string());
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 // Paragraphs (speeches in the Shakespeare corpus) separated by blank lines.
 std::vector<std::string> paragraphs(const std::string& text) {
@@ -152,7 +144,7 @@ std::shared_ptr<LlamaModel> train_one(const std::string& label, const Shape& sha
 int run(const Args& a) {
   at::set_num_threads(a.threads);
   const auto t0 = std::chrono::steady_clock::now();
-  const std::string text = read_file(a.corpus);
+  const std::string text = read_whole_file(a.corpus, "corpus");
   size_t cut = text.rfind("\n\n", static_cast<size_t>(text.size() * (1 - a.validation_fraction)));
   const auto train_paras = paragraphs(text.substr(0, cut));
   const auto val_paras = paragraphs(text.substr(cut + 2));
