@@ -99,13 +99,15 @@ struct Engine::Impl {
         cache(asio::make_strand(executor), config.max_batch, has_draft) {
     // Calibration times the lanes' round shapes, so it runs once they exist and before
     // the scheduler that plans with its curves.
+    KPlanSetup planning = calibrate();
+    if (planning.round_costs) start_costs = planning.round_costs->table();
     SchedulerOptions options{.max_waiting = config.max_waiting,
                              .overlap = config.overlap,
                              .tokenizer = tokenizer.get(),
                              .eos_ids = tokenizer->eos_ids(),
                              .prefill_chunk = config.prefill_chunk,
                              .prefill_slowdown = config.prefill_slowdown,
-                             .planning = calibrate(),
+                             .planning = std::move(planning),
                              .kv = kv};
     scheduler = std::make_unique<SchedulerActor>(asio::make_strand(executor), std::move(options), cache, lanes,
                                                  trace.get(), live_requests);
@@ -135,6 +137,7 @@ struct Engine::Impl {
   std::string kv_summary;
   std::string weights_summary;
   std::string context_summary;
+  RoundCostTable start_costs;            // the planner's curves as calibration left them
   std::shared_ptr<TraceRecorder> trace;  // shared with the burst marks a socket still holds
   // The lanes own and drive the caches; the engine only reads their published block counts.
   std::shared_ptr<KvCache> draft_kv, target_kv;
@@ -295,6 +298,7 @@ const ThreadPolicy& Engine::thread_policy() const { return impl_->threads; }
 const std::string& Engine::kv_cache_summary() const { return impl_->kv_summary; }
 const std::string& Engine::weights_summary() const { return impl_->weights_summary; }
 const std::string& Engine::context_summary() const { return impl_->context_summary; }
+const RoundCostTable& Engine::start_costs() const { return impl_->start_costs; }
 
 void Engine::write_trace(const std::filesystem::path& path) const { impl_->trace->write_chrome_json(path); }
 

@@ -29,6 +29,7 @@
 #include "actors/engine_snapshot.hpp"
 #include "actors/generate_result.hpp"
 #include "compute/thread_policy.hpp"
+#include "engine/planning/round_cost_model.hpp"
 #include "engine/request/generate_request.hpp"
 
 namespace specd {
@@ -101,6 +102,10 @@ class Engine {
   // max_seq_len and where it came from, as the start-up line prints it:
   // "max_seq_len 1024 (the models' max_position_embeddings)".
   const std::string& context_summary() const;
+  // The round costs the planner starts from (the target's pass per row count, a draft
+  // step per batch size), measured at construction on the lanes' kernels and threads;
+  // empty without calibration. The start-up line prints their describe().
+  const RoundCostTable& start_costs() const;
   // Recorded trace (config.trace): lane busy intervals and request spans, as Chrome
   // trace-event JSON (docs/trace_format.md): the events that end within the last
   // `seconds` (all when unset), of one request when `request_id` is set.

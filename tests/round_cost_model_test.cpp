@@ -142,3 +142,21 @@ TEST_CASE("a bucket fed after going stale keeps its old samples until three new 
   CHECK_FALSE(never.settling(4));
   CHECK(never.at(4) == doctest::Approx(2.0));
 }
+
+TEST_CASE("the cost table reads both curves at every size and names the steepness") {
+  RoundCostModel costs(/*max_batch=*/2, /*k_max=*/4);
+  CHECK(costs.table().verify_seconds.empty());
+  CHECK(costs.table().describe() == "round costs not measured");
+  costs.observe_verify(1, 0.010);
+  costs.observe_verify(5, 0.015);
+  costs.observe_verify(10, 0.030);
+  costs.observe_draft_step(1, 0.002);
+  const RoundCostTable table = costs.table();
+  REQUIRE(table.verify_seconds.size() == 10);  // 2 x (4 + 1) rows
+  REQUIRE(table.draft_step_seconds.size() == 2);
+  CHECK(table.verify_seconds[0] == doctest::Approx(0.010));
+  CHECK(table.verify_seconds[4] == doctest::Approx(0.015));
+  CHECK(table.verify_seconds[2] == doctest::Approx(costs.verify_seconds(3)));
+  CHECK(table.describe() ==
+        "target pass 1 row 10 ms, 5 rows 1.50x, 9 rows 2.70x, 10 rows 3.00x; draft step 1 row 2 ms, 2 rows 2.00x");
+}

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <initializer_list>
+#include <iomanip>
+#include <sstream>
 
 namespace specd {
 
@@ -97,8 +100,44 @@ int64_t CostCurve::staleness(int32_t size) const {
 bool CostCurve::settling(int32_t size) const { return buckets_[nearest(size)].fresh >= 0; }
 
 RoundCostModel::RoundCostModel(int32_t max_batch, int32_t k_max, int32_t prompt_rows)
-    : verify_(std::max(max_batch, 1) * (std::max(k_max, 0) + 1) + std::max(prompt_rows, 0), kVerifyForgetAfter),
-      draft_step_(std::max(max_batch, 1)) {}
+    : verify_rows_(std::max(max_batch, 1) * (std::max(k_max, 0) + 1) + std::max(prompt_rows, 0)),
+      draft_rows_(std::max(max_batch, 1)),
+      verify_(verify_rows_, kVerifyForgetAfter),
+      draft_step_(draft_rows_) {}
+
+RoundCostTable RoundCostModel::table() const {
+  RoundCostTable t;
+  for (int32_t rows = 1; verify_ready() && rows <= verify_rows_; ++rows) t.verify_seconds.push_back(verify_.at(rows));
+  for (int32_t rows = 1; draft_ready() && rows <= draft_rows_; ++rows)
+    t.draft_step_seconds.push_back(draft_step_.at(rows));
+  return t;
+}
+
+namespace {
+
+// "NAME 1 row X ms, R rows Yx, ...": the first size in milliseconds, the others in steps of it.
+void describe_curve(std::ostringstream& out, const char* name, const std::vector<double>& seconds,
+                    std::initializer_list<size_t> sizes) {
+  if (seconds.empty()) return;
+  out << name << " 1 row " << std::defaultfloat << std::setprecision(3) << seconds[0] * 1e3 << " ms" << std::fixed;
+  for (size_t rows : sizes) {
+    if (rows <= 1 || rows > seconds.size()) continue;
+    out << ", " << rows << " rows " << std::setprecision(2) << seconds[rows - 1] / seconds[0] << "x";
+  }
+}
+
+}  // namespace
+
+std::string RoundCostTable::describe() const {
+  if (verify_seconds.empty()) return "round costs not measured";
+  std::ostringstream out;
+  describe_curve(out, "target pass", verify_seconds, {5, 9, verify_seconds.size()});
+  if (!draft_step_seconds.empty()) {
+    out << "; ";
+    describe_curve(out, "draft step", draft_step_seconds, {draft_step_seconds.size()});
+  }
+  return out.str();
+}
 
 void RoundCostModel::observe_overhead(double seconds, bool drafting) {
   if (!(seconds >= 0) || !std::isfinite(seconds)) return;

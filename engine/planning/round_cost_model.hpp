@@ -8,6 +8,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace specd {
@@ -62,6 +63,15 @@ class CostCurve {
   int64_t forget_after_ = 0;
 };
 
+// The curves read at every size: what the planner prices a round from, shown at start-up
+// and by the benchmarks. Empty where a curve holds no measurement.
+struct RoundCostTable {
+  std::vector<double> verify_seconds;      // [t - 1]: the target's pass of t rows
+  std::vector<double> draft_step_seconds;  // [r - 1]: a batched draft step of r rows
+  // "target pass 1 row 79.2 ms, 5 rows 1.32x, 40 rows 4.9x; draft step 1 row 9.1 ms, 8 rows 2.1x"
+  std::string describe() const;
+};
+
 class RoundCostModel {
  public:
   // The pass curve reaches max_batch x (k_max + 1) verify rows plus `prompt_rows` (a
@@ -92,8 +102,11 @@ class RoundCostModel {
   }
   int64_t verify_staleness(int32_t tokens) const { return verify_.staleness(tokens); }
   bool verify_settling(int32_t tokens) const { return verify_.settling(tokens); }
+  // Both curves at every size they cover.
+  RoundCostTable table() const;
 
  private:
+  int32_t verify_rows_, draft_rows_;
   CostCurve verify_;
   CostCurve draft_step_;
   double overhead_ = 0;

@@ -268,6 +268,12 @@ boost::json::object level_json(const LevelResult& r) {
           {"errors", r.errors}};
 }
 
+std::vector<double> scaled(const std::vector<double>& values, double factor) {
+  std::vector<double> out;
+  for (double v : values) out.push_back(v * factor);
+  return out;
+}
+
 }  // namespace
 
 void add_concurrency_bench_options(CLI::App& cmd, ConcurrencyBenchArgs& args) {
@@ -311,6 +317,7 @@ void run_concurrency_bench(const PairArgs& pair, const ConcurrencyBenchArgs& arg
   config.trace = !args.trace_path.empty();
   config.threads = pair.threads;
   ThreadPolicy threads;
+  RoundCostTable start_costs;
   boost::asio::io_context io;
   auto work = boost::asio::make_work_guard(io);
   std::thread io_thread([&] { io.run(); });
@@ -318,6 +325,7 @@ void run_concurrency_bench(const PairArgs& pair, const ConcurrencyBenchArgs& arg
   {
     Engine overlapped(io.get_executor(), config);
     threads = overlapped.thread_policy();
+    start_costs = overlapped.start_costs();
     EngineConfig serial_config = config;
     serial_config.overlap = false;
     serial_config.trace = false;
@@ -409,12 +417,21 @@ void run_concurrency_bench(const PairArgs& pair, const ConcurrencyBenchArgs& arg
   }
   work.reset();
   io_thread.join();
-  boost::json::object out{
-      {"max_tokens", max_tokens}, {"prompts", prompts.size()}, {"threads", threads_json(threads)}, {"levels", rows}};
+  // The curves the planner started from: what it priced the first rounds at (the trace
+  // shows what it planned against what each round took).
+  boost::json::object costs{{"verify_ms", boost::json::value_from(scaled(start_costs.verify_seconds, 1e3))},
+                            {"draft_step_ms", boost::json::value_from(scaled(start_costs.draft_step_seconds, 1e3))},
+                            {"summary", start_costs.describe()}};
+  boost::json::object out{{"max_tokens", max_tokens},
+                          {"prompts", prompts.size()},
+                          {"threads", threads_json(threads)},
+                          {"round_costs_at_start", costs},
+                          {"levels", rows}};
   if (json) {
     print_json(out);
     return;
   }
+  std::printf("round costs at start: %s\n", start_costs.describe().c_str());
   std::printf("%5s %12s %12s %8s %13s %8s %10s %10s %10s %10s\n", "conc", "off tok/s", "on tok/s", "on/off",
               "paired 90% CI", "gain", "ttft p50", "ttft p99", "itl p50", "itl p99");
   for (const auto& r : rows) {

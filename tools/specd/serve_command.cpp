@@ -82,6 +82,7 @@ void run_serve(const ServeArgs& a) {
   std::printf("specd serve: weights: %s\n", engine.weights_summary().c_str());
   std::printf("specd serve: %s\n", engine.kv_cache_summary().c_str());
   std::printf("specd serve: %s\n", engine.context_summary().c_str());
+  std::printf("specd serve: round costs: %s\n", engine.start_costs().describe().c_str());
   if (const ChatTemplate* chat = engine.chat_template())
     std::printf("specd serve: chat template %s; tool calls parsed as %s\n", chat->origin().c_str(),
                 net::tool_call_format_name(gateway->tool_call_format()));
