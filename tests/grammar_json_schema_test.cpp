@@ -141,6 +141,32 @@ TEST_CASE("anyOf, oneOf, type lists, nullable and boolean schemas") {
   CHECK_FALSE(matches(untyped, R"({"a":"x"})"));
 }
 
+TEST_CASE("oneOf compiles where its branches are disjoint and is refused where they may overlap") {
+  // Pydantic's discriminated union: a required "kind" with a different const per branch.
+  const auto pets = schema(R"({"$defs":{
+      "Cat":{"type":"object","properties":{"kind":{"const":"cat"},"lives":{"type":"integer"}},
+             "required":["kind","lives"],"additionalProperties":false},
+      "Dog":{"type":"object","properties":{"kind":{"const":"dog"},"good":{"type":"boolean"}},
+             "required":["kind","good"],"additionalProperties":false}},
+      "oneOf":[{"$ref":"#/$defs/Cat"},{"$ref":"#/$defs/Dog"}]})");
+  CHECK(matches(pets, R"({"kind":"cat","lives":9})"));
+  CHECK(matches(pets, R"({"kind":"dog","good":true})"));
+  CHECK_FALSE(matches(pets, R"({"kind":"dog","lives":9})"));
+  const auto typed = schema(R"({"oneOf":[{"type":"string"},{"type":"integer"},{"enum":[true,null]}]})");
+  CHECK(matches(typed, R"("x")"));
+  CHECK(matches(typed, "3"));
+  CHECK(matches(typed, "null"));
+  // Two strings, an integer against a number, enums sharing 1 = 1.0: a value could match
+  // both, which oneOf forbids and a grammar cannot tell apart.
+  const std::string overlap = refusal(R"({"properties":{"v":{"oneOf":[{"type":"string"},{"maxLength":3}]}}})");
+  CHECK(overlap.find("'oneOf' at #/properties/v: branches 0 and 1 may both match one value") != std::string::npos);
+  CHECK(refusal(R"({"oneOf":[{"type":"integer"},{"type":"number"}]})").find("'oneOf'") != std::string::npos);
+  CHECK(refusal(R"({"oneOf":[{"enum":[1,2]},{"enum":[3,1.0]}]})").find("branches 0 and 1") != std::string::npos);
+  CHECK(refusal(R"({"oneOf":[{"type":"object","properties":{"k":{"const":1}}},{"type":"object",
+      "properties":{"k":{"const":2}}}]})")
+            .find("'oneOf'") != std::string::npos);  // k is not required: {} matches both
+}
+
 TEST_CASE("$ref into $defs and definitions, recursive references") {
   const auto pydantic = schema(R"({"$defs":{"Pet":{"type":"object","properties":{"name":{"type":"string"}},
       "required":["name"],"additionalProperties":false}},"type":"object","properties":{

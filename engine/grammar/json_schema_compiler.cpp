@@ -10,6 +10,7 @@
 
 #include "engine/base/errors.hpp"
 #include "engine/grammar/json_fragments.hpp"
+#include "engine/grammar/schema_disjoint.hpp"
 #include "engine/grammar/schema_pattern.hpp"
 #include "engine/grammar/schema_values.hpp"
 
@@ -52,6 +53,25 @@ class SchemaCompiler {
     if (pointer.empty()) return root_;
     if (root_.at_pointer(pointer).get(target) != simdjson::SUCCESS) refuse("$ref", pointer, "no such location");
     return target;
+  }
+
+  // oneOf compiles as anyOf, which accepts exactly what oneOf does only when no value
+  // matches two branches: anything else is refused rather than loosened.
+  void require_disjoint(simdjson::dom::array branches, const std::string& at) {
+    const std::vector<element> list(branches.begin(), branches.end());
+    auto follow = [&](std::string_view ref) {
+      if (ref.empty() || ref[0] != '#') refuse("$ref", at, "only references within the schema (#...) are supported");
+      return resolve(percent_decode(ref.substr(1)));
+    };
+    for (size_t i = 0; i < list.size(); ++i) {
+      for (size_t j = i + 1; j < list.size(); ++j) {
+        if (provably_disjoint(list[i], list[j], follow)) continue;
+        refuse("oneOf", at,
+               "branches " + std::to_string(i) + " and " + std::to_string(j) +
+                   " may both match one value; oneOf is supported where its branches are disjoint (different "
+                   "types or const values, or a property both require with disjoint schemas)");
+      }
+    }
   }
 
   Fragment reference(std::string_view ref, const std::string& at) {
@@ -156,6 +176,7 @@ class SchemaCompiler {
       if (value.type() != element_type::ARRAY || value.get_array().size() == 0)
         refuse(key, at, "must be a non-empty array");
       if (has_constraint(o, key)) refuse(key, at, "combined with sibling constraints is not supported");
+      if (key == "oneOf") require_disjoint(value.get_array(), at);
       std::vector<Fragment> options;
       size_t i = 0;
       for (element option : value.get_array())
