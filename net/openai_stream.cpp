@@ -133,7 +133,8 @@ asio::awaitable<bool> stream_events(GenerationContext& c, ClientStream& s, const
       if (tools) {
         StreamStep end = tools->finish();
         if (!end.content.empty() || !end.calls.empty()) tail += events(std::move(end));
-        if (!call_ids.empty()) finish = "tool_calls";
+        // An answer cut by max_tokens stays "length", as OpenAI reports it.
+        if (!call_ids.empty() && result->finish_reason != FinishReason::length) finish = "tool_calls";
       }
       if (!logprobs.empty()) tail += sse(openai_text_chunk(who, "", !sent_first, take_logprobs()));
       tail += sse(openai_finish_chunk(who, finish));

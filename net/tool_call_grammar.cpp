@@ -69,18 +69,20 @@ void check_schema(const Tool& tool) {
   }
 }
 
-// One call object per tool, `call ::=` the choice among them.
+// One call object per tool, `call ::=` the choice among them. The object's own
+// separators are fixed as json.dumps writes them (", " and ": "), the way the templates
+// show calls: a model cannot spend its tokens on whitespace there.
 std::string call_rules(const std::vector<Tool>& tools, std::string_view arguments_key) {
   std::string rules, choice;
   for (size_t i = 0; i < tools.size(); ++i) {
     const std::string n = std::to_string(i);
-    rules += "call-" + n + " ::= \"{\" ws \"\\\"name\\\"\" ws \":\" ws " + literal(grammar::JsonFragments::quote(tools[i].name)) +
-             " ws \",\" ws " + literal("\"" + std::string(arguments_key) + "\"") + " ws \":\" ws args-" + n +
-             " ws \"}\"\n";
+    const std::string head = "{\"name\": " + grammar::JsonFragments::quote(tools[i].name) + ", \"" +
+                             std::string(arguments_key) + "\": ";
+    rules += "call-" + n + " ::= " + literal(head) + " args-" + n + " \"}\"\n";
     rules += "args-" + n + " ::= %json-schema " + tools[i].parameters + "\n";
     choice += (i == 0 ? "" : " | ") + ("call-" + n);
   }
-  // A gap between JSON tokens, as the schema compiler's (json_fragments.hpp).
+  // A gap between calls in an array, as the schema compiler's (json_fragments.hpp).
   rules += "ws ::= (\" \" | \"\\n\" [ \\t]{0,20})?\n";
   return rules + "call ::= " + choice + "\n";
 }

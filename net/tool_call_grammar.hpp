@@ -29,7 +29,9 @@ struct ToolChoice {
 //   mistral      [{"name": N, "arguments": A}, ...] without the [TOOL_CALLS] marker (a
 //                control token the grammar's bytes cannot spell; parse it as json)
 //   json         {"name": N, "arguments": A}, or an array of them when parallel
-// Gaps inside the objects are JSON-schema gaps (json_fragments.hpp). Throws SpecdError
+// A call object is written {"name": N, "arguments": A} with exactly these separators (as
+// json.dumps and the templates write calls); gaps inside A are JSON-schema gaps
+// (json_fragments.hpp). Throws SpecdError
 // bad_value: a function that is not among the tools, or a parameters schema outside the
 // compiler's subset (naming the tool, the keyword and its location).
 std::string tool_call_grammar(ToolCallFormat format, std::string_view tools_json, const ToolChoice& choice);

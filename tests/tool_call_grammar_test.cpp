@@ -65,7 +65,7 @@ TEST_CASE("hermes: <tool_call> blocks with the schema's arguments; parsed back e
   CHECK(matches(many, one));
   CHECK(parsed(ToolCallFormat::hermes, one) == "get_weather {\"city\":\"Verona\",\"unit\":\"celsius\"}\n");
   const std::string two = "<tool_call>\n{\"name\": \"get_time\", \"arguments\": {\"tz\": \"CET\"}}\n</tool_call>\n"
-                          "<tool_call>{\"name\":\"ping\",\"arguments\":{}}</tool_call>";
+                          "<tool_call>{\"name\": \"ping\", \"arguments\": {}}</tool_call>";
   CHECK(matches(many, two));
   CHECK(parsed(ToolCallFormat::hermes, two) == "get_time {\"tz\":\"CET\"}\nping {}\n");
 
@@ -76,6 +76,9 @@ TEST_CASE("hermes: <tool_call> blocks with the schema's arguments; parsed back e
   CHECK_FALSE(matches(many, R"(<tool_call>{"name": "get_time", "arguments": {"tz": "Europe"}}</tool_call>)"));
   CHECK_FALSE(matches(many, R"(<tool_call>{"name": "ping", "arguments": {"a": 1}}</tool_call>)"));
   CHECK_FALSE(matches(many, R"(<tool_call>{"arguments": {}, "name": "ping"}</tool_call>)"));
+  // The call object's separators are json.dumps' (", " and ": "); the arguments' gaps are free.
+  CHECK_FALSE(matches(many, R"(<tool_call>{"name":"ping","arguments":{}}</tool_call>)"));
+  CHECK(matches(many, "<tool_call>{\"name\": \"get_time\", \"arguments\": {\n  \"tz\":\"CET\"\n}}</tool_call>"));
   CHECK_FALSE(matches(many, "Sure. " + one));
   CHECK_FALSE(matches(many, one + " Done."));
   CHECK_FALSE(matches(many, ""));
@@ -121,8 +124,8 @@ TEST_CASE("mistral: an array of calls without the [TOOL_CALLS] control token, pa
 TEST_CASE("json: one call object, or an array of them when parallel") {
   const auto many = grammar(ToolCallFormat::json, kRequired);
   CHECK(matches(many, R"({"name": "ping", "arguments": {}})"));
-  CHECK(matches(many, R"([{"name": "ping", "arguments": {}},{"name":"get_time","arguments":{"tz":"X"}}])"));
-  CHECK(parsed(ToolCallFormat::json, R"([{"name": "ping", "arguments": {}},{"name":"get_time","arguments":{"tz":"X"}}])") ==
+  CHECK(matches(many, R"([{"name": "ping", "arguments": {}},{"name": "get_time", "arguments": {"tz":"X"}}])"));
+  CHECK(parsed(ToolCallFormat::json, R"([{"name": "ping", "arguments": {}},{"name": "get_time", "arguments": {"tz":"X"}}])") ==
         "ping {}\nget_time {\"tz\":\"X\"}\n");
   CHECK_FALSE(matches(many, R"({"name": "ping"})"));
   const auto single = grammar(ToolCallFormat::json, kRequiredOne);
