@@ -76,7 +76,6 @@ ToolCallFormat call_format(const Gateway& g, const GenerateParams& p) {
   return forced ? forced_call_format(g.tool_call_format()) : g.tool_call_format();
 }
 
-
 // The SSE events after the header: text chunks, then the finish (and usage), then [DONE].
 asio::awaitable<bool> stream_events(GenerationContext& c, ClientStream& s, const OpenAiIdentity& who,
                                     const GenerateParams& p, Item first) {

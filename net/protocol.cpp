@@ -188,8 +188,7 @@ ToolChoice read_tool_choice(const object& o, bool has_tools) {
     else
       refuse(ErrorCode::bad_value, "tool_choice must be \"auto\", \"none\", \"required\" or a function");
   }
-  if (!has_tools && choice.mode != ToolChoice::Mode::none)
-    refuse(ErrorCode::bad_value, "tool_choice needs tools");
+  if (!has_tools && choice.mode != ToolChoice::Mode::none) refuse(ErrorCode::bad_value, "tool_choice needs tools");
   return choice;
 }
 

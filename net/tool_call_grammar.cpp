@@ -6,8 +6,8 @@
 #include <vector>
 
 #include "engine/base/errors.hpp"
-#include "engine/grammar/json_schema_compiler.hpp"
 #include "engine/grammar/json_fragments.hpp"
+#include "engine/grammar/json_schema_compiler.hpp"
 
 namespace specd::net {
 
@@ -76,8 +76,8 @@ std::string call_rules(const std::vector<Tool>& tools, std::string_view argument
   std::string rules, choice;
   for (size_t i = 0; i < tools.size(); ++i) {
     const std::string n = std::to_string(i);
-    const std::string head = "{\"name\": " + grammar::JsonFragments::quote(tools[i].name) + ", \"" +
-                             std::string(arguments_key) + "\": ";
+    const std::string head =
+        "{\"name\": " + grammar::JsonFragments::quote(tools[i].name) + ", \"" + std::string(arguments_key) + "\": ";
     rules += "call-" + n + " ::= " + literal(head) + " args-" + n + " \"}\"\n";
     rules += "args-" + n + " ::= %json-schema " + tools[i].parameters + "\n";
     choice += (i == 0 ? "" : " | ") + ("call-" + n);
@@ -113,7 +113,8 @@ std::string tool_call_grammar(ToolCallFormat format, std::string_view tools_json
       return std::string(many ? "root ::= call (\";\" \" \"? call)*\n" : "root ::= call\n") +
              call_rules(tools, "parameters");
     case ToolCallFormat::mistral:
-      return std::string(many ? "root ::= \"[\" ws call (\",\" ws call)* ws \"]\"\n" : "root ::= \"[\" ws call ws \"]\"\n") +
+      return std::string(many ? "root ::= \"[\" ws call (\",\" ws call)* ws \"]\"\n"
+                              : "root ::= \"[\" ws call ws \"]\"\n") +
              call_rules(tools, "arguments");
     case ToolCallFormat::json:
       return std::string(many ? "root ::= call | \"[\" ws call (\",\" ws call)* ws \"]\"\n" : "root ::= call\n") +

@@ -80,9 +80,9 @@ class ToolCallStream {
   void stream_calls(StreamStep& out);
 
   ToolCallFormat format_;
-  std::string held_;      // not yet released; from a call's marker on, the whole rest
-  bool started_ = false;  // released non-space text: a whole-answer call is no longer possible
-  bool in_call_ = false;  // a call's marker (or opening bracket) was seen
+  std::string held_;          // not yet released; from a call's marker on, the whole rest
+  bool started_ = false;      // released non-space text: a whole-answer call is no longer possible
+  bool in_call_ = false;      // a call's marker (or opening bracket) was seen
   std::vector<size_t> sent_;  // per call started: the bytes of its arguments sent
 };
 

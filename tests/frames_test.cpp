@@ -96,11 +96,8 @@ TEST_CASE("OpenAI tool calls: a whole answer's message.tool_calls, content null,
 
 TEST_CASE("OpenAI tool calls streamed: per call a head delta (index, id, type, name) then argument pieces") {
   OpenAiIdentity who{"chatcmpl-9", 1700000000, "specd-tiny", true};
-  const std::vector<ToolCallDelta> deltas{{0, "call_a", "f", ""},
-                                          {0, "", "", "{}"},
-                                          {1, "call_b", "g", ""},
-                                          {1, "", "", R"({"x")"},
-                                          {1, "", "", ":1}"}};
+  const std::vector<ToolCallDelta> deltas{
+      {0, "call_a", "f", ""}, {0, "", "", "{}"}, {1, "call_b", "g", ""}, {1, "", "", R"({"x")"}, {1, "", "", ":1}"}};
   const std::vector<std::string> chunks = openai_tool_call_chunks(who, deltas, true);
   REQUIRE(chunks.size() == 5);
   const std::string head =

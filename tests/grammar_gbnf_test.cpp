@@ -238,9 +238,9 @@ TEST_CASE("%json-schema: a rule that is a JSON Schema, wrapped in GBNF text; its
     }
     return std::string("compiled");
   };
-  CHECK(message("root ::= %json-schema {\"type\": \"integer\", \"minimum\": 3}").find(
-            "unsupported JSON Schema keyword 'minimum' at #") != std::string::npos);
-  CHECK(message("root ::= %json-schema {\"type\": ") .find("unterminated JSON Schema") != std::string::npos);
+  CHECK(message("root ::= %json-schema {\"type\": \"integer\", \"minimum\": 3}")
+            .find("unsupported JSON Schema keyword 'minimum' at #") != std::string::npos);
+  CHECK(message("root ::= %json-schema {\"type\": ").find("unterminated JSON Schema") != std::string::npos);
   CHECK(message("root ::= %json-schema [1]").find("expected a JSON Schema object") != std::string::npos);
   CHECK(message("root ::= %json {}").find("expected '%json-schema'") != std::string::npos);
   CHECK(message("root ::= %json-schema {\"type\": \"object\",}").find("not valid JSON") != std::string::npos);

@@ -227,7 +227,8 @@ TEST_CASE("chat history with tools: assistant tool_calls and tool turns parse; t
   CHECK_FALSE(std::get<GenerateParams>(no_tools).parse_tool_calls);
 }
 
-TEST_CASE("tool_choice: required, a named function and parallel_tool_calls read; malformed ones and bad tools refused") {
+TEST_CASE(
+    "tool_choice: required, a named function and parallel_tool_calls read; malformed ones and bad tools refused") {
   auto parse = [](std::string_view extra, bool tools = true) {
     const std::string body = R"({"messages":[{"role":"user","content":"x"}],)" +
                              std::string(tools ? R"("tools":[{"type":"function","function":{"name":"f"}}],)" : "") +

@@ -64,8 +64,9 @@ TEST_CASE("hermes: <tool_call> blocks with the schema's arguments; parsed back e
                           R"(</tool_call>)";
   CHECK(matches(many, one));
   CHECK(parsed(ToolCallFormat::hermes, one) == "get_weather {\"city\":\"Verona\",\"unit\":\"celsius\"}\n");
-  const std::string two = "<tool_call>\n{\"name\": \"get_time\", \"arguments\": {\"tz\": \"CET\"}}\n</tool_call>\n"
-                          "<tool_call>{\"name\": \"ping\", \"arguments\": {}}</tool_call>";
+  const std::string two =
+      "<tool_call>\n{\"name\": \"get_time\", \"arguments\": {\"tz\": \"CET\"}}\n</tool_call>\n"
+      "<tool_call>{\"name\": \"ping\", \"arguments\": {}}</tool_call>";
   CHECK(matches(many, two));
   CHECK(parsed(ToolCallFormat::hermes, two) == "get_time {\"tz\":\"CET\"}\nping {}\n");
 
@@ -99,7 +100,8 @@ TEST_CASE("a named function: only its calls, one of them") {
 
 TEST_CASE("llama3_json: a JSON object with parameters; parallel calls separated by ;") {
   const auto many = grammar(ToolCallFormat::llama3_json, kRequired);
-  const std::string text = R"({"name": "get_weather", "parameters": {"city": "Paris"}}; {"name": "ping", "parameters": {}})";
+  const std::string text =
+      R"({"name": "get_weather", "parameters": {"city": "Paris"}}; {"name": "ping", "parameters": {}})";
   CHECK(matches(many, text));
   CHECK(parsed(ToolCallFormat::llama3_json, text) == "get_weather {\"city\":\"Paris\"}\nping {}\n");
   CHECK_FALSE(matches(many, R"({"name": "get_weather", "arguments": {"city": "Paris"}})"));  // Llama's key
@@ -125,7 +127,8 @@ TEST_CASE("json: one call object, or an array of them when parallel") {
   const auto many = grammar(ToolCallFormat::json, kRequired);
   CHECK(matches(many, R"({"name": "ping", "arguments": {}})"));
   CHECK(matches(many, R"([{"name": "ping", "arguments": {}},{"name": "get_time", "arguments": {"tz":"X"}}])"));
-  CHECK(parsed(ToolCallFormat::json, R"([{"name": "ping", "arguments": {}},{"name": "get_time", "arguments": {"tz":"X"}}])") ==
+  CHECK(parsed(ToolCallFormat::json,
+               R"([{"name": "ping", "arguments": {}},{"name": "get_time", "arguments": {"tz":"X"}}])") ==
         "ping {}\nget_time {\"tz\":\"X\"}\n");
   CHECK_FALSE(matches(many, R"({"name": "ping"})"));
   const auto single = grammar(ToolCallFormat::json, kRequiredOne);
@@ -134,8 +137,8 @@ TEST_CASE("json: one call object, or an array of them when parallel") {
 
 TEST_CASE("names with quotes and backslashes are spelled as JSON strings") {
   const std::string tools = R"([{"type":"function","function":{"name":"say \"hi\" \\ now"}}])";
-  const auto grammar = std::make_shared<const g::ByteGrammar>(g::compile_gbnf(tool_call_grammar(
-      ToolCallFormat::json, tools, kRequiredOne)));
+  const auto grammar = std::make_shared<const g::ByteGrammar>(
+      g::compile_gbnf(tool_call_grammar(ToolCallFormat::json, tools, kRequiredOne)));
   const std::string call = R"({"name": "say \"hi\" \\ now", "arguments": {}})";
   CHECK(matches(grammar, call));
   CHECK(parsed(ToolCallFormat::json, call) == "say \"hi\" \\ now {}\n");

@@ -197,8 +197,7 @@ TEST_CASE("streaming: text is released until a marker may begin; a <tool_call> g
 
   // Llama 3: an answer that opens with "{" is held as a call, streamed once its
   // parameters start; prose goes out at once.
-  s = stream_pieces(ToolCallFormat::llama3_json,
-                    {" ", "{\"name\": \"f\",", " \"parameters\": {\"x\"", ": 2}", "}"});
+  s = stream_pieces(ToolCallFormat::llama3_json, {" ", "{\"name\": \"f\",", " \"parameters\": {\"x\"", ": 2}", "}"});
   CHECK(s.content.empty());
   CHECK(s.early_calls == std::vector<std::pair<size_t, std::string>>{{2, "f"}});
   CHECK(s.arguments == std::vector<std::string>{R"({"x": 2})"});
