@@ -162,7 +162,9 @@ std::string openai_tool_calls_body(const OpenAiIdentity& who, const GenerateResu
   json::object message{{"role", "assistant"}};
   message["content"] = parsed.content.empty() ? json::value(nullptr) : json::value(parsed.content);
   message["tool_calls"] = std::move(calls);
-  return openai_json(who, "chat.completion", choice_json("message", std::move(message), "tool_calls"),
+  // Calls found in an answer cut by max_tokens: "length", as the streamed answer says.
+  const char* finish = r.finish_reason == FinishReason::length ? "length" : "tool_calls";
+  return openai_json(who, "chat.completion", choice_json("message", std::move(message), finish),
                      {{"usage", usage_json(r.usage)}, {"spec", spec_json(r.spec)}});
 }
 

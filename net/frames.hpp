@@ -52,7 +52,8 @@ std::string openai_finish_chunk(const OpenAiIdentity& who, const char* finish_re
 // The whole response of a stream:false request.
 std::string openai_body(const OpenAiIdentity& who, const GenerateResult& result);
 // A chat answer that called tools: message.content (null when there is none),
-// message.tool_calls with ids, finish_reason "tool_calls".
+// message.tool_calls with ids, finish_reason "tool_calls" ("length" when max_tokens cut
+// the answer after its calls).
 std::string openai_tool_calls_body(const OpenAiIdentity& who, const GenerateResult& result, const ParsedOutput& parsed);
 // The chunks that stream tool calls as OpenAI streams them, one per delta: a call's head
 // (index, id, type "function", function.name, arguments "") and then pieces of its

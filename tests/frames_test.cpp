@@ -92,6 +92,8 @@ TEST_CASE("OpenAI tool calls: a whole answer's message.tool_calls, content null,
           R"("logprobs":null,"finish_reason":"tool_calls"}])") != std::string::npos);
   parsed.content = "Looking.";
   CHECK(openai_tool_calls_body(who, r, parsed).find(R"("content":"Looking.","tool_calls")") != std::string::npos);
+  r.finish_reason = FinishReason::length;  // cut after its calls, as the stream reports it
+  CHECK(openai_tool_calls_body(who, r, parsed).find(R"("finish_reason":"length")") != std::string::npos);
 }
 
 TEST_CASE("OpenAI tool calls streamed: per call a head delta (index, id, type, name) then argument pieces") {
