@@ -162,29 +162,32 @@ std::string openai_tool_calls_body(const OpenAiIdentity& who, const GenerateResu
   json::object message{{"role", "assistant"}};
   message["content"] = parsed.content.empty() ? json::value(nullptr) : json::value(parsed.content);
   message["tool_calls"] = std::move(calls);
-  return openai_json(who, "chat.completion", choice_json("message", std::move(message), "tool_calls"),
+  // Calls found in an answer cut by max_tokens: "length", as the streamed answer says.
+  const char* finish = r.finish_reason == FinishReason::length ? "length" : "tool_calls";
+  return openai_json(who, "chat.completion", choice_json("message", std::move(message), finish),
                      {{"usage", usage_json(r.usage)}, {"spec", spec_json(r.spec)}});
 }
 
-std::vector<std::string> openai_tool_call_chunks(const OpenAiIdentity& who, const std::vector<ParsedToolCall>& calls,
-                                                 bool first, size_t first_index) {
+std::vector<std::string> openai_tool_call_chunks(const OpenAiIdentity& who, const std::vector<ToolCallDelta>& deltas,
+                                                 bool first) {
   std::vector<std::string> chunks;
-  for (size_t i = 0; i < calls.size(); ++i) {
-    const ParsedToolCall& c = calls[i];
-    const auto index = static_cast<int64_t>(first_index + i);
-    json::object head{{"index", index},
-                      {"id", c.id},
-                      {"type", "function"},
-                      {"function", json::object{{"name", c.name}, {"arguments", ""}}}};
+  for (const ToolCallDelta& d : deltas) {
+    const auto index = static_cast<int64_t>(d.index);
+    json::object call{{"index", index}};
+    if (!d.name.empty()) {
+      call["id"] = d.id;
+      call["type"] = "function";
+      call["function"] = json::object{{"name", d.name}, {"arguments", ""}};
+    } else {
+      call["function"] = json::object{{"arguments", d.arguments}};
+    }
     json::object delta;
-    if (first && i == 0) delta["role"] = "assistant";
-    if (first && i == 0) delta["content"] = nullptr;
-    delta["tool_calls"] = json::array{std::move(head)};
+    if (first && chunks.empty()) {
+      delta["role"] = "assistant";
+      delta["content"] = nullptr;
+    }
+    delta["tool_calls"] = json::array{std::move(call)};
     chunks.push_back(openai_json(who, chunk_object(who), choice_json("delta", std::move(delta), nullptr)));
-    json::object args{{"index", index}, {"function", json::object{{"arguments", c.arguments}}}};
-    chunks.push_back(
-        openai_json(who, chunk_object(who),
-                    choice_json("delta", json::object{{"tool_calls", json::array{std::move(args)}}}, nullptr)));
   }
   return chunks;
 }

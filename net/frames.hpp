@@ -52,14 +52,15 @@ std::string openai_finish_chunk(const OpenAiIdentity& who, const char* finish_re
 // The whole response of a stream:false request.
 std::string openai_body(const OpenAiIdentity& who, const GenerateResult& result);
 // A chat answer that called tools: message.content (null when there is none),
-// message.tool_calls with ids, finish_reason "tool_calls".
+// message.tool_calls with ids, finish_reason "tool_calls" ("length" when max_tokens cut
+// the answer after its calls).
 std::string openai_tool_calls_body(const OpenAiIdentity& who, const GenerateResult& result, const ParsedOutput& parsed);
-// The chunks that stream tool calls as OpenAI streams them: for each call one delta
-// with index (from `first_index`), id, type "function", function.name and empty
-// arguments, then one with function.arguments. The first carries the assistant role
-// when `first`.
-std::vector<std::string> openai_tool_call_chunks(const OpenAiIdentity& who, const std::vector<ParsedToolCall>& calls,
-                                                 bool first, size_t first_index = 0);
+// The chunks that stream tool calls as OpenAI streams them, one per delta: a call's head
+// (index, id, type "function", function.name, arguments "") and then pieces of its
+// function.arguments (index only besides). The first carries the assistant role and a
+// null content when `first`.
+std::vector<std::string> openai_tool_call_chunks(const OpenAiIdentity& who, const std::vector<ToolCallDelta>& deltas,
+                                                 bool first);
 // {"error":{"message":..,"type":..,"param":null,"code":..}}
 std::string openai_error_body(WireCode code, std::string_view message);
 

@@ -13,6 +13,7 @@
 #include "net/frames.hpp"
 #include "net/gateway.hpp"
 #include "net/request_timing.hpp"
+#include "net/tool_call_grammar.hpp"
 #include "net/wire_error.hpp"
 
 namespace specd::net {
@@ -46,13 +47,42 @@ asio::awaitable<bool> write_chunk(beast::tcp_stream& stream, double timeout, std
 
 std::string sse(std::string_view json) { return "data: " + std::string(json) + "\n\n"; }
 
+// tool_choice "required" or a function: the answer decodes under the grammar of the
+// calls in the model's syntax. A refused grammar (a tool's schema outside the subset) is
+// a ProtocolError like the body's own.
+void add_tool_grammar(std::variant<ProtocolError, GenerateParams>& parsed, ToolCallFormat format) {
+  auto* p = std::get_if<GenerateParams>(&parsed);
+  if (!p) return;
+  const ToolChoice::Mode mode = p->tool_choice.mode;
+  if (mode != ToolChoice::Mode::required && mode != ToolChoice::Mode::function) return;
+  if (p->request.grammar.kind != OutputGrammar::Kind::none) {
+    parsed = ProtocolError{ErrorCode::bad_value,
+                           "tool_choice \"required\" or a function cannot be combined with response_format or "
+                           "grammar",
+                           std::nullopt};
+    return;
+  }
+  try {
+    p->request.grammar = {OutputGrammar::Kind::gbnf, tool_call_grammar(format, p->request.tools_json, p->tool_choice)};
+  } catch (const SpecdError& e) {
+    parsed = ProtocolError{e.code(), e.message(), std::nullopt};
+  }
+}
+
+// The syntax a request's answer is parsed in.
+ToolCallFormat call_format(const Gateway& g, const GenerateParams& p) {
+  const ToolChoice::Mode mode = p.tool_choice.mode;
+  const bool forced = mode == ToolChoice::Mode::required || mode == ToolChoice::Mode::function;
+  return forced ? forced_call_format(g.tool_call_format()) : g.tool_call_format();
+}
+
 // The SSE events after the header: text chunks, then the finish (and usage), then [DONE].
 asio::awaitable<bool> stream_events(GenerationContext& c, ClientStream& s, const OpenAiIdentity& who,
                                     const GenerateParams& p, Item first) {
   const double timeout = c.gateway.config().http_idle_seconds;
   bool sent_first = false;
   std::optional<ToolCallStream> tools;  // holds back what may start a call
-  if (p.parse_tool_calls) tools.emplace(c.gateway.tool_call_format());
+  if (p.parse_tool_calls) tools.emplace(call_format(c.gateway, p));
   std::vector<TokenLogprobs> logprobs;  // of tokens whose text has not gone out yet
   int64_t text_offset = 0;
   auto take_logprobs = [&]() -> boost::json::value {
@@ -61,19 +91,20 @@ asio::awaitable<bool> stream_events(GenerationContext& c, ClientStream& s, const
     logprobs.clear();
     return out;
   };
-  size_t calls_sent = 0;
-  // Content, then the calls complete now, as SSE events.
-  auto events = [&](ParsedOutput step) {
+  std::vector<std::string> call_ids;  // of the calls started
+  // Content, then the call deltas ready now, as SSE events.
+  auto events = [&](StreamStep step) {
     std::string out;
     if (!step.content.empty() || (!sent_first && step.calls.empty())) {
       out += sse(openai_text_chunk(who, step.content, !sent_first, take_logprobs()));
       sent_first = true;
     }
-    for (ParsedToolCall& call : step.calls) call.id = new_tool_call_id();
-    for (const std::string& chunk : openai_tool_call_chunks(who, step.calls, !sent_first, calls_sent))
-      out += sse(chunk);
+    for (ToolCallDelta& d : step.calls) {
+      if (d.index == call_ids.size()) call_ids.push_back(new_tool_call_id());
+      if (!d.name.empty()) d.id = call_ids[d.index];
+    }
+    for (const std::string& chunk : openai_tool_call_chunks(who, step.calls, !sent_first)) out += sse(chunk);
     sent_first = sent_first || !step.calls.empty();
-    calls_sent += step.calls.size();
     return out;
   };
   std::optional<Item> next(std::move(first));
@@ -84,7 +115,7 @@ asio::awaitable<bool> stream_events(GenerationContext& c, ClientStream& s, const
     next.reset();
     if (auto* burst = std::get_if<Burst>(&item.event)) {
       logprobs.insert(logprobs.end(), burst->logprobs.begin(), burst->logprobs.end());
-      std::string chunk = events(tools ? tools->feed(burst->text) : ParsedOutput{burst->text, {}});
+      std::string chunk = events(tools ? tools->feed(burst->text) : StreamStep{burst->text, {}});
       if (chunk.empty()) continue;  // its tokens' logprobs ride with the next chunk
       const bool written = co_await write_chunk(c.stream, timeout, std::move(chunk));
       if (!written) co_return false;
@@ -99,9 +130,10 @@ asio::awaitable<bool> stream_events(GenerationContext& c, ClientStream& s, const
     } else {
       const char* finish = openai_finish_reason(result->finish_reason);
       if (tools) {
-        ParsedOutput end = tools->finish();
+        StreamStep end = tools->finish();
         if (!end.content.empty() || !end.calls.empty()) tail += events(std::move(end));
-        if (calls_sent > 0) finish = "tool_calls";
+        // An answer cut by max_tokens stays "length", as OpenAI reports it.
+        if (!call_ids.empty() && result->finish_reason != FinishReason::length) finish = "tool_calls";
       }
       if (!logprobs.empty()) tail += sse(openai_text_chunk(who, "", !sent_first, take_logprobs()));
       tail += sse(openai_finish_chunk(who, finish));
@@ -149,7 +181,7 @@ asio::awaitable<bool> respond_stream(GenerationContext& c, const HttpRequest& re
 std::string whole_body(GenerationContext& c, const OpenAiIdentity& who, const GenerateParams& p,
                        const GenerateResult& r) {
   if (!p.parse_tool_calls) return openai_body(who, r);
-  ParsedOutput parsed = parse_tool_calls(c.gateway.tool_call_format(), r.text);
+  ParsedOutput parsed = parse_tool_calls(call_format(c.gateway, p), r.text);
   if (parsed.calls.empty()) return openai_body(who, r);
   for (ParsedToolCall& call : parsed.calls) call.id = new_tool_call_id();
   return openai_tool_calls_body(who, r, parsed);
@@ -200,6 +232,7 @@ asio::awaitable<bool> write_json_response(beast::tcp_stream& stream, const HttpR
 asio::awaitable<bool> serve_openai(GenerationContext c, const HttpRequest& request, OpenAiRoute route) {
   Gateway& g = c.gateway;
   auto parsed = parse_openai_body(request.body(), route, g.config().protocol);
+  add_tool_grammar(parsed, g.tool_call_format());
   if (auto* e = std::get_if<ProtocolError>(&parsed)) {
     g.metrics().request_error(metrics_route(route), e->code);
     std::string body = openai_error_body(e->code, e->message);

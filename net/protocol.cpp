@@ -157,19 +157,39 @@ void read_sampling(const object& o, GenerateRequest& r, const ProtocolLimits& li
   read_output_grammar(o, r.grammar);
 }
 
-// "auto" (the default) or "none". "required" and a named function would need decoding
-// under a grammar of the call syntax, which specd does not have yet: refused, not ignored.
-std::string read_tool_choice(const object& o) {
+// "auto" (the default), "none", "required", or {"type": "function", "function":
+// {"name": ...}}; parallel_tool_calls. "required" and a function need tools, and the
+// function must be one of them (the gateway checks when it builds their grammar).
+ToolChoice read_tool_choice(const object& o, bool has_tools) {
+  ToolChoice choice;
+  if (auto v = member(o, "parallel_tool_calls")) choice.parallel = as_bool(*v, "parallel_tool_calls");
   auto v = member(o, "tool_choice");
-  if (!v) return "auto";
-  std::string choice = v->type() == element_type::STRING ? as_string(*v, "tool_choice") : "a named function";
-  if (choice == "auto" || choice == "none") return choice;
-  if (choice == "required" || v->type() == element_type::OBJECT) {
-    refuse(ErrorCode::bad_value, "tool_choice " + (choice == "required" ? std::string("\"required\"") : choice) +
-                                     " needs constrained decoding (a grammar of the tool-call syntax), which this "
-                                     "server does not support yet; use \"auto\" or \"none\"");
+  if (!v) return choice;
+  if (v->type() == element_type::OBJECT) {
+    const object c = v->get_object().value_unsafe();
+    object f;
+    const auto type = member(c, "type");
+    if (!type || as_string(*type, "tool_choice.type") != "function")
+      refuse(ErrorCode::bad_value, "tool_choice.type must be \"function\"");
+    const auto function = member(c, "function");
+    if (!function || function->get_object().get(f) != simdjson::SUCCESS)
+      refuse(ErrorCode::missing_field, "tool_choice.function must be an object with a name");
+    const auto name = member(f, "name");
+    if (!name) refuse(ErrorCode::missing_field, "tool_choice.function.name is required");
+    choice.mode = ToolChoice::Mode::function;
+    choice.function = as_string(*name, "tool_choice.function.name");
+  } else {
+    const std::string mode = as_string(*v, "tool_choice");
+    if (mode == "auto") return choice;
+    if (mode == "none")
+      choice.mode = ToolChoice::Mode::none;
+    else if (mode == "required")
+      choice.mode = ToolChoice::Mode::required;
+    else
+      refuse(ErrorCode::bad_value, "tool_choice must be \"auto\", \"none\", \"required\" or a function");
   }
-  refuse(ErrorCode::bad_value, "tool_choice must be \"auto\", \"none\", \"required\" or a function");
+  if (!has_tools && choice.mode != ToolChoice::Mode::none) refuse(ErrorCode::bad_value, "tool_choice needs tools");
+  return choice;
 }
 
 // Either "prompt" (a string) or "messages" (a conversation), not both.
@@ -260,8 +280,8 @@ std::variant<ProtocolError, GenerateParams> parse_openai_body(std::string_view b
       if (!messages) refuse(ErrorCode::missing_field, "messages is required");
       read_messages(*messages, p.request.messages, limits);
       if (auto tools = member(o, "tools")) p.request.tools_json = read_tools(*tools);
-      p.parse_tool_calls = !p.request.tools_json.empty() && read_tool_choice(o) == "auto";
-      if (auto v = member(o, "parallel_tool_calls")) as_bool(*v, "parallel_tool_calls");
+      p.tool_choice = read_tool_choice(o, !p.request.tools_json.empty());
+      p.parse_tool_calls = !p.request.tools_json.empty() && p.tool_choice.mode != ToolChoice::Mode::none;
     } else {
       auto prompt = member(o, "prompt");
       if (!prompt) refuse(ErrorCode::missing_field, "prompt is required");

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "engine/request/generate_request.hpp"
+#include "net/tool_call_grammar.hpp"
 #include "net/wire_error.hpp"
 
 namespace specd::net {
@@ -36,10 +37,11 @@ struct GenerateParams {
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage
   std::string model;
-  // Chat with tools and tool_choice "auto": the answer is parsed for tool calls
-  // (net/tool_calls.hpp). "required" and a named function are refused: they need
-  // decoding under the call syntax's grammar.
+  // Chat with tools and tool_choice "auto", "required" or a function: the answer is
+  // parsed for tool calls (net/tool_calls.hpp). For "required" and a function the
+  // gateway adds the grammar of the calls (net/tool_call_grammar.hpp), so one always parses.
   bool parse_tool_calls = false;
+  ToolChoice tool_choice;
 };
 
 struct CancelMessage {

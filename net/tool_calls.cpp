@@ -173,6 +173,99 @@ ParsedOutput parse_json(std::string_view text) {
   return out;
 }
 
+// A call seen while the answer grows: its name, and its arguments' text so far.
+struct PartialCall {
+  std::string name;
+  std::string arguments;
+};
+
+// How far a call object at text[pos] has come: when it opens with {"name": N,
+// "arguments"|"parameters": and an object or array, its name and arguments so far
+// (`end` one past its closing brace once it has one). Anything else: no head yet.
+struct PartialObject {
+  bool head = false;
+  PartialCall call;
+  size_t end = std::string_view::npos;
+};
+
+PartialObject partial_object(std::string_view text, size_t pos) {
+  PartialObject out;
+  size_t p = pos + 1;  // past '{'
+  auto skip = [&] { p = std::min(text.find_first_not_of(kSpaces, p), text.size()); };
+  auto expect = [&](std::string_view what) {
+    skip();
+    if (text.compare(p, what.size(), what) != 0) return false;
+    p += what.size();
+    return true;
+  };
+  if (!expect("\"name\"") || !expect(":") || !expect("\"")) return out;
+  const size_t name_start = p;
+  while (p < text.size() && text[p] != '"') p += text[p] == '\\' ? 2 : 1;
+  if (p >= text.size()) return out;
+  const std::string_view name = text.substr(name_start, p - name_start);
+  if (name.empty() || name.find('\\') != std::string_view::npos) return out;
+  ++p;
+  if (!expect(",")) return out;
+  skip();
+  if (!expect("\"arguments\"")) {
+    if (!expect("\"parameters\"")) return out;
+  }
+  if (!expect(":")) return out;
+  skip();
+  if (p >= text.size() || (text[p] != '{' && text[p] != '[')) return out;
+  out.head = true;
+  out.call.name = std::string(name);
+  const size_t args_end = json_value_end(text, p);
+  out.call.arguments = std::string(text.substr(p, args_end == std::string_view::npos ? args_end : args_end - p));
+  if (args_end == std::string_view::npos) return out;
+  p = args_end;
+  if (expect("}")) out.end = p;
+  return out;
+}
+
+// The calls of a held call region (from its marker on) as far as they have come.
+// Hermes blocks that close are parsed whole (their first call keeps the text streamed
+// from it); a block that does not parse ends the calls. The other syntaxes: call
+// objects one after another, in or out of an array.
+std::vector<PartialCall> scan_calls(ToolCallFormat format, std::string_view text) {
+  std::vector<PartialCall> calls;
+  if (format == ToolCallFormat::hermes) {
+    size_t pos = 0;
+    while (true) {
+      pos = text.find_first_not_of(kSpaces, pos);
+      if (pos == std::string_view::npos || text.compare(pos, kHermesOpen.size(), kHermesOpen) != 0) break;
+      const size_t body = text.find_first_not_of(kSpaces, pos + kHermesOpen.size());
+      if (body == std::string_view::npos) break;
+      const size_t close = text.find(kHermesClose, body);
+      const PartialObject first = text[body] == '{' ? partial_object(text, body) : PartialObject{};
+      if (close == std::string_view::npos) {
+        if (first.head) calls.push_back(first.call);
+        break;
+      }
+      std::vector<ParsedToolCall> parsed;
+      if (!append_sequence(trim(text.substr(body, close - body)), parsed)) break;
+      for (size_t i = 0; i < parsed.size(); ++i) {
+        calls.push_back(i == 0 && first.head ? first.call : PartialCall{parsed[i].name, parsed[i].arguments});
+      }
+      pos = close + kHermesClose.size();
+    }
+    return calls;
+  }
+  size_t pos = 0;
+  if (text.starts_with(kPythonTag)) pos = kPythonTag.size();
+  if (text.starts_with(kMistral)) pos = kMistral.size();
+  while (true) {
+    pos = text.find_first_not_of(" \t\r\n;,[", pos);
+    if (pos == std::string_view::npos || text[pos] != '{') break;
+    const PartialObject object = partial_object(text, pos);
+    if (!object.head) break;
+    calls.push_back(object.call);
+    if (object.end == std::string_view::npos) break;
+    pos = object.end;
+  }
+  return calls;
+}
+
 std::vector<std::string_view> markers(ToolCallFormat format) {
   switch (format) {
     case ToolCallFormat::hermes:
@@ -252,11 +345,11 @@ std::string new_tool_call_id() {
   return id;
 }
 
-ParsedOutput ToolCallStream::feed(std::string_view piece) {
+StreamStep ToolCallStream::feed(std::string_view piece) {
   held_ += piece;
-  ParsedOutput out;
+  StreamStep out;
   if (in_call_) {
-    take_closed_calls(out.calls);
+    stream_calls(out);
     return out;
   }
   if (!started_) {
@@ -264,6 +357,7 @@ ParsedOutput ToolCallStream::feed(std::string_view piece) {
     if (first == std::string::npos) return out;  // spaces may precede a call
     if (opening_chars(format_).find(held_[first]) != std::string_view::npos) {
       in_call_ = true;
+      stream_calls(out);
       return out;
     }
     started_ = true;
@@ -274,7 +368,7 @@ ParsedOutput ToolCallStream::feed(std::string_view piece) {
       out.content = held_.substr(0, at);
       held_.erase(0, at);
       in_call_ = true;
-      take_closed_calls(out.calls);
+      stream_calls(out);
       return out;
     }
     for (size_t n = std::min(marker.size() - 1, held_.size()); n > keep; --n) {
@@ -289,41 +383,45 @@ ParsedOutput ToolCallStream::feed(std::string_view piece) {
   return out;
 }
 
-// Hermes blocks close on their own: each goes out when its </tool_call> arrives. The
-// other syntaxes end with the answer (a JSON array or object may still grow).
-void ToolCallStream::take_closed_calls(std::vector<ParsedToolCall>& calls) {
-  while (format_ == ToolCallFormat::hermes && !past_calls_) {
-    const size_t start = held_.find_first_not_of(kSpaces);
-    if (start == std::string::npos) return;
-    if (held_.compare(start, kHermesOpen.size(), kHermesOpen) != 0) {
-      // Text after the calls, or what may still become the next marker.
-      if (!std::string_view(kHermesOpen).starts_with(std::string_view(held_).substr(start))) past_calls_ = true;
-      return;
+// The heads of calls that have shown their names and the arguments' text since the last
+// step, as deltas.
+void ToolCallStream::stream_calls(StreamStep& out) {
+  const std::vector<PartialCall> calls = scan_calls(format_, held_);
+  for (size_t i = 0; i < calls.size(); ++i) {
+    if (i == sent_.size()) {
+      out.calls.push_back({i, {}, calls[i].name, {}});
+      sent_.push_back(0);
     }
-    const size_t close = held_.find(kHermesClose, start);
-    if (close == std::string::npos) return;
-    const size_t body = start + kHermesOpen.size();
-    std::vector<ParsedToolCall> block;
-    if (!append_sequence(trim(std::string_view(held_).substr(body, close - body)), block)) {
-      past_calls_ = true;  // the rest is content
-      return;
+    if (calls[i].arguments.size() > sent_[i]) {
+      out.calls.push_back({i, {}, {}, calls[i].arguments.substr(sent_[i])});
+      sent_[i] = calls[i].arguments.size();
     }
-    calls.insert(calls.end(), block.begin(), block.end());
-    held_.erase(0, close + kHermesClose.size());
-    sent_calls_ = true;
   }
 }
 
-ParsedOutput ToolCallStream::finish() {
-  std::string text = std::move(held_);
+StreamStep ToolCallStream::finish() {
+  StreamStep out;
+  if (!in_call_) {
+    out.content = std::move(held_);
+    held_.clear();
+    return out;
+  }
+  stream_calls(out);
+  const ParsedOutput whole = parse_tool_calls(format_, held_);
+  if (whole.calls.empty()) {
+    if (sent_.empty()) out.content = std::move(held_);
+    held_.clear();
+    return out;
+  }
+  // Calls the stream could not follow (members in another order, a syntax read whole).
+  for (size_t i = sent_.size(); i < whole.calls.size(); ++i) {
+    out.calls.push_back({i, {}, whole.calls[i].name, {}});
+    out.calls.push_back({i, {}, {}, whole.calls[i].arguments});
+    sent_.push_back(whole.calls[i].arguments.size());
+  }
+  out.content = whole.content;
   held_.clear();
-  if (!in_call_) return {std::move(text), {}};
-  if (!sent_calls_) return parse_tool_calls(format_, text);
-  // After calls already sent: more blocks, or the content that followed them.
-  if (past_calls_) return {std::string(trim(text)), {}};
-  ParsedOutput rest = parse_tool_calls(format_, text);
-  if (rest.calls.empty()) rest.content = std::string(trim(text));
-  return rest;
+  return out;
 }
 
 }  // namespace specd::net

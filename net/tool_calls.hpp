@@ -43,28 +43,47 @@ ParsedOutput parse_tool_calls(ToolCallFormat format, std::string_view text);
 // "call_" and 24 random letters and digits, as OpenAI's ids look.
 std::string new_tool_call_id();
 
+// One step of a streamed call, as OpenAI streams them: a call's first delta carries its
+// id and name (the caller sets the id), the next ones pieces of its arguments' JSON text.
+struct ToolCallDelta {
+  size_t index = 0;  // the call's position in the answer
+  std::string id;
+  std::string name;       // set in the first delta of a call only
+  std::string arguments;  // a piece of the arguments (the first delta's is empty)
+};
+
+struct StreamStep {
+  std::string content;
+  std::vector<ToolCallDelta> calls;
+};
+
 // Streams an answer's text while holding back what may be the start of a call: the
 // text that can no longer begin a call is released as content; from a call's marker
-// on, the text is held. A <tool_call> block goes out as soon as it closes; the other
-// syntaxes' calls at the end, where what does not parse is released as content.
+// (or an answer that opens as JSON, where that is the syntax) on, the text is held and
+// read as calls while it grows: once a call object has shown its name and the start of
+// its "arguments" (or "parameters"), its head goes out and its arguments follow as they
+// are generated (their text as the model wrote it; a whole answer's parse minifies them).
+// Calls whose members come in another order go out when their block closes or at the
+// end. At the end the whole answer's parse decides: calls it finds that were not streamed
+// are sent whole; when it finds none and none were streamed, the held text is content.
 class ToolCallStream {
  public:
   explicit ToolCallStream(ToolCallFormat format) : format_(format) {}
   // The content that may be sent now (often empty while a marker might be starting)
-  // and the calls complete now.
-  ParsedOutput feed(std::string_view piece);
-  // At the end of the answer: the held-back content and the remaining calls.
-  ParsedOutput finish();
+  // and the call deltas ready now.
+  StreamStep feed(std::string_view piece);
+  // At the end of the answer: the held-back content and the remaining deltas.
+  StreamStep finish();
+  size_t calls_started() const { return sent_.size(); }
 
  private:
-  void take_closed_calls(std::vector<ParsedToolCall>& calls);
+  void stream_calls(StreamStep& out);
 
   ToolCallFormat format_;
-  std::string held_;         // not yet released
-  bool started_ = false;     // released non-space text: a whole-answer call is no longer possible
-  bool in_call_ = false;     // a call's marker (or opening bracket) was seen
-  bool sent_calls_ = false;  // feed returned calls
-  bool past_calls_ = false;  // text that is not a call followed them: the rest is content
+  std::string held_;          // not yet released; from a call's marker on, the whole rest
+  bool started_ = false;      // released non-space text: a whole-answer call is no longer possible
+  bool in_call_ = false;      // a call's marker (or opening bracket) was seen
+  std::vector<size_t> sent_;  // per call started: the bytes of its arguments sent
 };
 
 }  // namespace specd::net

@@ -92,13 +92,16 @@ TEST_CASE("OpenAI tool calls: a whole answer's message.tool_calls, content null,
           R"("logprobs":null,"finish_reason":"tool_calls"}])") != std::string::npos);
   parsed.content = "Looking.";
   CHECK(openai_tool_calls_body(who, r, parsed).find(R"("content":"Looking.","tool_calls")") != std::string::npos);
+  r.finish_reason = FinishReason::length;  // cut after its calls, as the stream reports it
+  CHECK(openai_tool_calls_body(who, r, parsed).find(R"("finish_reason":"length")") != std::string::npos);
 }
 
-TEST_CASE("OpenAI tool calls streamed: per call a head delta (index, id, type, name) then the arguments") {
+TEST_CASE("OpenAI tool calls streamed: per call a head delta (index, id, type, name) then argument pieces") {
   OpenAiIdentity who{"chatcmpl-9", 1700000000, "specd-tiny", true};
-  const std::vector<ParsedToolCall> calls{{"call_a", "f", "{}"}, {"call_b", "g", R"({"x":1})"}};
-  const std::vector<std::string> chunks = openai_tool_call_chunks(who, calls, true);
-  REQUIRE(chunks.size() == 4);
+  const std::vector<ToolCallDelta> deltas{
+      {0, "call_a", "f", ""}, {0, "", "", "{}"}, {1, "call_b", "g", ""}, {1, "", "", R"({"x")"}, {1, "", "", ":1}"}};
+  const std::vector<std::string> chunks = openai_tool_call_chunks(who, deltas, true);
+  REQUIRE(chunks.size() == 5);
   const std::string head =
       R"({"id":"chatcmpl-9","object":"chat.completion.chunk","created":1700000000,"model":"specd-tiny","choices":[{"index":0,"delta":)";
   const std::string tail = R"(,"logprobs":null,"finish_reason":null}]})";
@@ -112,12 +115,13 @@ TEST_CASE("OpenAI tool calls streamed: per call a head delta (index, id, type, n
         head +
             R"({"tool_calls":[{"index":1,"id":"call_b","type":"function","function":{"name":"g","arguments":""}}]})" +
             tail);
-  CHECK(chunks[3] == head + R"({"tool_calls":[{"index":1,"function":{"arguments":"{\"x\":1}"}}]})" + tail);
-  // A call sent after two others keeps counting, with no role (it is not the first chunk).
-  const std::vector<std::string> later = openai_tool_call_chunks(who, {calls[0]}, false, 2);
+  CHECK(chunks[3] == head + R"({"tool_calls":[{"index":1,"function":{"arguments":"{\"x\""}}]})" + tail);
+  CHECK(chunks[4] == head + R"({"tool_calls":[{"index":1,"function":{"arguments":":1}"}}]})" + tail);
+  // Not the first chunk of the answer: no role.
+  const std::vector<std::string> later = openai_tool_call_chunks(who, {{2, "call_c", "f", ""}}, false);
   CHECK(later[0] ==
         head +
-            R"({"tool_calls":[{"index":2,"id":"call_a","type":"function","function":{"name":"f","arguments":""}}]})" +
+            R"({"tool_calls":[{"index":2,"id":"call_c","type":"function","function":{"name":"f","arguments":""}}]})" +
             tail);
   CHECK(openai_finish_chunk(who, "tool_calls") ==
         R"({"id":"chatcmpl-9","object":"chat.completion.chunk","created":1700000000,"model":"specd-tiny",)"

@@ -206,3 +206,42 @@ TEST_CASE("nesting and size limits are refusals, not stack or memory exhaustion"
   CHECK(refusal("root ::= ([a-z]{1000} \"x\"){70}") ==
         "the grammar is too large (70071 automaton states; the limit is 60000)");
 }
+
+TEST_CASE("%json-schema: a rule that is a JSON Schema, wrapped in GBNF text; its refusals name the keyword") {
+  const auto g = gbnf(
+      "root ::= \"<x>\" args \"</x>\"\n"
+      "args ::= %json-schema {\"type\": \"object\", \"properties\": {\"n\": {\"type\": \"integer\"},\n"
+      "  \"s\": {\"enum\": [\"a}\", \"b\\\"\"]}}, \"required\": [\"n\"], \"additionalProperties\": false}\n");
+  CHECK(matches(g, R"(<x>{"n": 4}</x>)"));
+  CHECK(matches(g, R"(<x>{"n":-1,"s":"a}"}</x>)"));  // a brace inside a string does not end the schema
+  CHECK(matches(g, R"(<x>{"n": 0, "s": "b\""}</x>)"));
+  CHECK_FALSE(matches(g, R"(<x>{"s": "a}"}</x>)"));  // n is required
+  CHECK_FALSE(matches(g, R"(<x>{"n": 1.5}</x>)"));
+  CHECK_FALSE(matches(g, R"(<x>{"n": 1, "t": 2}</x>)"));
+  CHECK_FALSE(matches(g, R"(<x>{"n": 1} </x>)"));  // no whitespace after the value: the GBNF says where it goes
+  CHECK_FALSE(matches(g, R"({"n": 1})"));
+
+  // $ref resolves inside the embedded schema's own document.
+  const auto refs = gbnf(
+      "root ::= a \";\" a\n"
+      "a ::= %json-schema {\"$defs\": {\"p\": {\"type\": \"boolean\"}}, \"type\": \"array\", \"items\": "
+      "{\"$ref\": \"#/$defs/p\"}}\n");
+  CHECK(matches(refs, "[true];[false, true]"));
+  CHECK_FALSE(matches(refs, "[1];[]"));
+
+  auto message = [](const std::string& text) {
+    try {
+      (void)g::compile_gbnf(text);
+    } catch (const specd::SpecdError& e) {
+      CHECK(e.code() == specd::ErrorCode::bad_value);
+      return std::string(e.what());
+    }
+    return std::string("compiled");
+  };
+  CHECK(message("root ::= %json-schema {\"type\": \"integer\", \"minimum\": 3}")
+            .find("unsupported JSON Schema keyword 'minimum' at #") != std::string::npos);
+  CHECK(message("root ::= %json-schema {\"type\": ").find("unterminated JSON Schema") != std::string::npos);
+  CHECK(message("root ::= %json-schema [1]").find("expected a JSON Schema object") != std::string::npos);
+  CHECK(message("root ::= %json {}").find("expected '%json-schema'") != std::string::npos);
+  CHECK(message("root ::= %json-schema {\"type\": \"object\",}").find("not valid JSON") != std::string::npos);
+}

@@ -227,22 +227,44 @@ TEST_CASE("chat history with tools: assistant tool_calls and tool turns parse; t
   CHECK_FALSE(std::get<GenerateParams>(no_tools).parse_tool_calls);
 }
 
-TEST_CASE("tool_choice required or a named function is a 400 saying it needs constrained decoding; bad tools refused") {
-  auto error = [](std::string_view extra) {
-    const std::string body = R"({"messages":[{"role":"user","content":"x"}],)"
-                             R"("tools":[{"type":"function","function":{"name":"f"}}],)" +
+TEST_CASE(
+    "tool_choice: required, a named function and parallel_tool_calls read; malformed ones and bad tools refused") {
+  auto parse = [](std::string_view extra, bool tools = true) {
+    const std::string body = R"({"messages":[{"role":"user","content":"x"}],)" +
+                             std::string(tools ? R"("tools":[{"type":"function","function":{"name":"f"}}],)" : "") +
                              std::string(extra) + "}";
-    auto r = parse_openai_body(body, OpenAiRoute::chat_completions, limits());
+    return parse_openai_body(body, OpenAiRoute::chat_completions, limits());
+  };
+  auto chosen = [&](std::string_view extra) {
+    auto r = parse(extra);
+    REQUIRE(std::holds_alternative<GenerateParams>(r));
+    return std::get<GenerateParams>(r);
+  };
+  auto error = [&](std::string_view extra, bool tools = true) {
+    auto r = parse(extra, tools);
     REQUIRE(std::holds_alternative<ProtocolError>(r));
     return std::get<ProtocolError>(r);
   };
-  ProtocolError e = error(R"("tool_choice":"required")");
-  CHECK(e.code == ErrorCode::bad_value);
-  CHECK(e.message.find("tool_choice \"required\" needs constrained decoding") == 0);
-  e = error(R"("tool_choice":{"type":"function","function":{"name":"f"}})");
-  CHECK(e.code == ErrorCode::bad_value);
-  CHECK(e.message.find("tool_choice a named function needs constrained decoding") == 0);
+  GenerateParams p = chosen(R"("tool_choice":"required")");
+  CHECK(p.tool_choice.mode == ToolChoice::Mode::required);
+  CHECK(p.tool_choice.parallel);
+  CHECK(p.parse_tool_calls);
+  CHECK(p.request.grammar.kind == OutputGrammar::Kind::none);  // the gateway adds it, in the model's syntax
+  p = chosen(R"("tool_choice":{"type":"function","function":{"name":"f"}},"parallel_tool_calls":false)");
+  CHECK(p.tool_choice.mode == ToolChoice::Mode::function);
+  CHECK(p.tool_choice.function == "f");
+  CHECK_FALSE(p.tool_choice.parallel);
+  CHECK(p.parse_tool_calls);
+  CHECK(chosen(R"("tool_choice":"auto")").tool_choice.mode == ToolChoice::Mode::automatic);
+
   CHECK(error(R"("tool_choice":"sometimes")").code == ErrorCode::bad_value);
+  CHECK(error(R"("tool_choice":{"type":"code","function":{"name":"f"}})").code == ErrorCode::bad_value);
+  CHECK(error(R"("tool_choice":{"type":"function"})").code == ErrorCode::missing_field);
+  CHECK(error(R"("tool_choice":{"type":"function","function":{}})").code == ErrorCode::missing_field);
+  ProtocolError e = error(R"("tool_choice":"required")", false);
+  CHECK(e.code == ErrorCode::bad_value);
+  CHECK(e.message == "tool_choice needs tools");
+  CHECK(error(R"("tool_choice":"auto","parallel_tool_calls":1)").code == ErrorCode::bad_value);
   auto code = [](std::string_view body) {
     auto r = parse_openai_body(body, OpenAiRoute::chat_completions, limits());
     REQUIRE(std::holds_alternative<ProtocolError>(r));

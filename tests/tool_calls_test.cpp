@@ -24,21 +24,29 @@ std::string template_text(const std::string& name) {
   return s.str();
 }
 
-// The content a stream releases piece by piece with the calls it sends before the end
-// (and after which piece), and what its end adds.
+// The content a stream releases piece by piece with the calls it starts before the end
+// (and after which piece), each call's arguments as its pieces add up, and what its end adds.
 struct Streamed {
   std::string content;
   std::vector<std::pair<size_t, std::string>> early_calls;  // piece index, name
-  ParsedOutput end;
+  std::vector<std::string> arguments;                       // per call, before the end
+  StreamStep end;
 };
 
 Streamed stream_pieces(ToolCallFormat format, const std::vector<std::string>& pieces) {
   ToolCallStream stream(format);
   Streamed out;
   for (size_t i = 0; i < pieces.size(); ++i) {
-    ParsedOutput step = stream.feed(pieces[i]);
+    StreamStep step = stream.feed(pieces[i]);
     out.content += step.content;
-    for (const ParsedToolCall& c : step.calls) out.early_calls.emplace_back(i, c.name);
+    for (const ToolCallDelta& d : step.calls) {
+      if (!d.name.empty()) {
+        REQUIRE(d.index == out.arguments.size());
+        out.early_calls.emplace_back(i, d.name);
+        out.arguments.emplace_back();
+      }
+      out.arguments.at(d.index) += d.arguments;
+    }
   }
   out.end = stream.finish();
   return out;
@@ -162,7 +170,10 @@ TEST_CASE("streaming: text is released until a marker may begin; a <tool_call> g
                     {"Let me ", "check.\n<tool", "_call>\n{\"name\": \"w\", ", "\"arguments\": {}}\n</tool_call>",
                      "\n<tool_call>{\"name\": \"t\", \"arguments\": {\"tz\": 1}}", "</tool_call>\n"});
   CHECK(s.content == "Let me check.\n");
-  CHECK(s.early_calls == std::vector<std::pair<size_t, std::string>>{{3, "w"}, {5, "t"}});
+  // Each head goes out once its name and the start of its arguments are there, the
+  // arguments as they come.
+  CHECK(s.early_calls == std::vector<std::pair<size_t, std::string>>{{3, "w"}, {4, "t"}});
+  CHECK(s.arguments == std::vector<std::string>{"{}", R"({"tz": 1})"});
   CHECK(s.end.calls.empty());
   CHECK(s.end.content.empty());
 
@@ -184,12 +195,14 @@ TEST_CASE("streaming: text is released until a marker may begin; a <tool_call> g
   CHECK(stream.feed("b").content == "<b");
   CHECK(stream.finish().content.empty());
 
-  // Llama 3: an answer that opens with "{" is held whole; prose goes out at once.
-  s = stream_pieces(ToolCallFormat::llama3_json, {" ", "{\"name\": \"f\",", " \"parameters\": {\"x\": 2}}"});
+  // Llama 3: an answer that opens with "{" is held as a call, streamed once its
+  // parameters start; prose goes out at once.
+  s = stream_pieces(ToolCallFormat::llama3_json, {" ", "{\"name\": \"f\",", " \"parameters\": {\"x\"", ": 2}", "}"});
   CHECK(s.content.empty());
-  CHECK(s.early_calls.empty());  // a JSON answer may still grow: its calls go out at the end
-  REQUIRE(s.end.calls.size() == 1);
-  CHECK(s.end.calls[0].arguments == R"({"x":2})");
+  CHECK(s.early_calls == std::vector<std::pair<size_t, std::string>>{{2, "f"}});
+  CHECK(s.arguments == std::vector<std::string>{R"({"x": 2})"});
+  CHECK(s.end.calls.empty());
+  CHECK(s.end.content.empty());
   s = stream_pieces(ToolCallFormat::llama3_json, {"Fair ", "Verona"});
   CHECK(s.content == "Fair Verona");
   CHECK(s.end.calls.empty());

@@ -8,6 +8,7 @@
 #include "engine/base/errors.hpp"
 #include "engine/grammar/gbnf_syntax.hpp"
 #include "engine/grammar/grammar_builder.hpp"
+#include "engine/grammar/json_schema_compiler.hpp"
 
 namespace specd::grammar {
 namespace {
@@ -83,6 +84,8 @@ class GbnfLowering {
         return static_cast<double>(e.text.size()) + 1;
       case GbnfExpr::Kind::char_class:
         return 2.0 + static_cast<double>(e.chars.ranges().size()) * 3;
+      case GbnfExpr::Kind::json_schema:  // a guess: compiled schemas run to a few states per byte
+        return 4.0 * static_cast<double>(e.text.size());
       case GbnfExpr::Kind::rule_ref:
         return inlined(e.text) ? rule_size(e.text) : 2;
       case GbnfExpr::Kind::repeat: {
@@ -124,6 +127,8 @@ class GbnfLowering {
         return builder_.literal(e.text);
       case GbnfExpr::Kind::char_class:
         return builder_.codepoints(e.chars);
+      case GbnfExpr::Kind::json_schema:
+        return json_schema_fragment(builder_, e.text);
       case GbnfExpr::Kind::rule_ref: {
         if (!inlined(e.text)) return builder_.call(rule_id(e.text));
         if (++inline_depth_ > kMaxInlineDepth) {

@@ -134,6 +134,8 @@ class GbnfParser {
       } else if (is_name_char(c)) {
         item.kind = GbnfExpr::Kind::rule_ref;
         item.text = parse_name();
+      } else if (c == '%') {
+        item = parse_json_schema();
       } else if (c == '<' || c == '!') {
         fail("token references (<[id]>, !<...>) are not supported");
       } else {
@@ -256,6 +258,40 @@ class GbnfParser {
     for (int i = 1; i < length; ++i) cp = (cp << 6) | (static_cast<unsigned char>(text_[pos_ + i]) & 0x3F);
     pos_ += static_cast<size_t>(length);
     return cp;
+  }
+
+  // `%json-schema` and a JSON object, which ends at its matching brace.
+  GbnfExpr parse_json_schema() {
+    constexpr std::string_view kKeyword = "%json-schema";
+    if (text_.substr(pos_, kKeyword.size()) != kKeyword) fail("expected '%json-schema'");
+    pos_ += kKeyword.size();
+    if (is_name_char(peek())) fail("expected '%json-schema'");
+    skip_space(true);
+    if (peek() != '{') fail("expected a JSON Schema object after '%json-schema'");
+    const size_t start = pos_;
+    int depth = 0;
+    bool in_string = false;
+    for (; !at_end(); ++pos_) {
+      const char c = peek();
+      if (in_string) {
+        if (c == '\\')
+          ++pos_;
+        else if (c == '"')
+          in_string = false;
+      } else if (c == '"') {
+        in_string = true;
+      } else if (c == '{' || c == '[') {
+        if (++depth > kMaxGroupDepth * 10) fail("the JSON Schema nests too deep");
+      } else if ((c == '}' || c == ']') && --depth == 0) {
+        ++pos_;
+        GbnfExpr schema;
+        schema.kind = GbnfExpr::Kind::json_schema;
+        schema.text = std::string(text_.substr(start, pos_ - start));
+        return schema;
+      }
+    }
+    pos_ = start;
+    fail("unterminated JSON Schema after '%json-schema'");
   }
 
   GbnfExpr parse_literal() {

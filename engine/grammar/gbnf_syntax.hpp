@@ -11,9 +11,9 @@
 namespace specd::grammar {
 
 struct GbnfExpr {
-  enum class Kind { literal, char_class, rule_ref, sequence, alternatives, repeat };
+  enum class Kind { literal, char_class, rule_ref, sequence, alternatives, repeat, json_schema };
   Kind kind = Kind::sequence;
-  std::string text;  // literal: its UTF-8 bytes; rule_ref: the rule's name
+  std::string text;  // literal: its UTF-8 bytes; rule_ref: the rule's name; json_schema: the schema's JSON
   CodepointSet chars;
   std::vector<GbnfExpr> children;
   int min = 0;

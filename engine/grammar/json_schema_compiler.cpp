@@ -23,23 +23,31 @@ using simdjson::dom::object;
 
 class SchemaCompiler {
  public:
-  explicit SchemaCompiler(std::string_view text) : json_(b_) {
+  // Builds into `builder` (a schema embedded in a larger grammar shares its builder).
+  SchemaCompiler(std::string_view text, GrammarBuilder& builder) : b_(builder), json_(b_) {
     if (parser_.parse(text.data(), text.size()).get(root_) != simdjson::SUCCESS) {
       throw SpecdError(ErrorCode::bad_value, "the JSON schema is not valid JSON");
     }
   }
 
   ByteGrammar compile() {
-    count_references(root_);
     const int32_t root = b_.declare_rule("root");
-    b_.define_rule(root, b_.sequence({schema(root_, ""), json_.ws()}));
+    b_.define_rule(root, b_.sequence({compile_value(), json_.ws()}));
+    return b_.finish(root);
+  }
+
+  // The schema's values without the trailing whitespace; the rules its shared $refs
+  // call are defined in the builder too.
+  Fragment compile_value() {
+    count_references(root_);
+    const Fragment value = schema(root_, "");
     while (!pending_.empty()) {
       const auto [rule, pointer] = pending_.back();
       pending_.pop_back();
       expanding_.assign(1, pointer);
       b_.define_rule(rule, schema(resolve(pointer), pointer));
     }
-    return b_.finish(root);
+    return value;
   }
 
  private:
@@ -402,7 +410,7 @@ class SchemaCompiler {
 
   simdjson::dom::parser parser_;
   element root_;
-  GrammarBuilder b_;
+  GrammarBuilder& b_;
   JsonFragments json_;
   std::vector<std::string> expanding_;
   std::map<std::string, int32_t> ref_rules_;
@@ -413,7 +421,14 @@ class SchemaCompiler {
 
 }  // namespace
 
-ByteGrammar compile_json_schema(std::string_view schema_text) { return SchemaCompiler(schema_text).compile(); }
+ByteGrammar compile_json_schema(std::string_view schema_text) {
+  GrammarBuilder builder;
+  return SchemaCompiler(schema_text, builder).compile();
+}
+
+Fragment json_schema_fragment(GrammarBuilder& builder, std::string_view schema_text) {
+  return SchemaCompiler(schema_text, builder).compile_value();
+}
 
 ByteGrammar any_json_object_grammar() {
   GrammarBuilder b;

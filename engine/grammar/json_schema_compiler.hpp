@@ -16,10 +16,15 @@
 #include <string_view>
 
 #include "engine/grammar/byte_grammar.hpp"
+#include "engine/grammar/grammar_builder.hpp"
 
 namespace specd::grammar {
 
 ByteGrammar compile_json_schema(std::string_view schema_text);
+
+// The same schema as a fragment of a larger grammar (GBNF's %json-schema): its values
+// without surrounding whitespace, built into `builder`.
+Fragment json_schema_fragment(GrammarBuilder& builder, std::string_view schema_text);
 
 // Any JSON object (response_format json_object), with the same whitespace rules.
 ByteGrammar any_json_object_grammar();

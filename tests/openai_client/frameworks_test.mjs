@@ -1,11 +1,13 @@
 // The frameworks apps build on, unchanged (pinned in scripts/fetch_test_clients.sh),
 // against `specd serve` on loopback (tests/support/with_server.sh sets SPECD_BASE_URL):
 // LangChain's ChatOpenAI (invoke, and bindTools) and the Vercel AI SDK's generateText
-// through @ai-sdk/openai-compatible (plain, with tools and toolChoice "auto", and
-// toolChoice "required" refused). Greedy text must equal `specd generate --chat`, and
-// with tools the server's own answer to the same request: the committed model answers
-// in prose, so no tool call comes back (calls are parsed on recorded outputs in
-// tests/tool_calls_test.cpp).
+// through @ai-sdk/openai-compatible (plain, with tools and toolChoice "auto" and
+// "required"). Greedy text must equal `specd generate --chat`, and with tools the
+// server's own answer to the same request: with "auto" the committed model answers in
+// prose, so no tool call comes back; with a forced choice (LangChain's tool_choice
+// "required", the AI SDK's toolChoice "required") it decodes under the grammar of its
+// template's <tool_call> syntax, so the framework gets a call whose arguments follow the
+// schema.
 //
 //   node frameworks_test.mjs --specd build/specd
 import { specdGenerate, requireClient, parseArgs, assertEqual, assertTrue } from '../support/expected.mjs';
@@ -50,6 +52,18 @@ function checkVerdict(object, who) {
     `${who}: the object follows the schema: ${JSON.stringify(object)}`);
 }
 
+// A closed schema for the forced calls, so the tiny model's call always ends.
+const forecast = {
+  name: 'get_forecast',
+  description: 'The forecast for a city',
+  parameters: { type: 'object', properties: { city: { enum: ['Verona', 'Mantua'] }, days: { enum: [1, 2, 3] } },
+                required: ['city', 'days'], additionalProperties: false },
+};
+function checkForecast(args, who) {
+  assertTrue(['Verona', 'Mantua'].includes(args.city) && [1, 2, 3].includes(args.days) &&
+             Object.keys(args).length === 2, `${who}: the arguments follow the schema: ${JSON.stringify(args)}`);
+}
+
 async function langchain() {
   const llm = new ChatOpenAI({ model: 'specd', apiKey: 'specd-test', temperature: 0, maxTokens,
                                configuration: { baseURL }, maxRetries: 0 });
@@ -58,6 +72,16 @@ async function langchain() {
   const tooled = await llm.bindTools([{ type: 'function', function: weather }]).invoke([['human', chatPrompt]]);
   assertEqual(tooled.tool_calls, [], 'LangChain bindTools: a prose answer has no tool_calls');
   assertEqual(tooled.content, withTool, 'LangChain bindTools: the text of the server\'s answer with tools');
+  const forcing = new ChatOpenAI({ model: 'specd', apiKey: 'specd-test', temperature: 0, maxTokens: 300,
+                                   configuration: { baseURL }, maxRetries: 0 });
+  const called = await forcing.bindTools([{ type: 'function', function: forecast }],
+                                         { tool_choice: 'required', parallel_tool_calls: false })
+    .invoke([['human', 'Will it rain in Verona?']]);
+  assertEqual(called.tool_calls.length, 1, 'LangChain bindTools with tool_choice required: one call');
+  assertEqual(called.tool_calls[0].name, 'get_forecast', 'LangChain bindTools: the call\'s name');
+  assertTrue(/^call_/.test(called.tool_calls[0].id), 'LangChain bindTools: the call\'s id');
+  checkForecast(called.tool_calls[0].args, 'LangChain bindTools with tool_choice required');
+  assertEqual(called.response_metadata.finish_reason, 'tool_calls', 'LangChain: finish_reason tool_calls');
   const structured = new ChatOpenAI({ model: 'specd', apiKey: 'specd-test', temperature: 0, maxTokens: 256,
                                       configuration: { baseURL }, maxRetries: 0 })
     .withStructuredOutput(verdict, { method: 'jsonSchema', name: 'verdict' });
@@ -74,15 +98,15 @@ async function aiSdk() {
                                     maxOutputTokens: maxTokens, tools, toolChoice: 'auto', maxRetries: 0 });
   assertEqual(auto.toolCalls, [], 'AI SDK generateText with tools: a prose answer has no tool calls');
   assertEqual(auto.text, withTool, 'AI SDK generateText with tools: the text of the server\'s answer with tools');
-  try {
-    await generateText({ model: provider('specd'), prompt: chatPrompt, maxOutputTokens: 8, tools,
-                         toolChoice: 'required', maxRetries: 0 });
-  } catch (e) {
-    assertEqual(e.statusCode, 400, 'AI SDK toolChoice required is refused with 400');
-    assertTrue(/constrained decoding/.test(e.responseBody || e.message), 'the refusal says why');
-    return;
-  }
-  throw new Error('toolChoice required was accepted');
+  const forced = await generateText({
+    model: provider('specd'), prompt: 'Will it rain in Verona?', temperature: 0, maxOutputTokens: 300, maxRetries: 0,
+    tools: { get_forecast: tool({ description: forecast.description, inputSchema: jsonSchema(forecast.parameters) }) },
+    toolChoice: 'required', providerOptions: { specd: { parallel_tool_calls: false } } });
+  assertEqual(forced.finishReason, 'tool-calls', 'AI SDK toolChoice required: finishReason');
+  assertEqual(forced.toolCalls.length, 1, 'AI SDK toolChoice required: one call');
+  assertEqual(forced.toolCalls[0].toolName, 'get_forecast', 'AI SDK toolChoice required: the tool');
+  checkForecast(forced.toolCalls[0].input, 'AI SDK generateText with toolChoice required');
+  assertEqual(forced.text, '', 'AI SDK toolChoice required: no text besides the call');
 }
 
 async function aiSdkObject() {

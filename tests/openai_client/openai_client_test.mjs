@@ -9,8 +9,10 @@
 // assistant's tool_calls and a tool turn rendered through the template, tools with
 // tool_choice auto streamed and not (the committed model answers in prose, so the
 // content must come through the tool-call hold-back unchanged), and tool_choice
-// "required" refused. Parsing of actual calls is tested on recorded outputs
-// (tests/tool_calls_test.cpp): this tiny Shakespeare model never writes one.
+// "required" and a named function, which decode under the grammar of the template's
+// <tool_call> syntax, so even this tiny Shakespeare model calls: message.tool_calls with
+// arguments the schema admits, and streamed a head delta then argument pieces that add up
+// to the same call. A parameters schema outside the grammar subset is a 400 naming it.
 //
 //   node openai_client_test.mjs --specd build/specd
 import { execFileSync } from 'node:child_process';
@@ -217,17 +219,82 @@ async function toolHistoryRendered() {
   assertTrue(['stop', 'length'].includes(finish), `finish_reason ${finish}`);
 }
 
-async function toolChoiceRequiredRefused() {
+// Closed schemas, so that the tiny model's forced call always ends (it pads every gap
+// with the most whitespace the grammar allows).
+const forcedTools = [
+  { type: 'function', function: { name: 'get_weather', description: 'The weather in a city', parameters: {
+    type: 'object', properties: { city: { enum: ['Verona', 'Mantua'] }, unit: { enum: ['celsius', 'fahrenheit'] } },
+    required: ['city', 'unit'], additionalProperties: false } } },
+  { type: 'function', function: { name: 'get_time', description: 'The time in a zone', parameters: {
+    type: 'object', properties: { zone: { enum: ['CET', 'UTC'] } }, required: ['zone'], additionalProperties: false } } },
+];
+function checkForcedArguments(name, args, who) {
+  const parsed = JSON.parse(args);
+  if (name === 'get_weather') {
+    assertTrue(['Verona', 'Mantua'].includes(parsed.city) && ['celsius', 'fahrenheit'].includes(parsed.unit) &&
+               Object.keys(parsed).length === 2, `${who}: get_weather arguments follow the schema: ${args}`);
+  } else {
+    assertEqual(name, 'get_time', `${who}: a tool's name`);
+    assertTrue(['CET', 'UTC'].includes(parsed.zone) && Object.keys(parsed).length === 1,
+               `${who}: get_time arguments follow the schema: ${args}`);
+  }
+  return parsed;
+}
+
+async function forcedToolCalls() {
+  const request = { model: 'specd', messages: [{ role: 'user', content: 'What is the weather in Verona?' }],
+                    tools: forcedTools, tool_choice: 'required', parallel_tool_calls: false, max_tokens: 300,
+                    temperature: 0 };
+  const whole = await client.chat.completions.create(request);
+  const choice = whole.choices[0];
+  assertEqual(choice.finish_reason, 'tool_calls', 'tool_choice required: finish_reason');
+  assertEqual(choice.message.content, null, 'tool_choice required: content is null');
+  assertEqual(choice.message.tool_calls.length, 1, 'parallel_tool_calls false: one call');
+  const call = choice.message.tool_calls[0];
+  assertTrue(/^call_[A-Za-z0-9]{24}$/.test(call.id), `a call id: ${call.id}`);
+  assertEqual(call.type, 'function', 'the call type');
+  const args = checkForcedArguments(call.function.name, call.function.arguments, 'tool_choice required');
+
+  // Streamed: the same greedy call, its head first, then its arguments in pieces.
+  const stream = await client.chat.completions.create({ ...request, stream: true });
+  const deltas = [];
+  let finish = null;
+  for await (const chunk of stream) {
+    for (const c of chunk.choices) {
+      for (const d of c.delta.tool_calls ?? []) deltas.push(d);
+      assertTrue(!c.delta.content, `no content besides the call: ${JSON.stringify(c.delta)}`);
+      if (c.finish_reason) finish = c.finish_reason;
+    }
+  }
+  assertEqual(finish, 'tool_calls', 'streamed tool_choice required: finish_reason');
+  assertTrue(deltas.length >= 3, `a head and at least two argument pieces (${deltas.length} deltas)`);
+  const head = deltas[0];
+  assertEqual([head.index, head.type, head.function.name, head.function.arguments],
+              [0, 'function', call.function.name, ''], 'the first delta: index, type, name, empty arguments');
+  assertTrue(/^call_/.test(head.id), 'the first delta carries the id');
+  assertTrue(deltas.slice(1).every((d) => d.index === 0 && d.id === undefined && d.function.name === undefined),
+             'the next deltas carry argument pieces only');
+  const streamedArgs = deltas.slice(1).map((d) => d.function.arguments).join('');
+  assertEqual(JSON.parse(streamedArgs), args, 'the streamed arguments add up to the whole answer\'s');
+
+  // A named function: that function is called, whatever the model would prefer.
+  const named = await client.chat.completions.create({
+    ...request, tool_choice: { type: 'function', function: { name: 'get_time' } } });
+  assertEqual(named.choices[0].finish_reason, 'tool_calls', 'a named function: finish_reason');
+  assertEqual(named.choices[0].message.tool_calls.length, 1, 'a named function: one call');
+  assertEqual(named.choices[0].message.tool_calls[0].function.name, 'get_time', 'a named function: its name');
+  checkForcedArguments('get_time', named.choices[0].message.tool_calls[0].function.arguments, 'a named function');
+
   try {
-    await client.chat.completions.create({
-      model: 'specd', messages: [{ role: 'user', content: 'Weather?' }], tools, tool_choice: 'required', max_tokens: 8,
-    });
+    await client.chat.completions.create({ ...request, tools: [{ type: 'function', function: { name: 'when',
+      parameters: { type: 'object', properties: { day: { type: 'string', format: 'date' } } } } }] });
   } catch (e) {
-    assertTrue(e instanceof OpenAI.BadRequestError, `tool_choice required raises BadRequestError (${e.constructor.name})`);
-    assertTrue(/constrained decoding/.test(e.message), `the refusal says why: ${e.message}`);
+    assertTrue(e instanceof OpenAI.BadRequestError, `a schema outside the subset raises BadRequestError (${e.constructor.name})`);
+    assertTrue(/tools\[0\]\.function\.parameters \(when\): unsupported JSON Schema keyword 'format'/.test(e.message),
+               `the refusal names the tool and the keyword: ${e.message}`);
     return;
   }
-  throw new Error('tool_choice required was accepted');
+  throw new Error('a tool schema with "format" was accepted under tool_choice required');
 }
 
 // Logprobs: one entry per generated token, each the chosen token's, with the asked
@@ -310,7 +377,7 @@ await tokenize();
 await contextLength();
 await unseededSamples();
 await toolHistoryRendered();
-await toolChoiceRequiredRefused();
+await forcedToolCalls();
 await logprobs();
 await structuredOutput();
 console.log('openai client test passed');
