@@ -82,6 +82,7 @@ std::vector<Key> keys_of(GatewayConfig& c) {
       {"engine", "prefill_chunk", &c.engine.prefill_chunk},
       {"engine", "prefill_slowdown", &c.engine.prefill_slowdown},
       {"engine", "kv_cache_memory", BytesRef{&c.engine.kv_cache_memory}},
+      {"engine", "grammar_cache_memory", BytesRef{&c.engine.grammar_cache_memory}},
       {"engine", "kv_block_size", &c.engine.kv_block_size},
       {"engine", "prefix_cache", &c.engine.prefix_cache},
       {"engine", "burst_queue", &c.engine.burst_queue},
@@ -281,6 +282,8 @@ void validate(const GatewayConfig& c) {
   if (c.engine.sequence.max_seq_len < 0)
     throw SpecdError(ErrorCode::bad_value, "config: engine.max_seq_len must be >= 0 (0: from the model)");
   if (c.engine.max_batch < 1) throw SpecdError(ErrorCode::bad_value, "config: engine.max_batch must be >= 1");
+  if (c.engine.grammar_cache_memory < 1)
+    throw SpecdError(ErrorCode::bad_value, "config: engine.grammar_cache_memory must be >= 1 byte");
   if (c.engine.prefill_chunk < 0) throw SpecdError(ErrorCode::bad_value, "config: engine.prefill_chunk must be >= 0");
   if (!(c.engine.prefill_slowdown == 0 || c.engine.prefill_slowdown > 1))
     throw SpecdError(ErrorCode::bad_value, "config: engine.prefill_slowdown must be 0 (off) or > 1");
