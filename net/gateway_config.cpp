@@ -65,6 +65,7 @@ std::vector<Key> keys_of(GatewayConfig& c) {
       {"limits", "max_logit_bias", SizeRef{&c.protocol.max_logit_bias}},
       {"limits", "max_messages", SizeRef{&c.protocol.max_messages}},
       {"limits", "max_id_bytes", SizeRef{&c.protocol.max_id_bytes}},
+      {"limits", "max_n", &c.protocol.max_n},
       {"timeouts", "handshake_seconds", &c.handshake_seconds},
       {"timeouts", "ws_idle_seconds", &c.ws_idle_seconds},
       {"timeouts", "http_idle_seconds", &c.http_idle_seconds},
@@ -267,6 +268,7 @@ void validate(const GatewayConfig& c) {
   if (c.send_buffer_bytes < 0) throw SpecdError(ErrorCode::bad_value, "config: send_buffer_bytes must be >= 0");
   positive(c.protocol.max_tokens_limit, "limits.max_tokens");
   positive(static_cast<double>(c.protocol.max_id_bytes), "max_id_bytes");
+  positive(c.protocol.max_n, "max_n");
   positive(c.handshake_seconds, "handshake_seconds");
   positive(c.ws_idle_seconds, "ws_idle_seconds");
   positive(c.http_idle_seconds, "http_idle_seconds");
