@@ -144,7 +144,7 @@ struct Engine::Impl {
   // that free-text servers need not pay.
   std::once_flag grammar_setup;
   std::unique_ptr<grammar::GrammarCache> grammars;
-  std::atomic<const grammar::GrammarCache*> grammars_ready{nullptr};  // `grammars` once set up
+  std::atomic<grammar::GrammarCache*> grammars_ready{nullptr};  // `grammars` once set up
   // One thread compiles grammars not cached yet, so that no caller's thread (a gateway io
   // thread) waits for a schema's precomputation; joined by ~Engine.
   asio::thread_pool grammar_thread{1};
@@ -210,7 +210,7 @@ std::shared_ptr<const grammar::CompiledGrammar> Engine::Impl::compile_grammar(co
 std::optional<std::shared_ptr<const grammar::CompiledGrammar>> Engine::Impl::ready_grammar(
     const OutputGrammar& g) const {
   if (g.kind == OutputGrammar::Kind::none) return std::shared_ptr<const grammar::CompiledGrammar>{};
-  const grammar::GrammarCache* cache = grammars_ready.load();
+  grammar::GrammarCache* cache = grammars_ready.load();
   if (!cache) return std::nullopt;
   auto found = cache->find(grammar_kind(g.kind), g.text);
   if (!found) return std::nullopt;

@@ -202,9 +202,11 @@ TEST_CASE("the grammar cache compiles a text once and evicts the least recently 
   const auto a = cache.get(g::GrammarKind::gbnf, ta);
   const auto b = cache.get(g::GrammarKind::gbnf, tb);
   CHECK(cache.bytes() == a_bytes + b_bytes);
-  CHECK(cache.get(g::GrammarKind::gbnf, ta) == a);
   CHECK(cache.find(g::GrammarKind::gbnf, tb) == b);
-  CHECK(cache.hits() == 1);  // find() counts nothing
+  CHECK(cache.get(g::GrammarKind::gbnf, ta) == a);
+  CHECK(cache.hits() == 2);  // find() and get() alike
+  CHECK(cache.find(g::GrammarKind::json_schema, "{}") == nullptr);
+  CHECK(cache.misses() == 2);  // a miss of find() is the following get()'s to count
   cache.get(g::GrammarKind::any_json_object, "");
   CHECK(cache.size() == 2);  // b, the least recently used, made room
   CHECK(cache.bytes() == a_bytes + object_bytes);

@@ -38,10 +38,13 @@ std::string cache_key(GrammarKind kind, std::string_view text) {
 GrammarCache::GrammarCache(std::shared_ptr<const TokenVocabulary> vocabulary, size_t budget_bytes)
     : vocabulary_(std::move(vocabulary)), budget_(budget_bytes) {}
 
-std::shared_ptr<const CompiledGrammar> GrammarCache::find(GrammarKind kind, std::string_view text) const {
+std::shared_ptr<const CompiledGrammar> GrammarCache::find(GrammarKind kind, std::string_view text) {
   std::lock_guard lock(mutex_);
   auto it = index_.find(cache_key(kind, text));
-  return it == index_.end() ? nullptr : it->second->grammar;
+  if (it == index_.end()) return nullptr;
+  lru_.splice(lru_.begin(), lru_, it->second);
+  ++hits_;
+  return it->second->grammar;
 }
 
 std::shared_ptr<const CompiledGrammar> GrammarCache::get(GrammarKind kind, std::string_view text) {

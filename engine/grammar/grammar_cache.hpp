@@ -26,9 +26,9 @@ class GrammarCache {
 
   // `text` is the schema's JSON text or the GBNF text (ignored for any_json_object).
   std::shared_ptr<const CompiledGrammar> get(GrammarKind kind, std::string_view text);
-  // The cached grammar, or null (a miss is not counted): a caller may then compile off
-  // its own thread with get().
-  std::shared_ptr<const CompiledGrammar> find(GrammarKind kind, std::string_view text) const;
+  // The cached grammar (a hit, now the most recently used), or null without compiling:
+  // the caller may then compile off its own thread with get(), which counts the miss.
+  std::shared_ptr<const CompiledGrammar> find(GrammarKind kind, std::string_view text);
   size_t size() const;
   size_t bytes() const;  // of the cached entries, at most budget_bytes()
   size_t budget_bytes() const { return budget_; }
