@@ -41,6 +41,7 @@ struct Collector {
   std::mutex mutex;
   std::string streamed;
   std::optional<Clock::time_point> first_burst;
+  Clock::time_point done_at;
   std::promise<GenerateResult> done;
   BurstHandler on_burst() {
     return [this](const Burst& b) {
@@ -50,7 +51,10 @@ struct Collector {
     };
   }
   DoneHandler on_done() {
-    return [this](GenerateResult r) { done.set_value(std::move(r)); };
+    return [this](GenerateResult r) {
+      done_at = Clock::now();
+      done.set_value(std::move(r));
+    };
   }
 };
 
@@ -63,17 +67,19 @@ constexpr const char* kAmbiguous = "root ::= a\na ::= \"x\" a | \"x\" a \"y\" | 
 TEST_CASE("a grammar past the parse bound ends its own request; the batch keeps its solo tokens") {
   IoThreads io(2);
   Engine engine(io.io().get_executor(), default_config());
-  const std::vector<int32_t> solo = solo_greedy("ROMEO:\n", 24);
   for (const bool speculate : {false, true}) {
     CAPTURE(speculate);
     Collector plain, ambiguous;
     GenerateRequest p;
     p.prompt = "ROMEO:\n";
-    p.max_tokens = 24;
+    p.max_tokens = 80;
+    p.ignore_eos = true;  // still running when the other one fails
     p.spec.enabled = speculate;
+    const GenerateResult solo = io.run(engine.generate(p));
+    REQUIRE(solo.token_ids.size() == 80);
     GenerateRequest a = p;
     a.prompt = "JULIET:\n";
-    a.max_tokens = 40;
+    a.ignore_eos = false;
     a.grammar = {OutputGrammar::Kind::gbnf, kAmbiguous};
     // Submitted together: admitted together and batched in the same rounds.
     RequestHandle ha = engine.submit(a, ambiguous.on_burst(), ambiguous.on_done());
@@ -88,7 +94,8 @@ TEST_CASE("a grammar past the parse bound ends its own request; the batch keeps 
     CHECK(ambiguous.streamed.find_first_not_of('x') == std::string::npos);
     const GenerateResult good = plain.done.get_future().get();
     REQUIRE_FALSE(good.error.has_value());
-    CHECK(good.token_ids == solo);
+    CHECK(good.token_ids == solo.token_ids);  // its tokens alone, before and after the failure
+    CHECK(ambiguous.done_at < plain.done_at);
   }
   const EngineSnapshot s = io.run(engine.snapshot());
   CHECK(s.target_slots_in_use == 0);
