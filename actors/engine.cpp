@@ -1,8 +1,12 @@
 #include "actors/engine.hpp"
 
 #include <boost/asio/co_spawn.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/strand.hpp>
+#include <boost/asio/thread_pool.hpp>
 #include <boost/asio/use_awaitable.hpp>
+
+#include <pthread.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -18,6 +22,7 @@
 #include "actors/spawn.hpp"
 #include "compute/compute_lane.hpp"
 #include "compute/compute_permits.hpp"
+#include "engine/base/byte_size.hpp"
 #include "engine/grammar/grammar_cache.hpp"
 #include "engine/grammar/token_vocabulary.hpp"
 #include "engine/model/kv_cache.hpp"
@@ -32,8 +37,6 @@ namespace specd {
 using namespace specd::actors;
 
 namespace {
-
-constexpr size_t kGrammarCacheEntries = 64;  // distinct grammars kept compiled
 
 std::shared_ptr<KvCache> make_cache(const std::shared_ptr<LlamaModel>& model, const EngineConfig& c,
                                     const KvBudget& kv) {
@@ -68,6 +71,13 @@ std::optional<ChatTemplate> load_chat_template(const std::filesystem::path& dir,
     why_not = e.message();
     return std::nullopt;
   }
+}
+
+grammar::GrammarKind grammar_kind(OutputGrammar::Kind kind) {
+  using Kind = OutputGrammar::Kind;
+  return kind == Kind::gbnf          ? grammar::GrammarKind::gbnf
+         : kind == Kind::json_schema ? grammar::GrammarKind::json_schema
+                                     : grammar::GrammarKind::any_json_object;
 }
 
 }  // namespace
@@ -111,6 +121,7 @@ struct Engine::Impl {
                              .kv = kv};
     scheduler = std::make_unique<SchedulerActor>(asio::make_strand(executor), std::move(options), cache, lanes,
                                                  trace.get(), live_requests);
+    asio::post(grammar_thread, [] { pthread_setname_np(pthread_self(), "grammar"); });  // for top -H
   }
 
   KPlanSetup calibrate();
@@ -118,8 +129,14 @@ struct Engine::Impl {
   // with the chat template and encoded.
   std::vector<int32_t> prompt_ids(const GenerateRequest& r) const;
   // The request's grammar compiled against the target's vocabulary (null: free text);
-  // throws SpecdError bad_value naming what the grammar engine cannot handle.
+  // throws SpecdError bad_value naming what the grammar engine cannot handle. Runs on the
+  // grammar thread (it may take a second), or wherever the grammar is already cached.
   std::shared_ptr<const grammar::CompiledGrammar> compile_grammar(const OutputGrammar& g);
+  // The request's grammar when it is free text or cached (no compile, any thread).
+  std::optional<std::shared_ptr<const grammar::CompiledGrammar>> ready_grammar(const OutputGrammar& g) const;
+  // Hands a checked request to the scheduler, or refuses it (stopping, full mailbox).
+  void enqueue(const std::shared_ptr<RequestActor>& actor, GenerateRequest request, std::vector<int32_t> prompt,
+               std::shared_ptr<const grammar::CompiledGrammar> grammar);
 
   EngineConfig config;
   ThreadPolicy threads;
@@ -129,6 +146,10 @@ struct Engine::Impl {
   // that free-text servers need not pay.
   std::once_flag grammar_setup;
   std::unique_ptr<grammar::GrammarCache> grammars;
+  std::atomic<grammar::GrammarCache*> grammars_ready{nullptr};  // `grammars` once set up
+  // One thread compiles grammars not cached yet, so that no caller's thread (a gateway io
+  // thread) waits for a schema's precomputation; joined by ~Engine.
+  asio::thread_pool grammar_thread{1};
   std::string no_chat_reason;  // initialised by load_chat_template before `chat`
   std::optional<ChatTemplate> chat;
   RequestLimits limits;
@@ -174,8 +195,7 @@ KPlanSetup Engine::Impl::calibrate() {
 }
 
 std::shared_ptr<const grammar::CompiledGrammar> Engine::Impl::compile_grammar(const OutputGrammar& g) {
-  using Kind = OutputGrammar::Kind;
-  if (g.kind == Kind::none) return nullptr;
+  if (g.kind == OutputGrammar::Kind::none) return nullptr;
   std::call_once(grammar_setup, [&] {
     const std::filesystem::path json = config.target_dir / "tokenizer.json";
     const std::vector<int32_t> specials = std::filesystem::is_regular_file(json)
@@ -183,12 +203,35 @@ std::shared_ptr<const grammar::CompiledGrammar> Engine::Impl::compile_grammar(co
                                               : std::vector<int32_t>{};
     auto vocabulary =
         std::make_shared<const grammar::TokenVocabulary>(grammar::vocabulary_from_tokenizer(*tokenizer, specials));
-    grammars = std::make_unique<grammar::GrammarCache>(std::move(vocabulary), kGrammarCacheEntries);
+    grammars = std::make_unique<grammar::GrammarCache>(std::move(vocabulary),
+                                                       static_cast<size_t>(config.grammar_cache_memory));
+    grammars_ready.store(grammars.get());
   });
-  const grammar::GrammarKind kind = g.kind == Kind::gbnf          ? grammar::GrammarKind::gbnf
-                                    : g.kind == Kind::json_schema ? grammar::GrammarKind::json_schema
-                                                                  : grammar::GrammarKind::any_json_object;
-  return grammars->get(kind, g.text);
+  return grammars->get(grammar_kind(g.kind), g.text);
+}
+
+std::optional<std::shared_ptr<const grammar::CompiledGrammar>> Engine::Impl::ready_grammar(
+    const OutputGrammar& g) const {
+  if (g.kind == OutputGrammar::Kind::none) return std::shared_ptr<const grammar::CompiledGrammar>{};
+  grammar::GrammarCache* cache = grammars_ready.load();
+  if (!cache) return std::nullopt;
+  auto found = cache->find(grammar_kind(g.kind), g.text);
+  if (!found) return std::nullopt;
+  return found;
+}
+
+void Engine::Impl::enqueue(const std::shared_ptr<RequestActor>& actor, GenerateRequest request,
+                           std::vector<int32_t> prompt, std::shared_ptr<const grammar::CompiledGrammar> grammar) {
+  std::lock_guard lock(gate);
+  if (!accepting) {
+    actor->post_finished({FinishReason::error, engine_stopping()});
+  } else if (!scheduler->try_submit({actor, std::move(request), std::move(prompt), std::move(grammar)})) {
+    actor->post_finished({FinishReason::error, RequestError{ErrorCode::overloaded, "the scheduler's mailbox is full"}});
+  } else if (actor->cancel_requested()) {
+    // Cancelled while its grammar compiled: that Cancel may have reached the scheduler
+    // before this submission did, so it goes again.
+    scheduler->cancel(actor->id(), actor->number());
+  }
 }
 
 std::vector<int32_t> Engine::Impl::prompt_ids(const GenerateRequest& r) const {
@@ -217,6 +260,7 @@ Engine::Engine(boost::asio::any_io_executor executor, EngineConfig config)
 
 Engine::~Engine() {
   if (!impl_) return;
+  impl_->grammar_thread.join();  // its jobs hold the Impl: they end before it does
   impl_->draft_worker.stop();
   impl_->verify_worker.stop();
 }
@@ -238,14 +282,25 @@ RequestHandle Engine::submit(GenerateRequest request, BurstHandler on_burst, Don
       request.max_tokens = static_cast<int32_t>(std::clamp<int64_t>(rest, 1, INT32_MAX));
     }
     validate_request(request, prompt, impl.limits);
-    std::shared_ptr<const grammar::CompiledGrammar> grammar = impl.compile_grammar(request.grammar);
     request.id = id;
-    std::lock_guard lock(impl.gate);
-    if (!impl.accepting) {
-      refuse(engine_stopping());
-    } else if (!impl.scheduler->try_submit({actor, std::move(request), std::move(prompt), std::move(grammar)})) {
-      refuse({ErrorCode::overloaded, "the scheduler's mailbox is full"});
+    if (auto ready = impl.ready_grammar(request.grammar)) {
+      impl.enqueue(actor, std::move(request), std::move(prompt), std::move(*ready));
+      return RequestHandle(actor);
     }
+    asio::post(impl.grammar_thread,
+               [impl = impl_, actor, request = std::move(request), prompt = std::move(prompt)]() mutable {
+                 std::shared_ptr<const grammar::CompiledGrammar> grammar;
+                 try {
+                   grammar = impl->compile_grammar(request.grammar);
+                 } catch (const SpecdError& e) {
+                   actor->post_finished({FinishReason::error, RequestError{e.code(), e.message()}});
+                   return;
+                 } catch (const std::exception& e) {  // std::bad_alloc: the request fails, the thread lives
+                   actor->post_finished({FinishReason::error, RequestError{ErrorCode::internal, e.what()}});
+                   return;
+                 }
+                 impl->enqueue(actor, std::move(request), std::move(prompt), std::move(grammar));
+               });
   } catch (const SpecdError& e) {
     refuse({e.code(), e.message()});
   }
@@ -296,6 +351,9 @@ const EngineConfig& Engine::config() const { return impl_->config; }
 const ThreadPolicy& Engine::thread_policy() const { return impl_->threads; }
 
 const std::string& Engine::kv_cache_summary() const { return impl_->kv_summary; }
+std::string Engine::grammar_cache_summary() const {
+  return "grammar cache " + format_bytes(impl_->config.grammar_cache_memory) + " ([engine] grammar_cache_memory)";
+}
 const std::string& Engine::weights_summary() const { return impl_->weights_summary; }
 const std::string& Engine::context_summary() const { return impl_->context_summary; }
 const RoundCostTable& Engine::start_costs() const { return impl_->start_costs; }

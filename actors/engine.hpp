@@ -70,7 +70,9 @@ class Engine {
   Engine& operator=(const Engine&) = delete;
 
   // Callback form. Errors (bad request, overloaded, shutting down) arrive through
-  // on_done with finish_reason error, never as exceptions.
+  // on_done with finish_reason error, never as exceptions. The caller's thread renders
+  // and tokenizes the input; a grammar not compiled yet compiles on the engine's grammar
+  // thread (a large schema takes up to a second), so the caller is never held by it.
   RequestHandle submit(GenerateRequest request, BurstHandler on_burst, DoneHandler on_done);
   // Awaitable form: bursts through on_burst, the result when done. Throws SpecdError
   // for a request that ended in error; cancelling the awaiting coroutine cancels it.
@@ -96,6 +98,9 @@ class Engine {
   // The KV cache chosen at construction, as the start-up line prints it: its bytes,
   // blocks, tokens and whether the prefix cache is on.
   const std::string& kv_cache_summary() const;
+  // The compiled-grammar cache's budget, as the start-up line prints it:
+  // "grammar cache 256.0 MiB ([engine] grammar_cache_memory)".
+  std::string grammar_cache_summary() const;
   // The models' weights in memory, as the start-up line prints them: bytes and format
   // ("target 1.59 GB int4, draft 0.02 GB stored f16").
   const std::string& weights_summary() const;

@@ -24,6 +24,10 @@ struct EngineConfig {
   // Bytes of KV blocks for both models together; 0: derived from the memory the process
   // may use after the weights (engine/model/kv_budget.hpp). Printed at start.
   int64_t kv_cache_memory = 0;
+  // Bytes of compiled grammars kept for later requests with the same schema or GBNF (an
+  // LRU: engine/grammar/grammar_cache.hpp); a grammar larger than the whole budget is
+  // refused (bad_value). Printed at start.
+  int64_t grammar_cache_memory = int64_t{256} << 20;
   int32_t kv_block_size = 16;  // tokens per KV block; the vector attention kernels need a multiple of 16
   // Full blocks of committed tokens outlive their request, so a prompt that starts the
   // same way (a conversation's next turn) maps them instead of computing them again.

@@ -24,6 +24,7 @@ void check_config(const EngineConfig& c) {
   positive(c.max_waiting, "max_waiting");
   positive(c.burst_queue, "burst_queue");
   positive(c.trace_capacity, "trace_capacity");
+  positive(c.grammar_cache_memory, "grammar_cache_memory");
   auto non_negative = [](int64_t v, const char* name) {
     if (v < 0) throw SpecdError(ErrorCode::invalid_argument, std::string("engine config: ") + name + " must be >= 0");
   };

@@ -67,6 +67,7 @@ class RequestActor : public std::enable_shared_from_this<RequestActor> {
   const std::string& id() const { return id_; }
   uint64_t number() const { return number_; }
   bool finished() const { return finished_.load(); }
+  bool cancel_requested() const { return cancel_requested_.load(); }
   Clock::time_point submitted_at() const { return submitted_at_; }
 
  private:

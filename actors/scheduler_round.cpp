@@ -156,7 +156,11 @@ awaitable<SchedulerActor::RoundOutcome> SchedulerActor::execute(RoundPlan& plan)
 awaitable<void> SchedulerActor::apply_round(RoundOutcome& outcome, double seconds) {
   std::vector<KOutcome> running;
   for (size_t i = 0; i < running_.size(); ++i) {
-    apply_output(*running_[i]->seq, outcome.round.rows[i]);
+    try {
+      apply_output(*running_[i]->seq, outcome.round.rows[i]);
+    } catch (const SpecdError& error) {  // its grammar (advance_grammar): it ends alone
+      running_[i]->error = RequestError{error.code(), error.message()};
+    }
     running.push_back(k_outcome(*running_[i]->seq, outcome.round.rows[i]));
   }
   const bool drafted = std::any_of(outcome.round.rows.begin(), outcome.round.rows.end(),
@@ -171,7 +175,8 @@ awaitable<void> SchedulerActor::apply_round(RoundOutcome& outcome, double second
     batch_drafting_ = !planner_.plans_batch() || drafted;
   }
   const int64_t delivered_before = delivered_tokens_;
-  for (size_t i = 0; i < running_.size(); ++i) deliver_round(*running_[i], outcome.round.rows[i], planned_k_[i]);
+  for (size_t i = 0; i < running_.size(); ++i)
+    if (!running_[i]->error) deliver_round(*running_[i], outcome.round.rows[i], planned_k_[i]);
   if (seconds > 0 && !running.empty())
     tally_round(running.size(), drafted, seconds, delivered_tokens_ - delivered_before);
   co_await finish_where(
@@ -200,7 +205,12 @@ awaitable<void> SchedulerActor::start_prefilled(RoundOutcome& outcome) {
     counters_.prefix_queried_tokens += static_cast<int64_t>(e.prompt.size());
     counters_.prefix_hit_tokens += e.cached_tokens;
     const FirstToken& first = outcome.prefills.first_tokens[next_first++];
-    advance_grammar(*e.seq, std::span(&first.token, 1));
+    try {
+      advance_grammar(*e.seq, std::span(&first.token, 1));
+    } catch (const SpecdError& error) {  // as in apply_round
+      e.error = RequestError{error.code(), error.message()};
+      continue;
+    }
     e.seq->tokens.push_back(first.token);
     e.seq->rng = first.rng;
     deliver_first_token(e, first);

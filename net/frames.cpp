@@ -2,6 +2,7 @@
 
 #include <boost/json/array.hpp>
 #include <boost/json/object.hpp>
+#include <boost/json/parse.hpp>
 
 #include "json/json_serialize.hpp"
 
@@ -49,10 +50,10 @@ std::string openai_json(const OpenAiIdentity& who, const char* object, json::val
   return serialize_json(o);
 }
 
-// Choice 0 carrying `content` (a chat delta or message, or a completion's text) and the finish reason.
-json::object choice_json(json::string_view content_key, json::value content, const char* finish_reason,
-                         json::value logprobs = nullptr) {
-  json::object choice{{"index", 0}};
+// Choice `who.choice` carrying `content` (a chat delta or message, or a completion's text) and the finish reason.
+json::object choice_json(const OpenAiIdentity& who, json::string_view content_key, json::value content,
+                         const char* finish_reason, json::value logprobs = nullptr) {
+  json::object choice{{"index", who.choice}};
   choice[content_key] = std::move(content);
   choice["logprobs"] = std::move(logprobs);
   choice["finish_reason"] = finish_reason ? json::value(finish_reason) : nullptr;
@@ -136,21 +137,21 @@ const char* openai_finish_reason(FinishReason reason) { return finish_reason_nam
 std::string openai_text_chunk(const OpenAiIdentity& who, std::string_view text, bool first, json::value logprobs) {
   if (!who.chat)
     return openai_json(who, chunk_object(who),
-                       choice_json("text", json::string_view(text), nullptr, std::move(logprobs)));
+                       choice_json(who, "text", json::string_view(text), nullptr, std::move(logprobs)));
   json::object delta;
   if (first) delta["role"] = "assistant";
   delta["content"] = text;
-  return openai_json(who, chunk_object(who), choice_json("delta", std::move(delta), nullptr, std::move(logprobs)));
+  return openai_json(who, chunk_object(who), choice_json(who, "delta", std::move(delta), nullptr, std::move(logprobs)));
 }
 
 std::string openai_finish_chunk(const OpenAiIdentity& who, FinishReason reason) {
   json::value content = who.chat ? json::value(json::object{}) : json::value("");
   return openai_json(who, chunk_object(who),
-                     choice_json(who.chat ? "delta" : "text", std::move(content), openai_finish_reason(reason)));
+                     choice_json(who, who.chat ? "delta" : "text", std::move(content), openai_finish_reason(reason)));
 }
 
 std::string openai_finish_chunk(const OpenAiIdentity& who, const char* finish_reason) {
-  return openai_json(who, chunk_object(who), choice_json("delta", json::object{}, finish_reason));
+  return openai_json(who, chunk_object(who), choice_json(who, "delta", json::object{}, finish_reason));
 }
 
 std::string openai_tool_calls_body(const OpenAiIdentity& who, const GenerateResult& r, const ParsedOutput& parsed) {
@@ -164,7 +165,7 @@ std::string openai_tool_calls_body(const OpenAiIdentity& who, const GenerateResu
   message["tool_calls"] = std::move(calls);
   // Calls found in an answer cut by max_tokens: "length", as the streamed answer says.
   const char* finish = r.finish_reason == FinishReason::length ? "length" : "tool_calls";
-  return openai_json(who, "chat.completion", choice_json("message", std::move(message), finish),
+  return openai_json(who, "chat.completion", choice_json(who, "message", std::move(message), finish),
                      {{"usage", usage_json(r.usage)}, {"spec", spec_json(r.spec)}});
 }
 
@@ -187,7 +188,7 @@ std::vector<std::string> openai_tool_call_chunks(const OpenAiIdentity& who, cons
       delta["content"] = nullptr;
     }
     delta["tool_calls"] = json::array{std::move(call)};
-    chunks.push_back(openai_json(who, chunk_object(who), choice_json("delta", std::move(delta), nullptr)));
+    chunks.push_back(openai_json(who, chunk_object(who), choice_json(who, "delta", std::move(delta), nullptr)));
   }
   return chunks;
 }
@@ -200,11 +201,40 @@ std::string openai_body(const OpenAiIdentity& who, const GenerateResult& r) {
   const char* finish = openai_finish_reason(r.finish_reason);
   int64_t text_offset = 0;
   json::value logprobs = r.logprobs.empty() ? json::value(nullptr) : openai_logprobs(who, r.logprobs, text_offset);
-  json::object choice = who.chat ? choice_json("message", json::object{{"role", "assistant"}, {"content", r.text}},
+  json::object choice = who.chat ? choice_json(who, "message", json::object{{"role", "assistant"}, {"content", r.text}},
                                                finish, std::move(logprobs))
-                                 : choice_json("text", json::string_view(r.text), finish, std::move(logprobs));
+                                 : choice_json(who, "text", json::string_view(r.text), finish, std::move(logprobs));
   return openai_json(who, who.chat ? "chat.completion" : "text_completion", std::move(choice),
                      {{"usage", usage_json(r.usage)}, {"spec", spec_json(r.spec)}});
+}
+
+Usage choices_usage(const std::vector<GenerateResult>& results) {
+  Usage usage = results.at(0).usage;
+  usage.completion_tokens = 0;
+  for (const GenerateResult& r : results) usage.completion_tokens += r.usage.completion_tokens;
+  return usage;
+}
+
+std::string openai_choices_body(const std::vector<std::string>& bodies, const std::vector<GenerateResult>& results) {
+  json::object out = json::parse(bodies.at(0)).as_object();
+  json::array choices;
+  for (const std::string& body : bodies)
+    choices.push_back(json::parse(body).as_object().at("choices").as_array().at(0));
+  SpecStats spec;
+  for (const GenerateResult& r : results) {
+    spec.rounds += r.spec.rounds;
+    spec.drafted += r.spec.drafted;
+    spec.accepted += r.spec.accepted;
+    spec.emitted += r.spec.emitted;
+    spec.rejections += r.spec.rejections;
+    auto& per = spec.accepted_per_position;
+    if (per.size() < r.spec.accepted_per_position.size()) per.resize(r.spec.accepted_per_position.size(), 0);
+    for (size_t i = 0; i < r.spec.accepted_per_position.size(); ++i) per[i] += r.spec.accepted_per_position[i];
+  }
+  out["choices"] = std::move(choices);
+  out["usage"] = usage_json(choices_usage(results));
+  out["spec"] = spec_json(spec);
+  return serialize_json(out);
 }
 
 std::string openai_error_body(WireCode code, std::string_view message) {

@@ -28,6 +28,7 @@ struct OpenAiIdentity {
   int64_t created = 0;  // Unix seconds
   std::string model;
   bool chat = false;
+  int64_t choice = 0;  // the `index` of the choice a chunk or body carries (n > 1)
 };
 
 // choices[].logprobs of these tokens in the route's format: chat's {"content": [{token,
@@ -63,6 +64,14 @@ std::vector<std::string> openai_tool_call_chunks(const OpenAiIdentity& who, cons
                                                  bool first);
 // {"error":{"message":..,"type":..,"param":null,"code":..}}
 std::string openai_error_body(WireCode code, std::string_view message);
+
+// The usage of n choices of one prompt: the prompt (and its cached tokens) once, every
+// choice's completion tokens.
+Usage choices_usage(const std::vector<GenerateResult>& results);
+// One body of n finished choices: each body (openai_body or openai_tool_calls_body of an
+// identity whose `choice` is its index) gives its choice; usage as choices_usage, the
+// speculation counts summed.
+std::string openai_choices_body(const std::vector<std::string>& bodies, const std::vector<GenerateResult>& results);
 
 // OpenAI's finish_reason for ours ("stop", "length"; a cancelled request reports "cancelled").
 const char* openai_finish_reason(FinishReason reason);

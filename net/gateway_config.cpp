@@ -65,6 +65,7 @@ std::vector<Key> keys_of(GatewayConfig& c) {
       {"limits", "max_logit_bias", SizeRef{&c.protocol.max_logit_bias}},
       {"limits", "max_messages", SizeRef{&c.protocol.max_messages}},
       {"limits", "max_id_bytes", SizeRef{&c.protocol.max_id_bytes}},
+      {"limits", "max_n", &c.protocol.max_n},
       {"timeouts", "handshake_seconds", &c.handshake_seconds},
       {"timeouts", "ws_idle_seconds", &c.ws_idle_seconds},
       {"timeouts", "http_idle_seconds", &c.http_idle_seconds},
@@ -82,6 +83,7 @@ std::vector<Key> keys_of(GatewayConfig& c) {
       {"engine", "prefill_chunk", &c.engine.prefill_chunk},
       {"engine", "prefill_slowdown", &c.engine.prefill_slowdown},
       {"engine", "kv_cache_memory", BytesRef{&c.engine.kv_cache_memory}},
+      {"engine", "grammar_cache_memory", BytesRef{&c.engine.grammar_cache_memory}},
       {"engine", "kv_block_size", &c.engine.kv_block_size},
       {"engine", "prefix_cache", &c.engine.prefix_cache},
       {"engine", "burst_queue", &c.engine.burst_queue},
@@ -262,6 +264,7 @@ void validate(const GatewayConfig& c) {
   if (c.send_buffer_bytes < 0) throw SpecdError(ErrorCode::bad_value, "config: send_buffer_bytes must be >= 0");
   positive(c.protocol.max_tokens_limit, "limits.max_tokens");
   positive(static_cast<double>(c.protocol.max_id_bytes), "max_id_bytes");
+  positive(c.protocol.max_n, "max_n");
   positive(c.handshake_seconds, "handshake_seconds");
   positive(c.ws_idle_seconds, "ws_idle_seconds");
   positive(c.http_idle_seconds, "http_idle_seconds");
@@ -277,6 +280,8 @@ void validate(const GatewayConfig& c) {
   if (c.engine.sequence.max_seq_len < 0)
     throw SpecdError(ErrorCode::bad_value, "config: engine.max_seq_len must be >= 0 (0: from the model)");
   if (c.engine.max_batch < 1) throw SpecdError(ErrorCode::bad_value, "config: engine.max_batch must be >= 1");
+  if (c.engine.grammar_cache_memory < 1)
+    throw SpecdError(ErrorCode::bad_value, "config: engine.grammar_cache_memory must be >= 1 byte");
   if (c.engine.prefill_chunk < 0) throw SpecdError(ErrorCode::bad_value, "config: engine.prefill_chunk must be >= 0");
   if (!(c.engine.prefill_slowdown == 0 || c.engine.prefill_slowdown > 1))
     throw SpecdError(ErrorCode::bad_value, "config: engine.prefill_slowdown must be 0 (off) or > 1");

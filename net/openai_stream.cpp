@@ -3,8 +3,10 @@
 #include <boost/asio/post.hpp>
 #include <boost/beast/http.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <ctime>
+#include <optional>
 #include <variant>
 
 #include "actors/asio_aliases.hpp"
@@ -76,24 +78,40 @@ ToolCallFormat call_format(const Gateway& g, const GenerateParams& p) {
   return forced ? forced_call_format(g.tool_call_format()) : g.tool_call_format();
 }
 
-// The SSE events after the header: text chunks, then the finish (and usage), then [DONE].
-asio::awaitable<bool> stream_events(GenerationContext& c, ClientStream& s, const OpenAiIdentity& who,
-                                    const GenerateParams& p, Item first) {
-  const double timeout = c.gateway.config().http_idle_seconds;
+// The engine requests of one HTTP request: one per choice (OpenAI's `n`), the first
+// under the request's own id.
+struct Choices {
+  std::vector<std::string> ids;
+  int32_t index_of(const std::string& id) const {
+    const auto it = std::find(ids.begin(), ids.end(), id);
+    return it == ids.end() ? -1 : static_cast<int32_t>(it - ids.begin());
+  }
+};
+
+Choices choice_ids(const std::string& id, int32_t n) {
+  Choices c{{id}};
+  for (int32_t i = 1; i < n; ++i) c.ids.push_back(id + "-" + std::to_string(i));
+  return c;
+}
+
+// One choice's SSE chunks: what it has sent, the tool calls it holds back, the logprobs
+// of tokens whose text has not gone out yet.
+struct ChoiceEvents {
+  OpenAiIdentity who;  // who.choice: its index
   bool sent_first = false;
-  std::optional<ToolCallStream> tools;  // holds back what may start a call
-  if (p.parse_tool_calls) tools.emplace(call_format(c.gateway, p));
-  std::vector<TokenLogprobs> logprobs;  // of tokens whose text has not gone out yet
+  std::optional<ToolCallStream> tools;
+  std::vector<TokenLogprobs> logprobs;
   int64_t text_offset = 0;
-  auto take_logprobs = [&]() -> boost::json::value {
+  std::vector<std::string> call_ids;  // of the calls started
+
+  boost::json::value take_logprobs() {
     if (logprobs.empty()) return nullptr;
     boost::json::value out = openai_logprobs(who, logprobs, text_offset);
     logprobs.clear();
     return out;
-  };
-  std::vector<std::string> call_ids;  // of the calls started
+  }
   // Content, then the call deltas ready now, as SSE events.
-  auto events = [&](StreamStep step) {
+  std::string events(StreamStep step) {
     std::string out;
     if (!step.content.empty() || (!sent_first && step.calls.empty())) {
       out += sse(openai_text_chunk(who, step.content, !sent_first, take_logprobs()));
@@ -106,17 +124,60 @@ asio::awaitable<bool> stream_events(GenerationContext& c, ClientStream& s, const
     for (const std::string& chunk : openai_tool_call_chunks(who, step.calls, !sent_first)) out += sse(chunk);
     sent_first = sent_first || !step.calls.empty();
     return out;
-  };
+  }
+  std::string burst(const Burst& b) {
+    logprobs.insert(logprobs.end(), b.logprobs.begin(), b.logprobs.end());
+    return events(tools ? tools->feed(b.text) : StreamStep{b.text, {}});  // empty: logprobs ride with the next
+  }
+  // The finish chunk (and what the tool parser still held).
+  std::string finish(const GenerateResult& result) {
+    std::string tail;
+    const char* reason = openai_finish_reason(result.finish_reason);
+    if (tools) {
+      StreamStep end = tools->finish();
+      if (!end.content.empty() || !end.calls.empty()) tail += events(std::move(end));
+      // An answer cut by max_tokens stays "length", as OpenAI reports it.
+      if (!call_ids.empty() && result.finish_reason != FinishReason::length) reason = "tool_calls";
+    }
+    if (!logprobs.empty()) tail += sse(openai_text_chunk(who, "", !sent_first, take_logprobs()));
+    return tail + sse(openai_finish_chunk(who, reason));
+  }
+};
+
+asio::awaitable<bool> write_last_chunk(GenerationContext& c, double timeout, std::string tail) {
+  const bool written = co_await write_chunk(c.stream, timeout, std::move(tail));
+  if (!written) co_return false;
+  c.stream.expires_after(seconds(timeout));
+  auto last = http::make_chunk_last();
+  auto [ec, n] = co_await asio::async_write(c.stream, last, use_tuple);
+  c.stream.expires_never();
+  co_return !ec;
+}
+
+// The SSE events after the header: each choice's text chunks (its `index`), its finish,
+// then, once every choice finished, the usage and [DONE]. An error ends the stream.
+asio::awaitable<bool> stream_events(GenerationContext& c, ClientStream& s, const OpenAiIdentity& who,
+                                    const GenerateParams& p, const Choices& choices, Item first) {
+  const double timeout = c.gateway.config().http_idle_seconds;
+  std::vector<ChoiceEvents> streams(choices.ids.size());
+  for (size_t i = 0; i < streams.size(); ++i) {
+    streams[i].who = who;
+    streams[i].who.choice = static_cast<int64_t>(i);
+    if (p.parse_tool_calls) streams[i].tools.emplace(call_format(c.gateway, p));
+  }
+  std::vector<GenerateResult> results;
   std::optional<Item> next(std::move(first));
   for (;;) {
     if (!next) next = co_await s.next();
     if (!next) co_return false;
     Item item = std::move(*next);
     next.reset();
+    const int32_t index = choices.index_of(item.id);
+    if (index < 0) continue;
+    ChoiceEvents& choice = streams[static_cast<size_t>(index)];
     if (auto* burst = std::get_if<Burst>(&item.event)) {
-      logprobs.insert(logprobs.end(), burst->logprobs.begin(), burst->logprobs.end());
-      std::string chunk = events(tools ? tools->feed(burst->text) : StreamStep{burst->text, {}});
-      if (chunk.empty()) continue;  // its tokens' logprobs ride with the next chunk
+      std::string chunk = choice.burst(*burst);
+      if (chunk.empty()) continue;
       const bool written = co_await write_chunk(c.stream, timeout, std::move(chunk));
       if (!written) co_return false;
       if (burst->on_written) burst->on_written();
@@ -124,37 +185,26 @@ asio::awaitable<bool> stream_events(GenerationContext& c, ClientStream& s, const
     }
     auto* result = std::get_if<GenerateResult>(&item.event);
     if (!result) continue;
-    std::string tail;
     if (result->error) {
-      tail = sse(openai_error_body(result->error->code, result->error->message));
-    } else {
-      const char* finish = openai_finish_reason(result->finish_reason);
-      if (tools) {
-        StreamStep end = tools->finish();
-        if (!end.content.empty() || !end.calls.empty()) tail += events(std::move(end));
-        // An answer cut by max_tokens stays "length", as OpenAI reports it.
-        if (!call_ids.empty() && result->finish_reason != FinishReason::length) finish = "tool_calls";
-      }
-      if (!logprobs.empty()) tail += sse(openai_text_chunk(who, "", !sent_first, take_logprobs()));
-      tail += sse(openai_finish_chunk(who, finish));
-      if (p.include_usage) tail += sse(openai_usage_chunk(who, result->usage));
+      std::string tail = sse(openai_error_body(result->error->code, result->error->message)) + "data: [DONE]\n\n";
+      co_return co_await write_last_chunk(c, timeout, std::move(tail));
     }
-    tail += "data: [DONE]\n\n";
-    const bool written = co_await write_chunk(c.stream, timeout, std::move(tail));
-    if (!written) co_return false;
-    c.stream.expires_after(seconds(timeout));
-    auto last = http::make_chunk_last();
-    auto [ec, n] = co_await asio::async_write(c.stream, last, use_tuple);
-    c.stream.expires_never();
-    co_return !ec;
+    std::string tail = choice.finish(*result);
+    results.push_back(std::move(*result));
+    if (results.size() < choices.ids.size()) {
+      const bool written = co_await write_chunk(c.stream, timeout, std::move(tail));
+      if (!written) co_return false;
+      continue;
+    }
+    if (p.include_usage) tail += sse(openai_usage_chunk(who, choices_usage(results)));
+    co_return co_await write_last_chunk(c, timeout, tail + "data: [DONE]\n\n");
   }
 }
 
 asio::awaitable<bool> respond_stream(GenerationContext& c, const HttpRequest& request, ClientStream& s,
-                                     const OpenAiIdentity& who, const GenerateParams& p) {
-  std::optional<Item> first = co_await s.next();
-  if (!first) co_return false;
-  if (auto* r = std::get_if<GenerateResult>(&first->event); r && r->error) {
+                                     const OpenAiIdentity& who, const GenerateParams& p, const Choices& choices,
+                                     Item first) {
+  if (auto* r = std::get_if<GenerateResult>(&first.event); r && r->error) {
     // Refused before any token: a plain HTTP error the client's library turns into an exception.
     std::string body = openai_error_body(r->error->code, r->error->message);
     co_return co_await write_json_response(c.stream, request, http_status_for(r->error->code), std::move(body),
@@ -172,7 +222,7 @@ asio::awaitable<bool> respond_stream(GenerationContext& c, const HttpRequest& re
   auto [ec, n] = co_await http::async_write_header(c.stream, serializer, use_tuple);
   c.stream.expires_never();
   if (ec) co_return false;
-  const bool ok = co_await stream_events(c, s, who, p, std::move(*first));
+  const bool ok = co_await stream_events(c, s, who, p, choices, std::move(first));
   co_return ok&& request.keep_alive();
 }
 
@@ -188,29 +238,70 @@ std::string whole_body(GenerationContext& c, const OpenAiIdentity& who, const Ge
 }
 
 asio::awaitable<bool> respond_whole(GenerationContext& c, const HttpRequest& request, ClientStream& s,
-                                    const OpenAiIdentity& who, const GenerateParams& p) {
+                                    const OpenAiIdentity& who, const GenerateParams& p, const Choices& choices,
+                                    Item first) {
+  std::vector<std::optional<GenerateResult>> results(choices.ids.size());
+  size_t finished = 0;
+  std::optional<Item> next(std::move(first));
   for (;;) {
-    std::optional<Item> item = co_await s.next();
-    if (!item) co_return false;
-    auto* r = std::get_if<GenerateResult>(&item->event);
-    if (!r) continue;
-    const http::status status = r->error ? http_status_for(r->error->code) : http::status::ok;
-    std::string body = r->error ? openai_error_body(r->error->code, r->error->message) : whole_body(c, who, p, *r);
-    co_return co_await write_json_response(c.stream, request, status, std::move(body), c.allow_origin);
+    if (!next) next = co_await s.next();
+    if (!next) co_return false;
+    Item item = std::move(*next);
+    next.reset();
+    auto* r = std::get_if<GenerateResult>(&item.event);
+    const int32_t index = choices.index_of(item.id);
+    if (!r || index < 0) continue;
+    if (r->error) {  // one choice failed: the request did (the others are cancelled when the stream closes)
+      std::string body = openai_error_body(r->error->code, r->error->message);
+      co_return co_await write_json_response(c.stream, request, http_status_for(r->error->code), std::move(body),
+                                             c.allow_origin);
+    }
+    results[static_cast<size_t>(index)] = std::move(*r);
+    if (++finished < results.size()) continue;
+    std::vector<std::string> bodies;
+    std::vector<GenerateResult> done;
+    for (size_t i = 0; i < results.size(); ++i) {
+      OpenAiIdentity choice = who;
+      choice.choice = static_cast<int64_t>(i);
+      bodies.push_back(whole_body(c, choice, p, *results[i]));
+      done.push_back(std::move(*results[i]));
+    }
+    std::string body = bodies.size() == 1 ? std::move(bodies[0]) : openai_choices_body(bodies, done);
+    co_return co_await write_json_response(c.stream, request, http::status::ok, std::move(body), c.allow_origin);
   }
 }
 
+// The request of choice `index`: its own id and seed (protocol.hpp, choice_seed).
+GenerateRequest choice_request(const GenerateRequest& r, const Choices& choices, int32_t index) {
+  GenerateRequest out = r;
+  out.id = choices.ids[static_cast<size_t>(index)];
+  out.sampling.seed = choice_seed(r.sampling.seed, index);
+  return out;
+}
+
 // Runs an accepted request through its ClientStream and answers it: SSE or one body.
+// With n > 1 choice 0 goes first, and the others once its first token came: its
+// prompt's full KV blocks are then in the prefix cache, which the others map instead of
+// computing them again. A refusal of choice 0 (a bad request) answers for all of them.
 asio::awaitable<bool> respond(GenerationContext& c, const HttpRequest& request, OpenAiRoute route,
                               const GenerateParams& p, GenerateRequest engine_request, const OpenAiIdentity& who) {
   auto s = std::make_shared<ClientStream>(c.gateway, c.stream.get_executor(), metrics_route(route));
-  const std::string id = engine_request.id;
-  s->submit(id, std::move(engine_request), p.stream);
+  const Choices choices = choice_ids(engine_request.id, p.n);
+  s->submit(choices.ids[0], choice_request(engine_request, choices, 0), p.stream || p.n > 1);
   c.active = s.get();
-  const bool keep_alive =
-      p.stream ? co_await respond_stream(c, request, *s, who, p) : co_await respond_whole(c, request, *s, who, p);
+  std::optional<Item> first = co_await s->next();
+  bool keep_alive = false;
+  if (first) {
+    const auto* refused = std::get_if<GenerateResult>(&first->event);
+    if (!refused || !refused->error) {
+      for (int32_t i = 1; i < p.n; ++i)
+        s->submit(choices.ids[static_cast<size_t>(i)], choice_request(engine_request, choices, i), p.stream);
+    }
+    keep_alive = p.stream ? co_await respond_stream(c, request, *s, who, p, choices, std::move(*first))
+                          : co_await respond_whole(c, request, *s, who, p, choices, std::move(*first));
+  }
   c.active = nullptr;
-  s->close();  // cancels the request if the client went away before its end
+  s->close();  // cancels the requests if the client went away before their end
   co_return keep_alive;
 }
 

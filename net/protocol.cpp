@@ -297,7 +297,7 @@ std::variant<ProtocolError, GenerateParams> parse_openai_body(std::string_view b
     if (auto v = member(o, "max_completion_tokens")) {
       p.request.max_tokens = static_cast<int32_t>(as_integer(*v, "max_completion_tokens", 1, limits.max_tokens_limit));
     }
-    if (auto v = member(o, "n"); v && as_integer(*v, "n", 1, 1) != 1) refuse(ErrorCode::bad_value, "n must be 1");
+    if (auto v = member(o, "n")) p.n = static_cast<int32_t>(as_integer(*v, "n", 1, limits.max_n));
     read_openai_logprobs(o, route, p.request.sampling);
     if (auto v = member(o, "model")) p.model = as_string(*v, "model");
     if (auto v = member(o, "stream")) p.stream = as_bool(*v, "stream");
@@ -329,6 +329,15 @@ std::variant<ProtocolError, std::vector<ChatMessage>> parse_chat_messages(std::s
   } catch (Refusal& r) {
     return ProtocolError{r.code, std::move(r.message), std::nullopt};
   }
+}
+
+uint64_t choice_seed(uint64_t seed, int32_t index) {
+  if (index == 0) return seed;
+  // splitmix64 of (seed, index): neighbouring seeds' choices do not share streams.
+  uint64_t z = seed + static_cast<uint64_t>(index) * 0x9E3779B97F4A7C15ull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
 }
 
 std::string error_frame(const ProtocolError& error) {

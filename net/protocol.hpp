@@ -28,6 +28,7 @@ struct ProtocolLimits {
   size_t max_logit_bias = 300;  // entries of logit_bias (OpenAI's bound)
   size_t max_messages = 256;
   size_t max_id_bytes = 128;
+  int32_t max_n = 8;  // choices per OpenAI request (`n`)
 };
 
 // One generation as a client asked for it (WebSocket or HTTP): the engine's request
@@ -37,6 +38,9 @@ struct GenerateParams {
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage
   std::string model;
+  // OpenAI's `n`: choices generated for the one prompt (net/openai_stream.cpp), each its
+  // own engine request seeded with choice_seed(request.sampling.seed, index).
+  int32_t n = 1;
   // Chat with tools and tool_choice "auto", "required" or a function: the answer is
   // parsed for tool calls (net/tool_calls.hpp). For "required" and a function the
   // gateway adds the grammar of the calls (net/tool_call_grammar.hpp), so one always parses.
@@ -71,6 +75,10 @@ std::variant<ProtocolError, GenerateParams> parse_openai_body(std::string_view b
 // assistant, and developer as system; content a string or text parts).
 std::variant<ProtocolError, std::vector<ChatMessage>> parse_chat_messages(std::string_view json,
                                                                           const ProtocolLimits& limits);
+
+// The seed of choice `index` of a request seeded `seed`: choice 0 keeps it (so n = 1 and
+// the first of n choices agree), the others get distinct streams derived from it.
+uint64_t choice_seed(uint64_t seed, int32_t index);
 
 // Whether `text` is valid UTF-8.
 bool valid_utf8(std::string_view text);

@@ -101,6 +101,13 @@ TEST_CASE("the KV cache's memory is a byte size with a unit, or an integer") {
   CHECK(memory("\"1.5GB\"") == 1'500'000'000LL);
   CHECK(memory("\"1.5g\"") == 3LL << 29);
   CHECK(memory("123456") == 123456);
+  const auto grammars = [](const char* value) {
+    return parse_gateway_config(std::string("[engine]\ngrammar_cache_memory = ") + value + "\n", "/etc/specd", "t.toml")
+        .engine.grammar_cache_memory;
+  };
+  CHECK(grammars("\"64MiB\"") == 64LL << 20);
+  CHECK(grammars("5000") == 5000);
+  CHECK(parse_gateway_config("", "/etc/specd", "t.toml").engine.grammar_cache_memory == 256LL << 20);
   CHECK(memory("0") == 0);
   const GatewayConfig c = parse_gateway_config("[engine]\nprefix_cache = false\nkv_block_size = 32\n", "/", "t");
   CHECK_FALSE(c.engine.prefix_cache);
@@ -127,6 +134,8 @@ TEST_CASE("bad configurations are refused naming the key") {
   CHECK(refusal("[engine]\nkv_cache_memory = \"4 lots\"\n")
             .rfind("bad_value: test.toml: engine.kv_cache_memory: '4 lots' is not a byte size", 0) == 0);
   CHECK(refusal("[engine]\nkv_cache_memory = -5\n") == "bad_value: test.toml: engine.kv_cache_memory: must be >= 0");
+  CHECK(refusal("[engine]\ngrammar_cache_memory = 0\n") ==
+        "bad_value: config: engine.grammar_cache_memory must be >= 1 byte");
   CHECK(refusal("[engine]\nkv_block_size = 0\n") ==
         "bad_value: config: engine.kv_block_size must be a multiple of 16 in [16, 1024]");
   CHECK(refusal("[engine]\nkv_block_size = 24\n") ==

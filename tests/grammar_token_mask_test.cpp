@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "engine/base/byte_size.hpp"
 #include "engine/base/errors.hpp"
 #include "engine/grammar/gbnf_parser.hpp"
 #include "engine/grammar/grammar_cache.hpp"
@@ -184,20 +185,59 @@ TEST_CASE("after a rollback the mask is the one before the rolled-back tokens") 
   CHECK(after == before);
 }
 
-TEST_CASE("the grammar cache compiles a text once and evicts the least recently used") {
+TEST_CASE("the grammar cache compiles a text once and evicts the least recently used by bytes") {
   const auto vocab = spm_vocabulary();
-  g::GrammarCache cache(vocab, 2);
-  const auto a = cache.get(g::GrammarKind::gbnf, "root ::= \"a\"");
-  const auto b = cache.get(g::GrammarKind::gbnf, "root ::= \"b\"");
-  CHECK(cache.get(g::GrammarKind::gbnf, "root ::= \"a\"") == a);
-  CHECK(cache.hits() == 1);
+  const std::string ta = "root ::= \"a\"", tb = "root ::= \"b\"";
+  // An entry's bytes: its tables and its key (the kind's digit and the text).
+  auto entry = [](const std::shared_ptr<const g::CompiledGrammar>& c, const std::string& text) {
+    return c->bytes() + 1 + text.size();
+  };
+  const size_t a_bytes = entry(g::compile_grammar(g::GrammarKind::gbnf, ta, vocab), ta);
+  const size_t b_bytes = entry(g::compile_grammar(g::GrammarKind::gbnf, tb, vocab), tb);
+  const size_t object_bytes = entry(g::compile_grammar(g::GrammarKind::any_json_object, "", vocab), "");
+  MESSAGE("entry bytes: a " << a_bytes << ", b " << b_bytes << ", any JSON object " << object_bytes);
+  REQUIRE(object_bytes > 10 * a_bytes);  // entries differ in size: the budget is not a count
+  // Room for a and b, not for all three.
+  g::GrammarCache cache(vocab, a_bytes + b_bytes + object_bytes - 1);
+  const auto a = cache.get(g::GrammarKind::gbnf, ta);
+  const auto b = cache.get(g::GrammarKind::gbnf, tb);
+  CHECK(cache.bytes() == a_bytes + b_bytes);
+  CHECK(cache.find(g::GrammarKind::gbnf, tb) == b);
+  CHECK(cache.get(g::GrammarKind::gbnf, ta) == a);
+  CHECK(cache.hits() == 2);  // find() and get() alike
+  CHECK(cache.find(g::GrammarKind::json_schema, "{}") == nullptr);
+  CHECK(cache.misses() == 2);  // a miss of find() is the following get()'s to count
   cache.get(g::GrammarKind::any_json_object, "");
-  CHECK(cache.size() == 2);
-  CHECK(cache.get(g::GrammarKind::gbnf, "root ::= \"a\"") == a);  // used recently: kept
-  CHECK(cache.get(g::GrammarKind::gbnf, "root ::= \"b\"") != b);  // evicted: compiled again
+  CHECK(cache.size() == 2);  // b, the least recently used, made room
+  CHECK(cache.bytes() == a_bytes + object_bytes);
+  CHECK(cache.find(g::GrammarKind::gbnf, tb) == nullptr);
+  CHECK(cache.get(g::GrammarKind::gbnf, ta) == a);                    // used recently: kept
+  CHECK(cache.get(g::GrammarKind::gbnf, tb) != b);                    // evicted: compiled again
+  CHECK(cache.find(g::GrammarKind::any_json_object, "") == nullptr);  // ... which evicted the object grammar
+  CHECK(cache.bytes() == a_bytes + b_bytes);
   CHECK(cache.misses() == 4);
   CHECK_THROWS_AS(cache.get(g::GrammarKind::json_schema, R"({"minimum":1})"), specd::SpecdError);
   CHECK(cache.size() == 2);
+}
+
+TEST_CASE("a grammar larger than the whole cache budget is refused, and nothing is evicted for it") {
+  const auto vocab = spm_vocabulary();
+  const std::string small = "root ::= \"a\"";
+  const size_t small_bytes = g::compile_grammar(g::GrammarKind::gbnf, small, vocab)->bytes() + 1 + small.size();
+  g::GrammarCache cache(vocab, small_bytes);
+  cache.get(g::GrammarKind::gbnf, small);
+  try {
+    cache.get(g::GrammarKind::any_json_object, "");
+    FAIL("no refusal");
+  } catch (const specd::SpecdError& e) {
+    CHECK(e.code() == specd::ErrorCode::bad_value);
+    const std::string budget = specd::format_bytes(static_cast<int64_t>(small_bytes));
+    CHECK(e.message().rfind("the compiled grammar takes ", 0) == 0);
+    CHECK(e.message().find(", more than the whole grammar cache (" + budget + ", [engine] grammar_cache_memory)") !=
+          std::string::npos);
+  }
+  CHECK(cache.size() == 1);
+  CHECK(cache.bytes() == small_bytes);
 }
 
 TEST_CASE("masks equal brute force over the Llama 3 vocabulary") {
@@ -211,7 +251,7 @@ TEST_CASE("masks equal brute force over the Llama 3 vocabulary") {
 
 TEST_CASE("the grammar cache serves two threads asking for the same texts") {
   const auto vocab = spm_vocabulary();
-  g::GrammarCache cache(vocab, 8);
+  g::GrammarCache cache(vocab, size_t{64} << 20);
   const std::vector<std::string> texts = {"root ::= \"a\"+", "root ::= [0-9]{1,3}", "root ::= \"x\" | \"y\""};
   std::vector<std::shared_ptr<const g::CompiledGrammar>> seen[2];
   const auto run = [&](int t) {

@@ -558,3 +558,108 @@ TEST_CASE("unseeded samples at temperature 1 differ; the same seed gives the sam
   CHECK(unseeded.size() == 3);
   CHECK(text(R"(,"seed":11)") == text(R"(,"seed":11)"));
 }
+
+namespace {
+
+double metric(uint16_t port, const std::string& name) {
+  Reply m = request(port, http::verb::get, "/metrics");
+  const size_t at = m.body.find("\n" + name + " ");
+  REQUIRE(at != std::string::npos);
+  return std::stod(m.body.substr(at + name.size() + 2));
+}
+
+// A prompt of several KV blocks (16 tokens each) that no other test sends, as JSON text.
+const std::string kLongPromptJson =
+    "MENENIUS:\\nThere was a time when all the body's members rebell'd against the belly, thus "
+    "accused it: that only like a gulf it did remain i' the midst o' the body, idle and unactive.\\nFirst Citizen:\\n";
+
+}  // namespace
+
+TEST_CASE("n choices: each its own seeded sample with its index, the prompt once in usage, its KV blocks shared") {
+  auto& f = shared_fixture();
+  const std::string body =
+      R"({"prompt":")" + kLongPromptJson + R"(","max_tokens":12,"temperature":1,"seed":21,"ignore_eos":true)";
+  const double hits_before = metric(f.port(), "specd:prefix_cache_hits_total");
+  Reply many = request(f.port(), http::verb::post, "/v1/completions", body + R"(,"n":4})");
+  const double hits_after = metric(f.port(), "specd:prefix_cache_hits_total");
+  REQUIRE(many.status == 200);
+  Reply again = request(f.port(), http::verb::post, "/v1/completions", body + R"(,"n":4})");
+  Reply one = request(f.port(), http::verb::post, "/v1/completions", body + "}");
+  REQUIRE(again.status == 200);
+  REQUIRE(one.status == 200);
+  simdjson::dom::parser p1, p2, p3;
+  auto doc = p1.parse(many.body);
+  auto doc_again = p2.parse(again.body);
+  auto single = p3.parse(one.body);
+  simdjson::dom::array choices = doc["choices"];
+  REQUIRE(choices.size() == 4);
+  std::set<std::string> texts;
+  for (size_t i = 0; i < 4; ++i) {
+    CAPTURE(i);
+    CHECK(int64_t(choices.at(i)["index"]) == static_cast<int64_t>(i));
+    const std::string text(std::string_view(choices.at(i)["text"]));
+    CHECK(text == std::string_view(doc_again["choices"].at(i)["text"]));  // seeded: the same again
+    CHECK(std::string_view(choices.at(i)["finish_reason"]) == "length");
+    texts.insert(text);
+  }
+  CHECK(texts.size() == 4);  // choices are distinct samples
+  CHECK(std::string_view(choices.at(0)["text"]) == std::string_view(single["choices"].at(0)["text"]));
+  const int64_t prompt_tokens = int64_t(single["usage"]["prompt_tokens"]);
+  CHECK(int64_t(doc["usage"]["prompt_tokens"]) == prompt_tokens);  // once
+  CHECK(int64_t(doc["usage"]["completion_tokens"]) == 48);
+  CHECK(int64_t(doc["usage"]["total_tokens"]) == prompt_tokens + 48);
+  // Choices 1..3 started once choice 0 had prefilled: each mapped the prompt's full blocks.
+  const int64_t full_blocks = (prompt_tokens - 1) / 16 * 16;
+  REQUIRE(full_blocks >= 32);
+  MESSAGE("prompt " << prompt_tokens
+                    << " tokens; prefix cache hits during the n = 4 request: " << hits_after - hits_before);
+  CHECK(hits_after - hits_before == static_cast<double>(3 * full_blocks));
+}
+
+TEST_CASE("n streamed chat choices: chunks carry their index and add up to the unstreamed choices") {
+  auto& f = shared_fixture();
+  const std::string body =
+      R"({"messages":[{"role":"user","content":"Good morrow"}],"max_tokens":10,"temperature":1,"seed":5,)"
+      R"("ignore_eos":true,"n":3)";
+  Reply whole = request(f.port(), http::verb::post, "/v1/chat/completions", body + "}");
+  Reply streamed = request(f.port(), http::verb::post, "/v1/chat/completions",
+                           body + R"(,"stream":true,"stream_options":{"include_usage":true}})");
+  REQUIRE(whole.status == 200);
+  REQUIRE(streamed.status == 200);
+  simdjson::dom::parser parser;
+  auto doc = parser.parse(whole.body);
+  std::vector<std::string> expected;
+  for (size_t i = 0; i < 3; ++i) expected.emplace_back(std::string_view(doc["choices"].at(i)["message"]["content"]));
+  std::vector<std::string> texts(3);
+  std::vector<int> roles(3, 0), finishes(3, 0);
+  const auto events = sse_events(streamed.body);
+  REQUIRE(events.size() >= 5);
+  CHECK(events.back() == "[DONE]");
+  simdjson::dom::parser chunk_parser;
+  for (size_t e = 0; e + 2 < events.size(); ++e) {
+    auto chunk = chunk_parser.parse(events[e]);
+    simdjson::dom::array choices = chunk["choices"];
+    REQUIRE(choices.size() == 1);
+    const int64_t index = choices.at(0)["index"];
+    REQUIRE((index >= 0 && index < 3));
+    auto delta = choices.at(0)["delta"];
+    std::string_view role, content, finish;
+    if (delta["role"].get(role) == simdjson::SUCCESS) roles[static_cast<size_t>(index)] += 1;
+    if (delta["content"].get(content) == simdjson::SUCCESS) texts[static_cast<size_t>(index)] += std::string(content);
+    if (choices.at(0)["finish_reason"].get(finish) == simdjson::SUCCESS) finishes[static_cast<size_t>(index)] += 1;
+  }
+  for (size_t i = 0; i < 3; ++i) {
+    CAPTURE(i);
+    CHECK(texts[i] == expected[i]);
+    CHECK(roles[i] == 1);
+    CHECK(finishes[i] == 1);
+  }
+  auto usage = chunk_parser.parse(events[events.size() - 2]);
+  CHECK(int64_t(usage["usage"]["completion_tokens"]) == 30);
+  CHECK(int64_t(usage["usage"]["completion_tokens"]) == int64_t(doc["usage"]["completion_tokens"]));
+  // A bad request with n > 1 is one 400, before any choice runs.
+  Reply bad = request(f.port(), http::verb::post, "/v1/chat/completions",
+                      R"({"messages":[{"role":"user","content":"x"}],"n":2,"top_p":5})");
+  CHECK(bad.status == 400);
+  CHECK(field(bad.body, "error", "code") == "bad_value");
+}

@@ -294,7 +294,8 @@ TEST_CASE("OpenAI completions body: a prompt or a one-string list; refusals") {
   CHECK(code(R"({"prompt":["a","b"]})", OpenAiRoute::completions) == ErrorCode::bad_value);
   CHECK(code(R"({"max_tokens":4})", OpenAiRoute::completions) == ErrorCode::missing_field);
   CHECK(code(R"({"prompt":"x"})", OpenAiRoute::chat_completions) == ErrorCode::missing_field);
-  CHECK(code(R"({"prompt":"x","n":2})", OpenAiRoute::completions) == ErrorCode::bad_value);
+  CHECK(code(R"({"prompt":"x","n":9})", OpenAiRoute::completions) == ErrorCode::bad_value);  // max_n 8
+  CHECK(code(R"({"prompt":"x","n":0})", OpenAiRoute::completions) == ErrorCode::bad_value);
   CHECK(code(R"({"prompt":"x","stream":"yes"})", OpenAiRoute::completions) == ErrorCode::bad_value);
   CHECK(code(R"({"prompt":"x","max_tokens":100000})", OpenAiRoute::completions) == ErrorCode::bad_value);
   CHECK(code("not json", OpenAiRoute::completions) == ErrorCode::malformed_json);
@@ -381,4 +382,30 @@ TEST_CASE("min_p, penalties, logit_bias and logprobs parse on both protocols; ba
   CHECK(refused(R"({"prompt":"x","logit_bias":[1]})", OpenAiRoute::completions) ==
         "logit_bias must be an object of token ids to numbers");
   CHECK(refused(R"({"prompt":"x","min_p":"a"})", OpenAiRoute::completions) == "min_p must be a number");
+}
+
+TEST_CASE("n choices up to the limit on both OpenAI routes; each choice's seed derives from the request's") {
+  auto n_of = [](std::string_view body, OpenAiRoute route) {
+    auto r = parse_openai_body(body, route, limits());
+    REQUIRE(std::holds_alternative<GenerateParams>(r));
+    return std::get<GenerateParams>(r).n;
+  };
+  CHECK(n_of(R"({"prompt":"x"})", OpenAiRoute::completions) == 1);
+  CHECK(n_of(R"({"prompt":"x","n":8})", OpenAiRoute::completions) == 8);
+  CHECK(n_of(R"({"messages":[{"role":"user","content":"hi"}],"n":3})", OpenAiRoute::chat_completions) == 3);
+  auto r = parse_openai_body(R"({"prompt":"x","n":9})", OpenAiRoute::completions, limits());
+  REQUIRE(std::holds_alternative<ProtocolError>(r));
+  CHECK(std::get<ProtocolError>(r).message == "n must be an integer in [1, 8], got 9");
+  ProtocolLimits two = limits();
+  two.max_n = 2;
+  CHECK(std::holds_alternative<ProtocolError>(
+      parse_openai_body(R"({"prompt":"x","n":3})", OpenAiRoute::completions, two)));
+  // Choice 0 keeps the seed (n = 1 and the first of n agree); the others are distinct,
+  // and not the seeds of neighbouring requests' first choices.
+  CHECK(choice_seed(11, 0) == 11);
+  std::set<uint64_t> seeds;
+  for (uint64_t seed : {11ull, 12ull, 13ull})
+    for (int32_t i = 0; i < 8; ++i) seeds.insert(choice_seed(seed, i));
+  CHECK(seeds.size() == 24);
+  CHECK(choice_seed(11, 3) == choice_seed(11, 3));
 }

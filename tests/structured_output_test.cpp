@@ -1,11 +1,14 @@
 // Structured output inside the speculative round: under a grammar, greedy output is the
 // same token for token with and without speculation (chains, K 1/4, trees, the lookup
 // drafter, batches), equal to an independent target-only reference that masks by hand,
-// and every finished output is a document the schema accepts; sampled outputs too.
+// and every finished output is a document the schema accepts; sampled outputs too, and
+// they have the masked target's joint distribution (chi-square).
 #include "tests/support/doctest_torch.hpp"
 
 #include <boost/json/parse.hpp>
 
+#include <limits>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -14,6 +17,7 @@
 #include "engine/grammar/token_vocabulary.hpp"
 #include "engine/model/kv_cache.hpp"
 #include "tests/support/generation_drivers.hpp"
+#include "tests/support/joint_distribution.hpp"
 #include "tests/support/spec_pairs.hpp"
 
 using namespace specd;
@@ -132,4 +136,103 @@ TEST_CASE("sampled speculation under a JSON schema and a GBNF grammar: every out
       }
     }
   }
+}
+
+namespace {
+
+// P(t1, t2, t3 | prompt) of target-only sampling under `grammar`: each position's logits
+// masked by hand (a fresh matcher fed the tokens so far; disallowed ids to -inf) before
+// temperature, for every triple the grammar allows.
+std::map<Continuation, double> exact_masked_joint3(LlamaModel& target, const std::vector<int32_t>& prompt,
+                                                   const SamplingParams& sp,
+                                                   const std::shared_ptr<const grammar::CompiledGrammar>& g) {
+  c10::InferenceMode guard;
+  const int64_t max_seq = static_cast<int64_t>(prompt.size()) + 4;
+  KvCache cache(target.config(), 1, max_seq, KvCache::blocks_to_hold(1, max_seq));
+  auto dist = [&](const std::vector<int32_t>& ctx) {
+    std::vector<int64_t> ids(ctx.begin(), ctx.end());
+    cache.set_length(0, 0);
+    at::Tensor logits = target
+                            .forward({at::tensor(ids).unsqueeze(0), {0}, {static_cast<int64_t>(ids.size())}}, cache,
+                                     LogitsFor::last_position)[0]
+                            .to(at::kFloat)
+                            .clone();
+    grammar::GrammarMatcher m(g);
+    for (size_t i = prompt.size(); i < ctx.size(); ++i) REQUIRE(m.accept_token(ctx[i]));
+    grammar::TokenBitset allowed;
+    m.fill_mask(allowed);
+    float* row = logits.data_ptr<float>();
+    for (int32_t id = 0; id < logits.numel(); ++id)
+      if (static_cast<size_t>(id) >= allowed.size() || !allowed.test(id))
+        row[id] = -std::numeric_limits<float>::infinity();
+    return sampling_distribution(logits, sp, {ctx, static_cast<int64_t>(prompt.size())});
+  };
+  std::map<Continuation, double> exact;
+  auto walk = [&](auto& self, std::vector<int32_t> ctx, double prob) -> void {
+    if (ctx.size() == prompt.size() + 3) {
+      exact[Continuation(ctx.begin() + static_cast<std::ptrdiff_t>(prompt.size()), ctx.end())] = prob;
+      return;
+    }
+    const at::Tensor p = dist(ctx);
+    for (int32_t id = 0; id < p.numel(); ++id) {
+      const double q = p[id].item<double>();
+      if (q <= 0) continue;
+      ctx.push_back(id);
+      self(self, ctx, prob * q);
+      ctx.pop_back();
+    }
+  };
+  walk(walk, prompt, 1.0);
+  return exact;
+}
+
+}  // namespace
+
+TEST_CASE("sampled speculation under a GBNF alternation has the masked target's joint distribution (chi-square)") {
+  // Three tokens whose choices depend on the earlier ones, one of them forced ("m" "n"):
+  // 14 triples. K = 2 with the draft model: t2 and t3 come from one speculative round in
+  // which both the draft's proposals and the target's rows are masked. The bound is the
+  // chi-square critical value at p = 0.001 for the bins left after merging those expected
+  // below 5 (tests/support/chi_square.hpp).
+  TestPair pair = make_pair(true, 8);
+  const auto g = grammar::compile_grammar(
+      grammar::GrammarKind::gbnf,
+      "root ::= (\"a\" (\"b\" | \"c\" | \"d\") (\"e\" | \"f\") | \"g\" (\"h\" | \"i\") (\"j\" | \"k\" | \"l\") | "
+      "\"m\" \"n\" (\"o\" | \"p\")) \"!\"",
+      ascii_vocabulary());
+  const std::vector<int32_t> prompt = {0, 40, 41, 42};
+  SamplingParams sp;
+  sp.temperature = 1.0;
+  const auto exact = exact_masked_joint3(*pair.target, prompt, sp, g);
+  REQUIRE(exact.size() == 14);
+  const int64_t n = 48000;
+  JointSample sample;
+  for (int64_t first = 0; first < n; first += 8) {
+    std::vector<DriverRequest> reqs;
+    for (int64_t i = first; i < std::min(n, first + 8); ++i) {
+      DriverRequest r;
+      r.prompt = prompt;
+      r.max_tokens = 3;
+      r.spec = chain_of(2);
+      r.grammar = g;
+      r.sampling = sp;
+      r.sampling.seed = 5000 + static_cast<uint64_t>(i);
+      reqs.push_back(std::move(r));
+    }
+    SpecModels models = pair.models();
+    for (auto& res : generate_speculative(models, reqs, nullptr)) {
+      sample.counts[Continuation(res.tokens.begin(), res.tokens.begin() + std::min<size_t>(3, res.tokens.size()))] += 1;
+      sample.stats.drafted += res.stats.drafted;
+      sample.stats.accepted += res.stats.accepted;
+    }
+  }
+  int64_t outside = 0;
+  const ChiSquare test = fit_joint3(exact, sample, n, outside);
+  MESSAGE("chi2 = " << test.statistic << " (dof " << test.dof << ", critical " << test.critical
+                    << "), sampled acceptance " << sample.stats.acceptance_rate());
+  CHECK(outside == 0);  // nothing outside the grammar
+  CHECK(test.dof >= 5);
+  CHECK(test.passes());
+  CHECK(sample.stats.accepted > 0);
+  CHECK(sample.stats.accepted < sample.stats.drafted);
 }

@@ -1,9 +1,11 @@
 #pragma once
 // Compiled grammars by source text, so a schema that many requests send is compiled and
-// precomputed once: a small LRU keyed by (kind, text), for one vocabulary. Thread-safe:
-// requests on any strand may call get(); compilation runs outside the lock, and two
-// callers racing on one new text both compile and the first insert wins. A text that
-// does not compile throws (SpecdError bad_value) and is not cached.
+// precomputed once: an LRU keyed by (kind, text), for one vocabulary, bounded in bytes
+// (each entry's CompiledGrammar::bytes() plus its key's length). Thread-safe: requests on any
+// strand may call get(); compilation runs outside the lock, and two callers racing on
+// one new text both compile and the first insert wins. A text that does not compile
+// throws (SpecdError bad_value) and is not cached; so does a grammar larger than the
+// whole budget. A grammar evicted while requests use it lives on until they end.
 #include <cstddef>
 #include <list>
 #include <memory>
@@ -20,19 +22,29 @@ enum class GrammarKind { json_schema, gbnf, any_json_object };
 
 class GrammarCache {
  public:
-  GrammarCache(std::shared_ptr<const TokenVocabulary> vocabulary, size_t capacity);
+  GrammarCache(std::shared_ptr<const TokenVocabulary> vocabulary, size_t budget_bytes);
 
   // `text` is the schema's JSON text or the GBNF text (ignored for any_json_object).
   std::shared_ptr<const CompiledGrammar> get(GrammarKind kind, std::string_view text);
+  // The cached grammar (a hit, now the most recently used), or null without compiling:
+  // the caller may then compile off its own thread with get(), which counts the miss.
+  std::shared_ptr<const CompiledGrammar> find(GrammarKind kind, std::string_view text);
   size_t size() const;
+  size_t bytes() const;  // of the cached entries, at most budget_bytes()
+  size_t budget_bytes() const { return budget_; }
   size_t hits() const;
   size_t misses() const;
 
  private:
-  using Entry = std::pair<std::string, std::shared_ptr<const CompiledGrammar>>;
+  struct Entry {
+    std::string key;
+    std::shared_ptr<const CompiledGrammar> grammar;
+    size_t bytes;
+  };
 
   std::shared_ptr<const TokenVocabulary> vocabulary_;
-  size_t capacity_;
+  size_t budget_;
+  size_t bytes_ = 0;
   mutable std::mutex mutex_;
   std::list<Entry> lru_;  // most recent first
   std::unordered_map<std::string, std::list<Entry>::iterator> index_;

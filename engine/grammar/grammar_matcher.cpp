@@ -31,7 +31,9 @@ GrammarMatcher::GrammarMatcher(const GrammarMatcher& other)
       pool_(other.pool_),
       stepper_(*grammar_, pool_),
       history_(other.history_),
-      scratch_(other.scratch_.size()) {}
+      scratch_(other.scratch_.size()),
+      too_ambiguous_(other.too_ambiguous_),
+      copies_too_ambiguous_(other.copies_too_ambiguous_) {}
 
 GrammarMatcher& GrammarMatcher::operator=(const GrammarMatcher& other) {
   if (this != &other) {
@@ -41,8 +43,25 @@ GrammarMatcher& GrammarMatcher::operator=(const GrammarMatcher& other) {
     stepper_ = StackStepper(*grammar_, pool_);
     history_ = other.history_;
     scratch_.assign(other.scratch_.size(), {});
+    too_ambiguous_ = other.too_ambiguous_;
+    copies_too_ambiguous_ = other.copies_too_ambiguous_;
   }
   return *this;
+}
+
+std::string GrammarMatcher::too_ambiguous_message() { return TooAmbiguous().message(); }
+
+template <class Step>
+bool GrammarMatcher::within_bound(const Step& step) {
+  try {
+    step();
+    return true;
+  } catch (const TooAmbiguous&) {
+    pool_.truncate(current().pool_size);
+    too_ambiguous_ = true;
+    copies_too_ambiguous_->store(true, std::memory_order_relaxed);
+    return false;
+  }
 }
 
 bool GrammarMatcher::advance(std::string_view bytes, StackSet& out) {
@@ -58,7 +77,9 @@ bool GrammarMatcher::advance(std::string_view bytes, StackSet& out) {
 bool GrammarMatcher::accept_bytes(std::string_view bytes) {
   if (terminated()) return false;
   StackSet next;
-  if (!advance(bytes, next)) {
+  bool consumed = false;
+  if (!within_bound([&] { consumed = advance(bytes, next); })) return false;
+  if (!consumed) {
     pool_.truncate(current().pool_size);
     return false;
   }
@@ -123,6 +144,11 @@ void GrammarMatcher::fill_mask(TokenBitset& mask) {
   if (mask.size() != vocabulary.size()) mask.resize(vocabulary.size());
   mask.clear();
   if (terminated()) return;
+  if (!within_bound([&] { fill_mask_stacks(mask); })) mask.clear();
+}
+
+void GrammarMatcher::fill_mask_stacks(TokenBitset& mask) {
+  const TokenVocabulary& vocabulary = *compiled_->vocabulary;
   const StackSet& set = current().set;
   for (size_t i = 0; i < set.stacks.size(); ++i) {
     const int32_t stack = set.stacks[i];
@@ -165,16 +191,19 @@ std::string GrammarMatcher::forced_bytes(size_t max_bytes) {
   StackSet at = current().set;
   StackSet next;
   bool possible[256];
-  while (out.size() < max_bytes && !at.can_end) {
-    StackStepper::next_bytes(*grammar_, pool_, at, possible);
-    const auto count = std::count(std::begin(possible), std::end(possible), true);
-    if (count != 1) break;
-    const auto byte = static_cast<uint8_t>(std::find(std::begin(possible), std::end(possible), true) - possible);
-    if (!stepper_.step(at, byte, next).consumed) break;
-    out.push_back(static_cast<char>(byte));
-    std::swap(at, next);
-  }
+  const bool bounded = within_bound([&] {
+    while (out.size() < max_bytes && !at.can_end) {
+      StackStepper::next_bytes(*grammar_, pool_, at, possible);
+      const auto count = std::count(std::begin(possible), std::end(possible), true);
+      if (count != 1) break;
+      const auto byte = static_cast<uint8_t>(std::find(std::begin(possible), std::end(possible), true) - possible);
+      if (!stepper_.step(at, byte, next).consumed) break;
+      out.push_back(static_cast<char>(byte));
+      std::swap(at, next);
+    }
+  });
   pool_.truncate(current().pool_size);
+  if (!bounded) out.clear();
   return out;
 }
 

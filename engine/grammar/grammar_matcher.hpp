@@ -19,8 +19,12 @@
 //   more model calls but picks a tokenization the model did not choose, so it is not exact.
 // - An EOS id is allowed exactly when can_end(); accepting it terminates the matcher.
 // - A grammar so ambiguous that it keeps more than StackStepper::kMaxParallelStacks parses
-//   open makes accept_*, fill_mask and forced_bytes throw SpecdError bad_value: the round
-//   ends that request with the error.
+//   open: accept_* refuse, fill_mask allows nothing and forced_bytes is empty, and the
+//   matcher remembers it (too_ambiguous()); so does every copy's shared flag
+//   (copies_too_ambiguous()), which the owner of the original reads after a round ran on
+//   copies on other threads. Nothing throws into the round: the scheduler ends that one
+//   request with the error (advance_grammar, engine/speculation/speculative_round.hpp).
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -59,6 +63,15 @@ class GrammarMatcher {
   // The only allowed id, if the mask (filled into `mask`) allows exactly one; else -1.
   int32_t forced_token(TokenBitset& mask);
 
+  // A step of this matcher went past the parse bound (sticky; copies inherit it).
+  bool too_ambiguous() const { return too_ambiguous_; }
+  // This matcher or a copy of it (on any thread) went past the bound since the last
+  // clear_copies_too_ambiguous(): a copy's path need not be this matcher's.
+  bool copies_too_ambiguous() const { return copies_too_ambiguous_->load(std::memory_order_relaxed); }
+  void clear_copies_too_ambiguous() { copies_too_ambiguous_->store(false, std::memory_order_relaxed); }
+  // The refusal's text: "the grammar is too ambiguous: ...".
+  static std::string too_ambiguous_message();
+
  private:
   struct Snapshot {
     StackSet set;
@@ -69,6 +82,10 @@ class GrammarMatcher {
   bool terminated() const { return history_.back().terminated; }
   bool advance(std::string_view bytes, StackSet& out);
   void add_uncertain(const NodeTokenMask& node, int32_t stack, TokenBitset& mask);
+  void fill_mask_stacks(TokenBitset& mask);
+  // Runs `step`; past the parse bound undoes its stacks, remembers it and returns false.
+  template <class Step>
+  bool within_bound(const Step& step);
 
   std::shared_ptr<const ByteGrammar> grammar_;
   std::shared_ptr<const CompiledGrammar> compiled_;
@@ -77,6 +94,8 @@ class GrammarMatcher {
   std::vector<Snapshot> history_;
   std::vector<StackSet> scratch_;  // per-depth states of a token walk
   TokenBitset one_stack_;
+  bool too_ambiguous_ = false;
+  std::shared_ptr<std::atomic<bool>> copies_too_ambiguous_ = std::make_shared<std::atomic<bool>>(false);
 };
 
 }  // namespace specd::grammar

@@ -3,8 +3,6 @@
 #include <algorithm>
 #include <string>
 
-#include "engine/base/errors.hpp"
-
 namespace specd::grammar {
 namespace {
 
@@ -15,6 +13,11 @@ uint64_t stack_key(int32_t node, int32_t parent) {
 size_t slot_of(uint64_t key, size_t mask) { return static_cast<size_t>((key * 0x9E3779B97F4A7C15ull) >> 17) & mask; }
 
 }  // namespace
+
+TooAmbiguous::TooAmbiguous()
+    : SpecdError(ErrorCode::bad_value, "the grammar is too ambiguous: more than " +
+                                           std::to_string(StackStepper::kMaxParallelStacks) +
+                                           " parses are open at once") {}
 
 int32_t StackPool::push(int32_t node, int32_t parent) {
   if ((used_slots_ + 1) * 2 > slots_.size()) rehash(std::max<size_t>(64, slots_.size() * 2));
@@ -79,10 +82,7 @@ void StackStepper::expand(int32_t stack, StackSet& to) {
     const GrammarNode& n = grammar_->node(top.node);
     if (!n.bytes.empty()) {
       to.stacks.push_back(s);
-      if (to.stacks.size() > kMaxParallelStacks) {
-        throw SpecdError(ErrorCode::bad_value, "the grammar is too ambiguous: more than " +
-                                                   std::to_string(kMaxParallelStacks) + " parses are open at once");
-      }
+      if (to.stacks.size() > kMaxParallelStacks) throw TooAmbiguous();
     }
     for (const CallEdge& c : n.calls) {
       const int32_t below = pool_->push(c.target, top.parent);

@@ -8,9 +8,17 @@
 #include <cstdint>
 #include <vector>
 
+#include "engine/base/errors.hpp"
 #include "engine/grammar/byte_grammar.hpp"
 
 namespace specd::grammar {
+
+// What a step past StackStepper::kMaxParallelStacks throws: a bad_value SpecdError (a
+// refusal at compile time), its own type so that a matcher can end the one request.
+class TooAmbiguous : public SpecdError {
+ public:
+  TooAmbiguous();
+};
 
 inline constexpr int32_t kEmptyStack = -1;    // below the root frame: popping it ends the grammar
 inline constexpr int32_t kUnknownBelow = -2;  // precomputation: the frames below are not known
@@ -47,8 +55,8 @@ struct StackSet {
 class StackStepper {
  public:
   // An ambiguous grammar can keep exponentially many parses open; past this many ready
-  // stacks a step throws SpecdError bad_value (at compile time in the precomputation,
-  // which walks every state, or while matching).
+  // stacks a step throws TooAmbiguous (a refusal at compile time in the precomputation,
+  // which walks every state; GrammarMatcher turns it into a refusal it remembers).
   static constexpr size_t kMaxParallelStacks = 10000;
 
   StackStepper(const ByteGrammar& grammar, StackPool& pool) : grammar_(&grammar), pool_(&pool) {}

@@ -164,6 +164,15 @@ TokenMaskTable::TokenMaskTable(const ByteGrammar& grammar, const TokenVocabulary
   }
 }
 
+size_t TokenMaskTable::bytes() const {
+  size_t n = sizeof(*this) + slot_of_node_.capacity() * sizeof(int32_t) + masks_.capacity() * sizeof(NodeTokenMask);
+  for (const NodeTokenMask& m : masks_) {
+    n += m.listed.capacity() * sizeof(int32_t) +
+         (m.uncertain.capacity() + m.uncertain_lcp.capacity()) * sizeof(uint32_t);
+  }
+  return n;
+}
+
 size_t TokenMaskTable::uncertain_total() const {
   size_t n = 0;
   for (const NodeTokenMask& m : masks_) n += m.uncertain.size();

@@ -36,6 +36,8 @@ class TokenMaskTable {
   }
   size_t node_count() const { return masks_.size(); }
   size_t uncertain_total() const;
+  // The memory the table holds (its vectors' capacities included).
+  size_t bytes() const;
 
  private:
   std::vector<int32_t> slot_of_node_;

@@ -96,12 +96,21 @@ RoundDrafts undrafted(RoundPlan& plan) {
 
 void advance_grammar(SpecSequence& seq, std::span<const int32_t> tokens) {
   if (!seq.grammar) return;
+  grammar::GrammarMatcher& m = *seq.grammar;
+  // A copy went past the parse bound on a lane: on a draft's path that ends nothing, on
+  // the committed one the lane's mask there was incomplete. Filling each committed
+  // state's mask again tells which (only after a copy hit the bound, which is rare).
+  const bool recheck = m.copies_too_ambiguous();
+  m.clear_copies_too_ambiguous();
+  grammar::TokenBitset mask;
   for (int32_t token : tokens) {
     // After the grammar's end (its EOS) a round may still carry the bonus token, which
     // the EOS stop cuts: the grammar has nothing more to say about it.
-    if (seq.grammar->is_terminated()) return;
-    if (!seq.grammar->accept_token(token))
-      throw SpecdError(ErrorCode::internal, "token " + std::to_string(token) + " generated against the grammar");
+    if (m.is_terminated()) return;
+    if (recheck) m.fill_mask(mask);
+    if (!m.too_ambiguous() && m.accept_token(token)) continue;
+    if (m.too_ambiguous()) throw SpecdError(ErrorCode::bad_value, grammar::GrammarMatcher::too_ambiguous_message());
+    throw SpecdError(ErrorCode::internal, "token " + std::to_string(token) + " generated against the grammar");
   }
 }
 

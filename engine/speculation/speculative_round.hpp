@@ -131,12 +131,15 @@ RowPlan plan_row(const SpecSequence& seq, int32_t k, TreeShape tree = {});
 // A round in which no row drafts: the plan's rows as drafted rows with K = 0, for the
 // verify side alone.
 RoundDrafts undrafted(RoundPlan& plan);
-// Applies a row's output: appends its tokens and takes its random stream. (The
-// statistics a client sees are RequestOutput's: of the kept tokens.)
+// Applies a row's output: appends its tokens and takes its random stream (unless
+// advance_grammar throws, which leaves the sequence to end). (The statistics a client
+// sees are RequestOutput's: of the kept tokens.)
 void apply_output(SpecSequence& seq, const RoundOutput& out);
 // Advances the sequence's grammar past tokens it generated (apply_output and the first
-// token call it), up to its end (EOS). A token the grammar refuses is a bug in the
-// masking: SpecdError internal.
+// token call it), up to its end (EOS). A grammar past the parse bound on the committed
+// path (here, or in a lane's mask at a committed state) throws SpecdError bad_value "the
+// grammar is too ambiguous: ...", which ends that request alone; a token the grammar
+// refuses otherwise is a bug in the masking: SpecdError internal.
 void advance_grammar(SpecSequence& seq, std::span<const int32_t> tokens);
 // What the row did, for KPlanner::observe.
 KOutcome k_outcome(SpecSequence& seq, const RoundOutput& out);

@@ -13,6 +13,7 @@
 // <tool_call> syntax, so even this tiny Shakespeare model calls: message.tool_calls with
 // arguments the schema admits, and streamed a head delta then argument pieces that add up
 // to the same call. A parameters schema outside the grammar subset is a 400 naming it.
+// Then n choices, whole and streamed.
 //
 //   node openai_client_test.mjs --specd build/specd
 import { execFileSync } from 'node:child_process';
@@ -367,6 +368,23 @@ async function structuredOutput() {
   throw new Error('a schema with "not" was accepted');
 }
 
+// n > 1: the client's own types (choices with their index, streamed deltas told apart by index).
+async function choices() {
+  const request = { model: 'specd', messages: [{ role: 'user', content: chatPrompt }], max_tokens: 8, temperature: 1,
+                    seed: 9, n: 3 };
+  const whole = await client.chat.completions.create(request);
+  assertEqual(whole.choices.map((c) => c.index).join(','), '0,1,2', 'n: 3 gives choices 0, 1 and 2');
+  const single = await client.chat.completions.create({ ...request, n: 1 });
+  assertEqual(whole.choices[0].message.content, single.choices[0].message.content, 'choice 0 is the n: 1 sample');
+  assertTrue(whole.usage.completion_tokens >= 3 && whole.usage.prompt_tokens === single.usage.prompt_tokens,
+             `usage counts the prompt once and every choice's tokens: ${JSON.stringify(whole.usage)}`);
+  const stream = await client.chat.completions.create({ ...request, stream: true });
+  const texts = ['', '', ''];
+  for await (const chunk of stream) for (const c of chunk.choices) texts[c.index] += c.delta?.content ?? '';
+  assertEqual(JSON.stringify(texts), JSON.stringify(whole.choices.map((c) => c.message.content)),
+              'streamed choices add up to the whole ones, by index');
+}
+
 await models();
 await streamedChat();
 await streamedCompletion();
@@ -380,4 +398,5 @@ await toolHistoryRendered();
 await forcedToolCalls();
 await logprobs();
 await structuredOutput();
+await choices();
 console.log('openai client test passed');

@@ -107,6 +107,7 @@ json::object run_schema(const std::string& name, const fs::path& dir, const spec
   }
   return {{"name", name},
           {"schema_bytes", schema.size()},
+          {"compiled_bytes", compiled->bytes()},  // what it weighs in the grammar cache ([engine] grammar_cache_memory)
           {"document_bytes", document.size()},
           {"document_tokens", ids.size()},
           {"masks_timed", wall.size()},

@@ -80,7 +80,7 @@ void run_serve(const ServeArgs& a) {
               url.c_str(), ("ws" + url.substr(4)).c_str(), url.c_str(), engine.thread_policy().describe().c_str(),
               io_threads);
   std::printf("specd serve: weights: %s\n", engine.weights_summary().c_str());
-  std::printf("specd serve: %s\n", engine.kv_cache_summary().c_str());
+  std::printf("specd serve: %s; %s\n", engine.kv_cache_summary().c_str(), engine.grammar_cache_summary().c_str());
   std::printf("specd serve: %s\n", engine.context_summary().c_str());
   std::printf("specd serve: round costs: %s\n", engine.start_costs().describe().c_str());
   if (const ChatTemplate* chat = engine.chat_template())
