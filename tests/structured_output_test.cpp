@@ -76,7 +76,7 @@ TEST_CASE("greedy under a JSON schema: identical with and without speculation, K
   const auto grammar = grammar::compile_grammar(grammar::GrammarKind::json_schema, kSchema, ascii_vocabulary());
   const auto prompts = mixed_prompts();
   int finished = 0;
-  for (int variant = 0; variant < 5; ++variant) {
+  for (int variant = 0; variant < kExactnessSpecs; ++variant) {
     CAPTURE(variant);
     std::vector<DriverRequest> reqs;
     for (int i = 0; i < 6; ++i) {
@@ -85,10 +85,7 @@ TEST_CASE("greedy under a JSON schema: identical with and without speculation, K
       r.max_tokens = 60;
       r.eos_ids = {kEos};
       r.grammar = grammar;
-      r.spec.enabled = variant > 0;
-      r.spec.k = variant == 1 ? 1 : 4;
-      if (variant == 3) r.spec.tree = {TreeMode::fixed, {2, 2, 1}};
-      if (variant == 4) r.spec.drafter = i % 2 ? DrafterKind::lookup : DrafterKind::model;
+      r.spec = exactness_spec(variant, static_cast<size_t>(i));
       reqs.push_back(std::move(r));
     }
     SpecModels models = pair.models();

@@ -123,7 +123,7 @@ TEST_CASE("greedy under the tool-call grammar: identical with and without specul
   for (const Case& c : cases) {
     CAPTURE(net::tool_call_format_name(c.format));
     const auto grammar = tool_grammar(c.format, c.choice);
-    for (int variant = 0; variant < 5; ++variant) {
+    for (int variant = 0; variant < kExactnessSpecs; ++variant) {
       CAPTURE(variant);
       std::vector<DriverRequest> reqs;
       for (int i = 0; i < 3; ++i) {
@@ -132,10 +132,7 @@ TEST_CASE("greedy under the tool-call grammar: identical with and without specul
         r.max_tokens = 110;
         r.eos_ids = {kEos};
         r.grammar = grammar;
-        r.spec.enabled = variant > 0;
-        r.spec.k = variant == 1 ? 1 : 4;
-        if (variant == 3) r.spec.tree = {TreeMode::fixed, {2, 2, 1}};
-        if (variant == 4) r.spec.drafter = i % 2 ? DrafterKind::lookup : DrafterKind::model;
+        r.spec = exactness_spec(variant, static_cast<size_t>(i));
         reqs.push_back(std::move(r));
       }
       SpecModels models = pair.models();

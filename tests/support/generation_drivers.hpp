@@ -60,6 +60,19 @@ struct DriverRequest {
   std::shared_ptr<const grammar::CompiledGrammar> grammar;  // structured output; null: free text
 };
 
+// The speculation settings that exactness tests run one batch under, variant by
+// variant: 0 off, 1 K = 1, 2 K = 4, 3 a fixed tree 2,2,1 (K 4), 4 K = 4 with rows
+// alternating the draft model and prompt lookup (`row`: the request's place in the batch).
+inline constexpr int kExactnessSpecs = 5;
+inline SpecSettings exactness_spec(int variant, size_t row) {
+  SpecSettings spec;
+  spec.enabled = variant > 0;
+  spec.k = variant == 1 ? 1 : 4;
+  if (variant == 3) spec.tree = {TreeMode::fixed, {2, 2, 1}};
+  if (variant == 4) spec.drafter = row % 2 ? DrafterKind::lookup : DrafterKind::model;
+  return spec;
+}
+
 struct GenerationRequest {
   std::vector<int32_t> prompt;  // token ids, BOS included if the model wants it
   SamplingParams sampling;
