@@ -148,25 +148,9 @@ TEST_CASE("greedy speculation with the committed draft on K-quant targets equals
     for (int32_t k : {1, 4, 8}) {
       CAPTURE(file);
       CAPTURE(k);
-      KvCache tc(target->config(), 6, 256, KvCache::blocks_to_hold(6, 256)),
-          dc(draft->config(), 6, 256, KvCache::blocks_to_hold(6, 256));
-      SpecModels models{*target, tc, draft.get(), &dc};
-      std::vector<DriverRequest> requests;
-      for (const auto& prompt : prompts) {
-        DriverRequest r;
-        r.prompt = prompt;
-        r.max_tokens = 32;
-        r.eos_ids = {2};
-        r.spec.k = k;
-        requests.push_back(r);
-      }
-      const std::vector<SpecResult> results = generate_speculative(models, requests, nullptr);
-      int64_t accepted = 0;
-      for (size_t i = 0; i < prompts.size(); ++i) {
-        CHECK(results[i].tokens == llama_cpp_greedy(*target, prompts[i]));
-        accepted += results[i].stats.accepted;
-      }
-      CHECK(accepted > 0);
+      const SpeculativeGreedy run = speculative_greedy(*target, *draft, prompts, k);
+      for (size_t i = 0; i < prompts.size(); ++i) CHECK(run.tokens[i] == llama_cpp_greedy(*target, prompts[i]));
+      CHECK(run.accepted > 0);
     }
   }
 }

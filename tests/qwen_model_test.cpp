@@ -227,25 +227,9 @@ TEST_CASE("greedy speculation on Qwen targets equals target-only: verify passes 
       CAPTURE(k);
       const std::string pair = std::string(target_name) + " / " + draft_name;
       CAPTURE(pair);
-      KvCache tc(target->config(), 6, 256, KvCache::blocks_to_hold(6, 256)),
-          dc(draft->config(), 6, 256, KvCache::blocks_to_hold(6, 256));
-      SpecModels models{*target, tc, draft.get(), &dc};
-      std::vector<DriverRequest> requests;
-      for (const auto& prompt : prompts) {
-        DriverRequest r;
-        r.prompt = prompt;
-        r.max_tokens = 32;
-        r.eos_ids = {2};
-        r.spec.k = k;
-        requests.push_back(r);
-      }
-      const std::vector<SpecResult> results = generate_speculative(models, requests, nullptr);
-      int64_t accepted = 0;
-      for (size_t i = 0; i < prompts.size(); ++i) {
-        CHECK(results[i].tokens == llama_cpp_greedy(*target, prompts[i]));
-        accepted += results[i].stats.accepted;
-      }
-      CHECK(accepted > 0);
+      const SpeculativeGreedy run = speculative_greedy(*target, *draft, prompts, k);
+      for (size_t i = 0; i < prompts.size(); ++i) CHECK(run.tokens[i] == llama_cpp_greedy(*target, prompts[i]));
+      CHECK(run.accepted > 0);
     }
   }
 }

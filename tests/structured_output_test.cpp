@@ -14,9 +14,9 @@
 #include <vector>
 
 #include "engine/grammar/grammar_cache.hpp"
-#include "engine/grammar/token_vocabulary.hpp"
 #include "engine/model/kv_cache.hpp"
 #include "tests/support/generation_drivers.hpp"
+#include "tests/support/grammar_pair.hpp"
 #include "tests/support/joint_distribution.hpp"
 #include "tests/support/spec_pairs.hpp"
 
@@ -25,44 +25,17 @@ using namespace specd::testing;
 
 namespace {
 
-constexpr int32_t kEos = 1;
-
-// The tiny models' 97 ids as a byte-level vocabulary: 0 is BOS, 1 EOS, 2..96 the
-// printable ASCII characters, so any grammar can be written over them.
-std::shared_ptr<const grammar::TokenVocabulary> ascii_vocabulary() {
-  std::vector<std::string> bytes(97);
-  for (int32_t id = 2; id < 97; ++id) bytes[static_cast<size_t>(id)] = std::string(1, static_cast<char>(32 + id - 2));
-  const std::vector<int32_t> special{0}, eos{kEos};
-  return std::make_shared<const grammar::TokenVocabulary>(std::move(bytes), special, eos);
-}
-
-std::string text_of(const std::vector<int32_t>& tokens) {
-  std::string out;
-  for (int32_t id : tokens)
-    if (id >= 2) out += static_cast<char>(32 + id - 2);
-  return out;
-}
+constexpr int32_t kEos = kAsciiEos;
 
 // Bounded documents: once the object closes only EOS (and bounded whitespace) is left.
 constexpr const char* kSchema = R"({"type":"object","properties":{"ok":{"type":"boolean"},)"
                                 R"("color":{"enum":["red","green","blue"]},"note":{"type":"string","maxLength":6}},)"
                                 R"("required":["ok","color"],"additionalProperties":false})";
 
-std::vector<int32_t> reference(TestPair& pair, const DriverRequest& r) {
-  KvCache cache(pair.target->config(), 1, 128, KvCache::blocks_to_hold(1, 128));
-  GenerationRequest g;
-  g.prompt = r.prompt;
-  g.sampling = r.sampling;
-  g.max_tokens = r.max_tokens;
-  g.eos_ids = r.eos_ids;
-  g.grammar = r.grammar;
-  return generate_target_only(*pair.target, cache, g).tokens;
-}
-
 void check_document(const std::vector<int32_t>& tokens) {
   REQUIRE(!tokens.empty());
   if (tokens.back() != kEos) return;  // stopped at max_tokens: a prefix, checked by the grammar as it went
-  const boost::json::object doc = boost::json::parse(text_of(tokens)).as_object();
+  const boost::json::object doc = boost::json::parse(ascii_text(tokens)).as_object();
   CHECK(doc.at("ok").is_bool());
   const std::string color(doc.at("color").as_string());
   CHECK((color == "red" || color == "green" || color == "blue"));
@@ -93,7 +66,7 @@ TEST_CASE("greedy under a JSON schema: identical with and without speculation, K
     for (int i = 0; i < 6; ++i) {
       CAPTURE(i);
       const auto& got = results[static_cast<size_t>(i)];
-      CHECK(got.tokens == reference(pair, reqs[static_cast<size_t>(i)]));
+      CHECK(got.tokens == target_only_reference(pair, reqs[static_cast<size_t>(i)], 128));
       check_document(got.tokens);
       finished += !got.tokens.empty() && got.tokens.back() == kEos;
       if (variant > 0 && variant < 4) CHECK(got.stats.drafted > 0);

@@ -16,10 +16,9 @@
 
 #include "engine/grammar/gbnf_parser.hpp"
 #include "engine/grammar/grammar_cache.hpp"
-#include "engine/grammar/token_vocabulary.hpp"
-#include "engine/model/kv_cache.hpp"
 #include "net/tool_call_grammar.hpp"
 #include "tests/support/generation_drivers.hpp"
+#include "tests/support/grammar_pair.hpp"
 #include "tests/support/spec_pairs.hpp"
 
 using namespace specd;
@@ -29,23 +28,8 @@ using net::ToolChoice;
 
 namespace {
 
-constexpr int32_t kEos = 1;
+constexpr int32_t kEos = kAsciiEos;
 constexpr int64_t kMaxSeq = 256;
-
-// The tiny models' 97 ids: 0 BOS, 1 EOS, 2..96 the printable ASCII characters.
-std::shared_ptr<const grammar::TokenVocabulary> ascii_vocabulary() {
-  std::vector<std::string> bytes(97);
-  for (int32_t id = 2; id < 97; ++id) bytes[static_cast<size_t>(id)] = std::string(1, static_cast<char>(32 + id - 2));
-  const std::vector<int32_t> special{0}, eos{kEos};
-  return std::make_shared<const grammar::TokenVocabulary>(std::move(bytes), special, eos);
-}
-
-std::string text_of(const std::vector<int32_t>& tokens) {
-  std::string out;
-  for (int32_t id : tokens)
-    if (id >= 2) out += static_cast<char>(32 + id - 2);
-  return out;
-}
 
 // Closed schemas: once a call closes only EOS (or, when parallel, another call) is left.
 constexpr std::string_view kTools =
@@ -59,22 +43,11 @@ std::shared_ptr<const grammar::CompiledGrammar> tool_grammar(ToolCallFormat form
                                   ascii_vocabulary());
 }
 
-std::vector<int32_t> reference(TestPair& pair, const DriverRequest& r) {
-  KvCache cache(pair.target->config(), 1, kMaxSeq, KvCache::blocks_to_hold(1, kMaxSeq));
-  GenerationRequest g;
-  g.prompt = r.prompt;
-  g.sampling = r.sampling;
-  g.max_tokens = r.max_tokens;
-  g.eos_ids = r.eos_ids;
-  g.grammar = r.grammar;
-  return generate_target_only(*pair.target, cache, g).tokens;
-}
-
 // An answer that ended: its calls, each of an offered tool with arguments its schema
 // admits, the parse's arguments exactly the text's (minified).
 size_t check_calls(ToolCallFormat format, const std::vector<int32_t>& tokens, const std::string& only) {
   if (tokens.empty() || tokens.back() != kEos) return 0;  // cut at max_tokens: checked token by token
-  const std::string text = text_of(tokens);
+  const std::string text = ascii_text(tokens);
   const net::ParsedOutput parsed = net::parse_tool_calls(net::forced_call_format(format), text);
   CAPTURE(text);
   CHECK(parsed.content.empty());
@@ -139,7 +112,7 @@ TEST_CASE("greedy under the tool-call grammar: identical with and without specul
       const auto results = generate_speculative(models, reqs, nullptr);
       for (size_t i = 0; i < results.size(); ++i) {
         CAPTURE(i);
-        CHECK(results[i].tokens == reference(pair, reqs[i]));
+        CHECK(results[i].tokens == target_only_reference(pair, reqs[i], kMaxSeq));
         calls += check_calls(c.format, results[i].tokens, c.choice.function);
         if (variant > 0 && variant < 4) CHECK(results[i].stats.drafted > 0);
       }

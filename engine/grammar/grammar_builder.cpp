@@ -264,9 +264,9 @@ class GrammarBuilder::Layout {
       g_.rules[r].name = b_.rules_[r].name;
       g_.rules[r].start = node_of(static_cast<int32_t>(r), b_.rules_[r].body.start);
     }
-    while (!todo_.empty()) {
-      auto [id, closure] = std::move(todo_.back());
-      todo_.pop_back();
+    while (!to_build_.empty()) {
+      auto [id, closure] = std::move(to_build_.back());
+      to_build_.pop_back();
       build_node(id, closure);
     }
   }
@@ -317,7 +317,7 @@ class GrammarBuilder::Layout {
     if (added) {
       g_.nodes.emplace_back();
       g_.nodes.back().rule = rule;
-      todo_.emplace_back(it->second, std::move(closure));
+      to_build_.emplace_back(it->second, std::move(closure));
     }
     by_state[s] = it->second;
     return it->second;
@@ -348,7 +348,7 @@ class GrammarBuilder::Layout {
   ByteGrammar& g_;
   std::vector<std::unordered_map<std::vector<int32_t>, int32_t, KeyHash>> ids_;
   std::vector<std::unordered_map<int32_t, int32_t>> state_ids_;
-  std::vector<std::pair<int32_t, std::vector<int32_t>>> todo_;  // (node, closure) still to build
+  std::vector<std::pair<int32_t, std::vector<int32_t>>> to_build_;  // (node, closure) still to build
   std::vector<bool> in_closure_;
 };
 

@@ -73,10 +73,10 @@ bool StackStepper::first_visit(int32_t stack) {
 }
 
 void StackStepper::expand(int32_t stack, StackSet& to) {
-  todo_.assign(1, stack);
-  while (!todo_.empty()) {
-    const int32_t s = todo_.back();
-    todo_.pop_back();
+  to_expand_.assign(1, stack);
+  while (!to_expand_.empty()) {
+    const int32_t s = to_expand_.back();
+    to_expand_.pop_back();
     if (!first_visit(s)) continue;
     const StackEntry top = (*pool_)[s];
     const GrammarNode& n = grammar_->node(top.node);
@@ -86,17 +86,17 @@ void StackStepper::expand(int32_t stack, StackSet& to) {
     }
     for (const CallEdge& c : n.calls) {
       const int32_t below = pool_->push(c.target, top.parent);
-      todo_.push_back(pool_->push(grammar_->rules[static_cast<size_t>(c.rule)].start, below));
+      to_expand_.push_back(pool_->push(grammar_->rules[static_cast<size_t>(c.rule)].start, below));
     }
     if (!n.final) continue;
     if (top.parent >= 0) {
-      todo_.push_back(top.parent);
+      to_expand_.push_back(top.parent);
     } else if (top.parent == kEmptyStack) {
       to.can_end = true;
     } else {
       // Unknown frames below: the rule may return to any of its call sites.
       const GrammarRule& rule = grammar_->rules[static_cast<size_t>(n.rule)];
-      for (const int32_t ret : rule.return_nodes) todo_.push_back(pool_->push(ret, kEscapedBelow));
+      for (const int32_t ret : rule.return_nodes) to_expand_.push_back(pool_->push(ret, kEscapedBelow));
       if (n.rule == grammar_->root_rule) to.can_end = true;
     }
   }

@@ -82,7 +82,7 @@ class StackStepper {
   StackPool* pool_;
   std::vector<uint32_t> visit_mark_;
   uint32_t epoch_ = 0;
-  std::vector<int32_t> todo_;
+  std::vector<int32_t> to_expand_;
 };
 
 }  // namespace specd::grammar

@@ -1,7 +1,8 @@
 #pragma once
-// What the tests that compare specd's greedy ids with llama.cpp's share
-// (gguf_model_test, gguf_kquant_test): the fixtures' id arrays, one loaded model per
-// path, greedy ids as llama.cpp's server reported them, and where two runs differ.
+// What the tests that compare specd's greedy ids with llama.cpp's share (gguf_model_test,
+// gguf_kquant_test, qwen_model_test): the fixtures' id arrays, one loaded model per path,
+// greedy ids as llama.cpp's server reported them, the same prompts speculatively, and
+// where two runs differ.
 #include <simdjson.h>
 
 #include <filesystem>
@@ -38,6 +39,35 @@ inline std::vector<int32_t> llama_cpp_greedy(LlamaModel& model, const std::vecto
   r.max_tokens = 32;
   r.eos_ids = {2};
   return generate_target_only(model, cache, r).tokens;
+}
+
+// Speculative greedy runs of `prompts` in one batch at K = k, the way llama_cpp_greedy
+// runs them: each run's ids, and the draft tokens accepted over the batch.
+struct SpeculativeGreedy {
+  std::vector<std::vector<int32_t>> tokens;
+  int64_t accepted = 0;
+};
+inline SpeculativeGreedy speculative_greedy(LlamaModel& target, LlamaModel& draft,
+                                            const std::vector<std::vector<int32_t>>& prompts, int32_t k) {
+  const auto slots = static_cast<int32_t>(prompts.size());
+  KvCache tc(target.config(), slots, 256, KvCache::blocks_to_hold(slots, 256)),
+      dc(draft.config(), slots, 256, KvCache::blocks_to_hold(slots, 256));
+  SpecModels models{target, tc, &draft, &dc};
+  std::vector<DriverRequest> requests;
+  for (const auto& prompt : prompts) {
+    DriverRequest r;
+    r.prompt = prompt;
+    r.max_tokens = 32;
+    r.eos_ids = {2};
+    r.spec.k = k;
+    requests.push_back(r);
+  }
+  SpeculativeGreedy out;
+  for (const SpecResult& result : generate_speculative(models, requests, nullptr)) {
+    out.tokens.push_back(result.tokens);
+    out.accepted += result.stats.accepted;
+  }
+  return out;
 }
 
 // Where two greedy runs first differ: -1 when equal.
