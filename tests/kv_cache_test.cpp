@@ -201,6 +201,13 @@ TEST_CASE("a write into a shared block left partial by truncation goes to a copy
   CHECK(table(c, 1) == std::vector<int32_t>{0, 1});  // still the shared blocks
   c.reserve(1, 21);
   const std::vector<int32_t> own = table(c, 1);
+  // The ledger records the copy; whoever writes the storage makes it first.
+  const std::vector<BlockCopy> copies = c.take_copies();
+  REQUIRE(copies.size() == 1);
+  CHECK(copies[0].from == 1);
+  CHECK(copies[0].to == own[1]);
+  CHECK(c.take_copies().empty());
+  c.pool().copy_block(copies[0].from, copies[0].to);
   CHECK(own[0] == 0);
   CHECK(own[1] != 1);
   for (int32_t layer = 0; layer < 2; ++layer) {

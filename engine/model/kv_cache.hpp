@@ -1,111 +1,36 @@
 #pragma once
-// One model's paged KV cache: the block pool (storage, BF16), the BlockAllocator (free
-// list, reference counts, prefix cache) and per slot a block table and a length. A slot
-// takes blocks as it grows and returns them when cut back or released; full blocks of
-// committed tokens can be found again by later sequences with the same prefix (map_prefix).
-// Which request holds a slot is decided elsewhere (the engine's CacheManager). Blocks a
-// slot shares with the prefix cache are never written: a write into one that a
-// truncation left partly valid goes to a private copy. Not thread-safe: one owner (a
-// lane) drives it.
+// One model's paged KV cache on one thread: the bookkeeping (KvLedger) and the storage
+// (KvBlockPool, BF16) together. The forward makes the ledger's block copies before it
+// writes (ForwardRunner::run). Used where one thread owns a model and its cache (tests,
+// perplexity, calibration, the benches); the engine's rounds keep the two apart: the
+// ledger on the CacheManager, the storage on the lane.
 #include <cstdint>
-#include <span>
-#include <vector>
 
-#include "engine/model/block_allocator.hpp"
 #include "engine/model/kv_block_pool.hpp"
+#include "engine/model/kv_ledger.hpp"
 
 namespace specd {
 
 struct ModelConfig;
 
-class KvCache {
+class KvCache : public KvLedger {
  public:
-  static constexpr int32_t kDefaultBlockSize = 16;
-
-  // slots: sequences held at once; max_seq_len: the most positions one sequence may
-  // hold; blocks: the pool size. Throws SpecdError(invalid_argument) for non-positive values.
+  // As KvLedger's, with the pool's shape from the model's config.
   KvCache(const ModelConfig& config, int32_t slots, int64_t max_seq_len, int32_t blocks,
           int32_t block_size = kDefaultBlockSize);
 
   // K and V of all layers in BF16.
   static int64_t bytes_per_token(const ModelConfig& config);
-  // Blocks that hold `slots` sequences of max_seq_len each (a pool that never runs out).
-  static int32_t blocks_to_hold(int32_t slots, int64_t max_seq_len, int32_t block_size = kDefaultBlockSize);
 
-  int32_t slot_count() const { return slot_count_; }
-  int64_t max_seq_len() const { return max_seq_len_; }
-  int32_t block_size() const { return allocator_.block_size(); }
-  int32_t total_blocks() const { return allocator_.total(); }
-  int32_t available_blocks() const { return allocator_.available(); }  // free + cached-unreferenced
-  // Blocks some slot holds, readable from any thread (BlockAllocator::referenced_published).
-  int32_t referenced_blocks_published() const { return allocator_.referenced_published(); }
   int64_t bytes() const { return pool_.bytes(); }  // the pool's reservation
-
-  int64_t length(int32_t slot) const { return at(slot).length; }
-  // Grows (taking blocks as needed) or shrinks (same as truncate_to). Growing beyond the
-  // pool throws SpecdError(out_of_capacity) with nothing changed; beyond max_seq_len too.
-  void set_length(int32_t slot, int64_t length);
-  // Makes room for positions [0, length) without changing the length (the forward calls
-  // this before writing rows). Same errors as set_length.
-  void reserve(int32_t slot, int64_t length);
-  // Lowers the length and returns the blocks wholly beyond it (a partial last block is
-  // kept). Throws SpecdError(invalid_argument) for a length above the current one.
-  void truncate_to(int32_t slot, int64_t length);
-  // Length 0, every block released (blocks committed to the prefix cache stay cached).
-  void release(int32_t slot);
-
-  // Branches (token trees): a branch is a slot of its own, numbered from slot_count() up,
-  // that starts as a copy of another slot sharing all its blocks; the first write into a
-  // shared partial block goes to a private copy in either (so siblings at one position
-  // never see each other). Every slot operation takes a branch. adopt: `slot` gives back
-  // its blocks and takes the branch's table, length and prefix keys; the branch is gone.
-  // drop: the branch gives back its blocks and is gone. fork throws like set_length when
-  // the parent's partial block cannot be shared (it never can: sharing takes no block).
-  int32_t fork(int32_t slot);
-  void adopt(int32_t slot, int32_t branch);
-  void drop(int32_t branch);
-  int32_t branch_count() const {
-    return static_cast<int32_t>(slots_.size()) - slot_count_ - static_cast<int32_t>(free_branches_.size());
-  }
-
-  // Prefix cache. map_prefix: the slot must be empty; maps the longest chain of cached
-  // full blocks that starts `tokens` (always leaving at least one token uncached), sets
-  // the length to the tokens mapped and returns that count (0 when prefix caching is off).
-  int64_t map_prefix(int32_t slot, std::span<const int32_t> tokens);
-  // `tokens` are the slot's committed tokens from position 0 (tokens.size() <= length):
-  // every full block they cover that is not yet committed becomes findable. Idempotent.
-  void commit(int32_t slot, std::span<const int32_t> tokens);
-  void set_prefix_caching(bool on) { prefix_caching_ = on; }
-  bool prefix_caching() const { return prefix_caching_; }
-
-  // For the forward: a slot's blocks (position p is in block_table(slot)[p / block_size()])
-  // and the storage they index.
-  std::span<const int32_t> block_table(int32_t slot) const { return at(slot).blocks; }
+  KvLedger& ledger() { return *this; }
   KvBlockPool& pool() { return pool_; }
   const KvBlockPool& pool() const { return pool_; }
+  // Makes the copies the ledger's changes imply (KvLedger::take_copies).
+  void make_copies();
 
  private:
-  struct Slot {
-    std::vector<int32_t> blocks;
-    int64_t length = 0;
-    // Leading blocks shared with the prefix cache (committed or mapped), never written;
-    // the last may be only partly valid after a truncation.
-    int32_t frozen = 0;
-    std::vector<BlockKey> keys;  // chain keys of the leading full committed blocks
-    bool live = true;            // false for a branch number not in use
-  };
-  Slot& branch(int32_t branch);
-  const Slot& at(int32_t slot) const;
-  Slot& at(int32_t slot) { return const_cast<Slot&>(static_cast<const KvCache*>(this)->at(slot)); }
-  int32_t blocks_covering(int64_t length) const;
-
-  int32_t slot_count_;
-  int64_t max_seq_len_;
   KvBlockPool pool_;
-  BlockAllocator allocator_;
-  std::vector<Slot> slots_;             // slot_count_ slots, then branches
-  std::vector<int32_t> free_branches_;  // branch numbers not in use
-  bool prefix_caching_ = true;
 };
 
 }  // namespace specd

@@ -8,6 +8,7 @@
 #include "engine/kernels/attention.hpp"
 #include "engine/kernels/linear.hpp"
 #include "engine/model/kv_cache.hpp"
+#include "engine/model/kv_tables.hpp"
 #include "engine/model/llama_model.hpp"
 
 namespace specd {
@@ -84,24 +85,29 @@ void ForwardRunner::ensure_rope(int64_t positions) {
   rope_positions_ = n;
 }
 
-void ForwardRunner::check_rows(std::span<const ForwardRow> rows, const KvCache& cache) {
+void ForwardRunner::check_rows(std::span<const ForwardRow> rows, const KvTables& tables) {
   const int64_t vocab = weights_->config.vocab_size;
   for (const ForwardRow& r : rows) {
     if (r.token < 0 || r.token >= vocab) {
       throw SpecdError(ErrorCode::invalid_argument,
                        "token id " + std::to_string(r.token) + " outside the vocabulary of " + std::to_string(vocab));
     }
-    if (r.position < 0 || r.position >= cache.max_seq_len()) {
+    if (r.position < 0 || r.position >= tables.max_seq_len) {
       throw SpecdError(ErrorCode::out_of_capacity, "position " + std::to_string(r.position) + " of slot " +
                                                        std::to_string(r.slot) + " is outside the KV cache");
     }
     // Positions below the length may sit in blocks shared with the prefix cache (or
-    // with a branch); length() also rejects a slot that does not exist.
+    // with a branch); at() also rejects a slot the tables lack.
     auto check_slot = [&](int32_t slot) {
-      if (r.position < cache.length(slot)) {
+      const SlotTable& t = tables.at(slot);
+      if (r.position < t.length) {
         throw SpecdError(ErrorCode::invalid_argument, "position " + std::to_string(r.position) + " of slot " +
                                                           std::to_string(slot) + " is below its length " +
-                                                          std::to_string(cache.length(slot)));
+                                                          std::to_string(t.length));
+      }
+      if (r.position / tables.block_size >= static_cast<int64_t>(t.blocks.size())) {
+        throw SpecdError(ErrorCode::invalid_argument, "position " + std::to_string(r.position) + " of slot " +
+                                                          std::to_string(slot) + " is beyond its blocks");
       }
     };
     check_slot(r.slot);
@@ -117,7 +123,8 @@ void ForwardRunner::embed(std::span<const ForwardRow> rows) {
   }
 }
 
-void ForwardRunner::attend(std::span<const ForwardRow> rows, const KvCache& cache, int64_t layer) {
+void ForwardRunner::attend(std::span<const ForwardRow> rows, const KvTables& tables, const KvBlockPool& pool,
+                           int64_t layer) {
   const ModelConfig& c = weights_->config;
   const int64_t d = c.head_dim, heads = c.num_attention_heads, kv_heads = c.num_key_value_heads;
   const int64_t group = heads / kv_heads, qkv_width = (heads + 2 * kv_heads) * d;
@@ -129,7 +136,7 @@ void ForwardRunner::attend(std::span<const ForwardRow> rows, const KvCache& cach
       const int64_t r = job / kv_heads, kvh = job % kv_heads;
       const ForwardRow& row = rows[r];
       const kernels::PagedKv kv =
-          cache.pool().head(static_cast<int32_t>(layer), static_cast<int32_t>(kvh), cache.block_table(row.slot).data());
+          pool.head(static_cast<int32_t>(layer), static_cast<int32_t>(kvh), tables.at(row.slot).blocks.data());
       kernels::attend(kv, row.position + 1, s_.qkv.data() + r * qkv_width + kvh * group * d,
                       static_cast<int32_t>(group), scale, s_.attn.data() + (r * heads + kvh * group) * d);
     }
@@ -146,7 +153,8 @@ void ForwardRunner::attend(std::span<const ForwardRow> rows, const KvCache& cach
   }
 }
 
-void ForwardRunner::attention_block(int64_t layer, std::span<const ForwardRow> rows, KvCache& cache) {
+void ForwardRunner::attention_block(int64_t layer, std::span<const ForwardRow> rows, const KvTables& tables,
+                                    KvBlockPool& pool) {
   const ModelConfig& c = weights_->config;
   const LayerWeights& w = weights_->layers[layer];
   const int64_t m = static_cast<int64_t>(rows.size()), hidden = c.hidden_size, d = c.head_dim, half = d / 2;
@@ -154,7 +162,7 @@ void ForwardRunner::attention_block(int64_t layer, std::span<const ForwardRow> r
   const int64_t qkv_width = (heads + 2 * kv_heads) * d;
   rms_norm(s_.x.data(), w.input_norm.data(), m, hidden, c.rms_norm_eps, s_.h.data());
   kernels::linear(w.qkv, s_.h.data(), m, s_.qkv.data());
-  const int64_t block_size = cache.block_size();
+  const int64_t block_size = tables.block_size;
   for (int64_t r = 0; r < m; ++r) {
     float* row = s_.qkv.data() + r * qkv_width;
     const ForwardRow& at = rows[r];
@@ -168,13 +176,13 @@ void ForwardRunner::attention_block(int64_t layer, std::span<const ForwardRow> r
     const float* sin = rope_sin_.data() + at.position * half;
     for (int64_t h = 0; h < heads + kv_heads; ++h) rope(row + h * d, cos, sin, half);  // queries and keys
     auto write_into = [&](int32_t slot) {
-      cache.pool().write(static_cast<int32_t>(layer), cache.block_table(slot)[at.position / block_size],
+      pool.write(static_cast<int32_t>(layer), tables.at(slot).blocks[at.position / block_size],
                          static_cast<int32_t>(at.position % block_size), row + heads * d, row + (heads + kv_heads) * d);
     };
     write_into(at.slot);
     for (int32_t slot : at.also_write) write_into(slot);
   }
-  attend(rows, cache, layer);
+  attend(rows, tables, pool, layer);
   kernels::linear(w.o, s_.attn.data(), m, s_.out.data());
   add_into(s_.x.data(), s_.out.data(), m * hidden);
 }
@@ -198,14 +206,27 @@ void ForwardRunner::mlp_block(int64_t layer, int64_t m) {
 
 void ForwardRunner::run(std::span<const ForwardRow> rows, KvCache& cache, std::span<const int64_t> logit_rows,
                         float* logits) {
-  const ModelConfig& c = weights_->config;
-  check_rows(rows, cache);
+  {  // the rows' checks against the slots as they are, before taking blocks
+    KvTables now{.block_size = cache.block_size(), .max_seq_len = cache.max_seq_len()};
+    for (const ForwardRow& r : rows) {
+      add_table(now, cache, r.slot);
+      for (int32_t slot : r.also_write) add_table(now, cache, slot);
+    }
+    // Blocks are taken next: only the lengths and the limits are checked here.
+    for (SlotTable& t : now.slots) t.blocks.resize(static_cast<size_t>(cache.max_seq_len() / now.block_size + 1));
+    check_rows(rows, now);
+  }
   // Every row's block before any write. A pool that runs out stops the call here and
   // gives back what the call took, so the slots hold what they held.
+  std::vector<int32_t> slots;
   try {
     for (const ForwardRow& r : rows) {
       cache.reserve(r.slot, r.position + 1);
-      for (int32_t slot : r.also_write) cache.reserve(slot, r.position + 1);
+      slots.push_back(r.slot);
+      for (int32_t slot : r.also_write) {
+        cache.reserve(slot, r.position + 1);
+        slots.push_back(slot);
+      }
     }
   } catch (const SpecdError&) {
     for (const ForwardRow& r : rows) {
@@ -214,6 +235,14 @@ void ForwardRunner::run(std::span<const ForwardRow> rows, KvCache& cache, std::s
     }
     throw;
   }
+  run(rows, tables_of(cache, slots), cache.pool(), logit_rows, logits);
+}
+
+void ForwardRunner::run(std::span<const ForwardRow> rows, const KvTables& tables, KvBlockPool& pool,
+                        std::span<const int64_t> logit_rows, float* logits) {
+  const ModelConfig& c = weights_->config;
+  check_rows(rows, tables);
+  for (const BlockCopy& copy : tables.copies) pool.copy_block(copy.from, copy.to);
   const int64_t m = static_cast<int64_t>(rows.size()), hidden = c.hidden_size, d = c.head_dim;
   const int64_t heads = c.num_attention_heads, kv_heads = c.num_key_value_heads;
   int64_t last = 0;
@@ -227,7 +256,7 @@ void ForwardRunner::run(std::span<const ForwardRow> rows, KvCache& cache, std::s
   grow(s_.out, m * hidden);
   embed(rows);
   for (int64_t layer = 0; layer < c.num_hidden_layers; ++layer) {
-    attention_block(layer, rows, cache);
+    attention_block(layer, rows, tables, pool);
     mlp_block(layer, m);
   }
   const int64_t n = static_cast<int64_t>(logit_rows.size());

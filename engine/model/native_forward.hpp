@@ -20,7 +20,9 @@
 
 namespace specd {
 
+class KvBlockPool;
 class KvCache;
+struct KvTables;
 
 // One token to run: where its key and value go and which keys it sees (0..position of
 // `slot`). A token-tree node also writes its key and value into the branches of its
@@ -39,25 +41,30 @@ class ForwardRunner {
 
   const InferenceWeights& weights() const { return *weights_; }
 
-  // Runs rows through every layer, writing their keys and values into the cache at their
-  // positions (taking the blocks they need; the caller sets the slots' lengths), and
-  // writes the logits of the rows listed in logit_rows (indices into rows) to logits,
-  // [logit_rows.size(), vocab]. A slot's rows must come in position order, at or past its
-  // length (also_write slots likewise). Throws SpecdError for a token outside the vocabulary, a position outside the
-  // cache or below its slot's length, and out_of_capacity when the pool has too few
-  // blocks left (the call then gives back every block beyond the slots' lengths).
+  // Runs rows through every layer, writing their keys and values into the storage at
+  // their positions of the tables' blocks (after making the tables' copies; the caller
+  // keeps the lengths), and writes the logits of the rows listed in logit_rows (indices
+  // into rows) to logits, [logit_rows.size(), vocab]. A slot's rows must come in position
+  // order, at or past its length (also_write slots likewise), within its blocks. Throws
+  // SpecdError for a token outside the vocabulary, a position outside the cache, below
+  // its slot's length or beyond its blocks.
+  void run(std::span<const ForwardRow> rows, const KvTables& tables, KvBlockPool& pool,
+           std::span<const int64_t> logit_rows, float* logits);
+  // The same on a cache of its own: takes the blocks the rows need first (out_of_capacity
+  // when the pool has too few left; the call then gives back every block beyond the
+  // slots' lengths).
   void run(std::span<const ForwardRow> rows, KvCache& cache, std::span<const int64_t> logit_rows, float* logits);
 
  private:
   struct Scratch {
     std::vector<float> x, h, qkv, attn, mlp, out;
   };
-  void check_rows(std::span<const ForwardRow> rows, const KvCache& cache);
+  void check_rows(std::span<const ForwardRow> rows, const KvTables& tables);
   void ensure_rope(int64_t positions);
   void embed(std::span<const ForwardRow> rows);
-  void attention_block(int64_t layer, std::span<const ForwardRow> rows, KvCache& cache);
+  void attention_block(int64_t layer, std::span<const ForwardRow> rows, const KvTables& tables, KvBlockPool& pool);
   void mlp_block(int64_t layer, int64_t m);
-  void attend(std::span<const ForwardRow> rows, const KvCache& cache, int64_t layer);
+  void attend(std::span<const ForwardRow> rows, const KvTables& tables, const KvBlockPool& pool, int64_t layer);
 
   std::shared_ptr<const InferenceWeights> weights_;
   std::vector<float> rope_cos_, rope_sin_;  // [positions][head_dim / 2], grown on demand

@@ -108,7 +108,6 @@ void keep_most_probable(Growing& g, int32_t nodes) {
 Drafter::Drafter(std::shared_ptr<LlamaModel> model, std::shared_ptr<KvCache> cache)
     : model_(std::move(model)), cache_(std::move(cache)) {
   if (!cache_) return;
-  fed_.resize(static_cast<size_t>(cache_->slot_count()));
   branches_.resize(static_cast<size_t>(cache_->slot_count()));
   for (int32_t slot = 0; slot < cache_->slot_count(); ++slot) cache_->set_length(slot, 0);
 }
@@ -119,15 +118,8 @@ Drafter::~Drafter() {
 }
 Drafter::Drafter(Drafter&&) noexcept = default;
 
-std::vector<int32_t>& Drafter::fed(int32_t slot_or_branch) {
-  if (static_cast<size_t>(slot_or_branch) >= fed_.size()) fed_.resize(static_cast<size_t>(slot_or_branch) + 1);
-  return fed_[static_cast<size_t>(slot_or_branch)];
-}
-
 int32_t Drafter::fork(int32_t owner, int32_t from) {
   const int32_t branch = cache_->fork(from);
-  std::vector<int32_t> path = fed(from);  // fed(branch) may grow fed_
-  fed(branch) = std::move(path);
   branches_.at(static_cast<size_t>(owner)).push_back(branch);
   return branch;
 }
@@ -135,7 +127,6 @@ int32_t Drafter::fork(int32_t owner, int32_t from) {
 void Drafter::drop_branches(int32_t slot) {
   for (int32_t branch : branches_.at(static_cast<size_t>(slot))) {
     cache_->drop(branch);
-    fed(branch).clear();
   }
   branches_[static_cast<size_t>(slot)].clear();
 }
@@ -144,7 +135,7 @@ void Drafter::keep_best_branch(int32_t slot, std::span<const int32_t> context) {
   std::vector<int32_t>& branches = branches_.at(static_cast<size_t>(slot));
   if (branches.empty()) return;
   auto shared = [&](int32_t id) {
-    const std::vector<int32_t>& f = fed(id);
+    const std::vector<int32_t>& f = cache_->fed(id);
     return std::mismatch(f.begin(), f.end(), context.begin(), context.end()).first - f.begin();
   };
   int32_t best = slot;
@@ -153,8 +144,6 @@ void Drafter::keep_best_branch(int32_t slot, std::span<const int32_t> context) {
   }
   if (best != slot) {
     cache_->adopt(slot, best);
-    fed(slot).swap(fed(best));
-    fed(best).clear();
     branches.erase(std::find(branches.begin(), branches.end(), best));
   }
   drop_branches(slot);
@@ -162,7 +151,7 @@ void Drafter::keep_best_branch(int32_t slot, std::span<const int32_t> context) {
 
 int64_t Drafter::keep_common_prefix(int32_t slot, std::span<const int32_t> context) {
   keep_best_branch(slot, context);
-  std::vector<int32_t>& fed = fed_.at(static_cast<size_t>(slot));
+  std::vector<int32_t>& fed = cache_->fed(slot);
   // At least the last token is fed: its logits give the first draft.
   const auto most = static_cast<int64_t>(context.size()) - 1;
   int64_t keep = 0;
@@ -183,7 +172,6 @@ void Drafter::release(int32_t draft_slot) {
   if (!cache_) return;
   drop_branches(draft_slot);
   cache_->release(draft_slot);
-  fed_.at(static_cast<size_t>(draft_slot)).clear();
 }
 
 RoundDrafts Drafter::propose(RoundPlan& plan) {
@@ -246,7 +234,7 @@ int32_t Drafter::run_steps(std::vector<DraftedRow*>& rows, std::vector<DraftStep
           node_feed.push_back({g.row->drafts[static_cast<size_t>(g.frontier[e])]});
           feed.emplace_back(node_feed.back());
         }
-        std::vector<int32_t>& f = fed(branch);
+        std::vector<int32_t>& f = cache_->fed(branch);
         f.insert(f.end(), feed.back().begin(), feed.back().end());
         widest = std::max(widest, feed.back().size());
         slots.push_back(branch);
@@ -329,7 +317,7 @@ void Drafter::prefill(std::span<const DraftPrefill> prompts) {
     // prompt's last token is always computed: keep_common_prefix keeps one back).
     const auto upto = std::min(static_cast<size_t>(end) + 1, p.prompt.size());
     const int64_t keep = keep_common_prefix(p.draft_slot, std::span<const int32_t>(p.prompt).first(upto));
-    std::vector<int32_t>& fed = fed_.at(static_cast<size_t>(p.draft_slot));
+    std::vector<int32_t>& fed = cache_->fed(p.draft_slot);
     fed.assign(wanted.begin(), wanted.end());
     if (keep == end) continue;
     rows.push_back(wanted.subspan(static_cast<size_t>(keep)));
@@ -338,7 +326,7 @@ void Drafter::prefill(std::span<const DraftPrefill> prompts) {
   if (rows.empty()) return;
   std::vector<int64_t> lengths;
   model_->forward({token_batch(rows, lengths), slots, lengths}, *cache_, LogitsFor::last_position);
-  for (const DraftPrefill& p : prompts) cache_->commit(p.draft_slot, fed_.at(static_cast<size_t>(p.draft_slot)));
+  for (const DraftPrefill& p : prompts) cache_->commit(p.draft_slot, cache_->fed(p.draft_slot));
 }
 
 }  // namespace specd

@@ -59,12 +59,10 @@ class Drafter {
   void keep_best_branch(int32_t slot, std::span<const int32_t> context);
   void drop_branches(int32_t slot);
   int32_t fork(int32_t owner, int32_t from);
-  std::vector<int32_t>& fed(int32_t slot_or_branch);
   int32_t run_steps(std::vector<DraftedRow*>& rows, std::vector<DraftStepTime>& times);
 
   std::shared_ptr<LlamaModel> model_;
   std::shared_ptr<KvCache> cache_;
-  std::vector<std::vector<int32_t>> fed_;       // per draft slot or branch, the tokens its cache holds
   std::vector<std::vector<int32_t>> branches_;  // per draft slot, its branches from the last tree
 };
 
