@@ -47,6 +47,12 @@ std::shared_ptr<KvCache> make_cache(const std::shared_ptr<LlamaModel>& model, co
   return cache;
 }
 
+std::shared_ptr<KvLedger> make_ledger(const EngineConfig& c, const KvBudget& kv) {
+  auto ledger = std::make_shared<KvLedger>(c.max_batch, c.sequence.max_seq_len, kv.blocks, kv.block_size);
+  ledger->set_prefix_caching(c.prefix_cache);
+  return ledger;
+}
+
 // The lanes are the parallelism: OpenBLAS's own pool would run inside both lanes at
 // once and contend for the same cores (DESIGN.md: thread pools spin). Called before
 // calibration, which must time what rounds will run.
@@ -98,15 +104,17 @@ struct Engine::Impl {
         context_summary(std::move(p.context_summary)),
         trace(std::make_shared<TraceRecorder>(config.trace, static_cast<size_t>(config.trace_capacity))),
         draft_kv(make_cache(p.draft, config, kv)),
-        target_kv(make_cache(p.target, config, kv)),
+        target_ledger(make_ledger(config, kv)),
+        target_storage(KvCache::make_storage(p.target->config(), kv.blocks, kv.block_size)),
         draft_worker({"draft lane", std::max(1, threads.draft_threads), &permits}, trace.get(),
                      Drafter(p.draft, draft_kv)),
-        verify_worker({"target lane", threads.target_threads, &permits}, trace.get(), Verifier(p.target, target_kv)),
+        verify_worker({"target lane", threads.target_threads, &permits}, trace.get(),
+                      Verifier(p.target, target_storage)),
         lanes(draft_worker, verify_worker),
         live_requests(std::make_shared<std::atomic<int64_t>>(0)),
         executor(executor),
         api_strand(asio::make_strand(executor)),
-        cache(asio::make_strand(executor), config.max_batch, has_draft) {
+        cache(asio::make_strand(executor), config.max_batch, has_draft, target_ledger) {
     // Calibration times the lanes' round shapes, so it runs once they exist and before
     // the scheduler that plans with its curves.
     KPlanSetup planning = calibrate();
@@ -160,10 +168,13 @@ struct Engine::Impl {
   std::string context_summary;
   RoundCostTable start_costs;            // the planner's curves as calibration left them
   std::shared_ptr<TraceRecorder> trace;  // shared with the burst marks a socket still holds
-  // The lanes own and drive the caches; the engine only reads their published block counts.
-  std::shared_ptr<KvCache> draft_kv, target_kv;
+  // The draft lane owns and drives the draft cache; CacheManager the target's ledger, the
+  // target lane its storage. The engine only reads their published block counts.
+  std::shared_ptr<KvCache> draft_kv;
+  std::shared_ptr<KvLedger> target_ledger;
+  std::shared_ptr<KvBlockPool> target_storage;
   DraftWorker draft_worker;    // owns the draft model and its cache, on the draft lane
-  VerifyWorker verify_worker;  // owns the target model and its cache, on the target lane
+  VerifyWorker verify_worker;  // owns the target model and its KV storage, on the target lane
   ModelLanes lanes;
   std::shared_ptr<std::atomic<int64_t>> live_requests;
   asio::any_io_executor executor;    // every actor gets its own strand of it
@@ -185,7 +196,11 @@ KPlanSetup Engine::Impl::calibrate() {
   RoundCostModel& costs = planning.round_costs.emplace(
       config.max_batch, planning.sequence.k_max, static_cast<int32_t>(std::min<int64_t>(config.prefill_chunk, 4096)));
   const CalibrationLimits limits{config.max_batch, planning.sequence.k_max, config.calibration_seconds};
-  auto time_verify = [&](Verifier& v) { return calibrate_verify(v.model(), v.cache(), costs, limits); };
+  // On a ledger of its own over the target's storage: no request holds a block yet.
+  auto time_verify = [&](Verifier& v) {
+    KvCache scratch(v.storage(), config.max_batch, config.sequence.max_seq_len);
+    return calibrate_verify(v.model(), scratch, costs, limits);
+  };
   verify_worker.run_blocking("calibrate", time_verify);
   // Without a draft model only prompt-lookup rows draft, and they need the verify curve alone.
   if (!has_draft) return planning;
@@ -339,7 +354,6 @@ boost::asio::awaitable<void> Engine::stop(std::chrono::milliseconds deadline) {
 boost::asio::awaitable<EngineSnapshot> Engine::snapshot() {
   auto ask = [this]() -> boost::asio::awaitable<EngineSnapshot> { co_return co_await impl_->scheduler->snapshot(); };
   EngineSnapshot s = co_await boost::asio::co_spawn(impl_->api_strand, ask, boost::asio::use_awaitable);
-  s.kv_blocks_referenced_target = impl_->target_kv->referenced_blocks_published();
   s.kv_blocks_referenced_draft = impl_->draft_kv ? impl_->draft_kv->referenced_blocks_published() : 0;
   co_return s;
 }

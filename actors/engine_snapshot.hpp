@@ -18,11 +18,9 @@ struct EngineSnapshot {
   int32_t waiting = 0, running = 0;
   int32_t target_slots_in_use = 0, draft_slots_in_use = 0, slots_total = 0;
   int64_t live_requests = 0;  // request actors alive (finished ones included until freed)
-  // KV blocks per model's pool, and those the running requests hold (as the scheduler
-  // accounts them: shared prefix blocks once per request).
+  // KV blocks per model's pool.
   int32_t kv_blocks_total = 0;
-  int64_t kv_blocks_used = 0;
-  // Blocks each pool has out to some sequence, read from the pools themselves (a shared
+  // Blocks each pool has out to some sequence, read from the ledgers themselves (a shared
   // block once; cached blocks nobody holds are not counted): all back to 0 when idle.
   int32_t kv_blocks_referenced_target = 0, kv_blocks_referenced_draft = 0;
   int64_t prefix_queried_tokens = 0, prefix_hit_tokens = 0;  // prompts' tokens, and those found cached

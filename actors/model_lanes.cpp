@@ -1,21 +1,12 @@
 #include "actors/model_lanes.hpp"
 
-#include <boost/asio/experimental/awaitable_operators.hpp>
-
 #include <algorithm>
 
 namespace specd::actors {
 
 namespace {
-using namespace boost::asio::experimental::awaitable_operators;
 using Clock = std::chrono::steady_clock;
 }  // namespace
-
-awaitable<void> ModelLanes::map_prefixes(std::vector<TargetPrefill>& chunks) {
-  if (std::none_of(chunks.begin(), chunks.end(), [](const TargetPrefill& p) { return p.start == 0; })) co_return;
-  auto job = [&chunks](Verifier& v) { v.map_prefixes(chunks); };
-  co_await verify_.run("map prefixes", job);
-}
 
 awaitable<LaneSpan> ModelLanes::prefill_draft(std::vector<DraftPrefill>& prompts) {
   LaneSpan lane;
@@ -35,14 +26,16 @@ awaitable<RoundDrafts> ModelLanes::propose(RoundPlan& plan) {
   co_return co_await draft_.run("draft", job);
 }
 
-awaitable<TargetPassOutcome> ModelLanes::target_pass(RoundDrafts& drafts, std::vector<TargetPrefill>& chunks) {
+awaitable<TargetPassOutcome> ModelLanes::target_pass(RoundDrafts& drafts, std::vector<TargetPrefill>& chunks,
+                                                     const PassLayout& layout) {
   TargetPassOutcome out;
   if (drafts.rows.empty() && chunks.empty()) co_return out;
-  auto job = [&drafts, &chunks, &out](Verifier& v) {
+  auto job = [&drafts, &chunks, &layout, &out](Verifier& v) {
     const auto start = Clock::now();
-    TargetPassResult pass = v.pass(drafts, chunks);
+    TargetPassResult pass = v.pass(drafts, chunks, layout);
     out.round = std::move(pass.round);
     out.prefills.first_tokens = std::move(pass.first_tokens);
+    out.paths = std::move(pass.paths);
     if (!chunks.empty()) out.prefills.lane = {start, Clock::now()};
   };
   // The slice's name says what the pass carried.
@@ -52,15 +45,12 @@ awaitable<TargetPassOutcome> ModelLanes::target_pass(RoundDrafts& drafts, std::v
 }
 
 awaitable<void> ModelLanes::release(std::vector<SlotGrant>& slots) {
-  if (slots.empty()) co_return;
-  auto target = [&slots](Verifier& v) {
-    for (const SlotGrant& g : slots) v.release(g.target_slot);
-  };
+  if (std::none_of(slots.begin(), slots.end(), [](const SlotGrant& g) { return g.draft_slot >= 0; })) co_return;
   auto draft = [&slots](Drafter& d) {
     for (const SlotGrant& g : slots)
       if (g.draft_slot >= 0) d.release(g.draft_slot);
   };
-  co_await (verify_.run("release", target) && draft_.run("release", draft));
+  co_await draft_.run("release", draft);
 }
 
 }  // namespace specd::actors

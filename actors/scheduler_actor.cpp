@@ -116,9 +116,7 @@ void SchedulerActor::take_snapshot(EngineSnapshot& s, const CacheUsage& usage) c
   s.slots_total = usage.slots;
   s.live_requests = live_requests_ ? live_requests_->load() : 0;
   s.kv_blocks_total = options_.kv.blocks;
-  for (const auto* list : {&running_, &prefilling_}) {
-    for (const auto& e : *list) s.kv_blocks_used += blocks_for(e->seq->tokens.size(), options_.kv.block_size);
-  }
+  s.kv_blocks_referenced_target = usage.target_blocks_referenced;
   s.cost_ratio = planner_.measured_cost_ratio();
 }
 

@@ -3,9 +3,11 @@
 #include <boost/asio/experimental/awaitable_operators.hpp>
 
 #include <algorithm>
+#include <exception>
 
 #include "actors/scheduler_actor.hpp"
 #include "actors/scheduler_entry.hpp"
+#include "engine/base/errors.hpp"
 #include "engine/planning/prefill_budget.hpp"
 
 namespace specd::actors {
@@ -98,10 +100,11 @@ std::vector<TargetPrefill> SchedulerActor::choose_chunks(const RoundPlan& plan, 
   return chunks;
 }
 
-// The round on the lanes: the draft lane proposes for the running batch while the
-// target lane maps newcomers' cached prefixes; then the target lane runs the one pass
-// (verify rows and prompt chunks) while the draft lane prefills the chunks into the
-// draft cache. Without overlap the lanes take turns.
+// The round on the lanes: the draft lane proposes for the running batch while
+// CacheManager maps newcomers' cached prefixes; CacheManager then gives every verify row
+// and chunk its blocks, the target lane runs the one pass (verify rows and prompt
+// chunks) in them while the draft lane prefills the chunks into the draft cache, and
+// CacheManager keeps what the pass accepted. Without overlap the lanes take turns.
 awaitable<SchedulerActor::RoundOutcome> SchedulerActor::execute(RoundPlan& plan) {
   RoundOutcome out;
   std::vector<TargetPrefill> prefills = choose_chunks(plan, out);
@@ -125,24 +128,36 @@ awaitable<SchedulerActor::RoundOutcome> SchedulerActor::execute(RoundPlan& plan)
   const bool take_turns = drafting && !options_.overlap;
   RoundDrafts drafts;
   if (!drafting) {  // nobody drafts: no trip to the draft lane before the pass
-    co_await lanes_.map_prefixes(prefills);
+    co_await cache_.map_prefixes(prefills);
     drafts = undrafted(plan);
   } else if (take_turns) {
-    co_await lanes_.map_prefixes(prefills);
+    co_await cache_.map_prefixes(prefills);
     draft_prompts();
     out.draft_prefill = co_await lanes_.prefill_draft(prompts);
     drafts = co_await lanes_.propose(plan);
   } else {
-    drafts = co_await (lanes_.propose(plan) && lanes_.map_prefixes(prefills));
+    drafts = co_await (lanes_.propose(plan) && cache_.map_prefixes(prefills));
   }
+  LaidOut laid = co_await cache_.lay_out(drafts, prefills);
+  if (!laid.no_room.empty()) throw SpecdError(ErrorCode::out_of_capacity, laid.no_room);
   TargetPassOutcome pass;
-  if (take_turns) {
-    pass = co_await lanes_.target_pass(drafts, prefills);
-  } else {
-    draft_prompts();
-    std::tie(pass, out.draft_prefill) =
-        co_await (lanes_.target_pass(drafts, prefills) && lanes_.prefill_draft(prompts));
+  std::exception_ptr failed;
+  try {
+    if (take_turns) {
+      pass = co_await lanes_.target_pass(drafts, prefills, laid.layout);
+    } else {
+      draft_prompts();
+      std::tie(pass, out.draft_prefill) =
+          co_await (lanes_.target_pass(drafts, prefills, laid.layout) && lanes_.prefill_draft(prompts));
+    }
+  } catch (...) {
+    failed = std::current_exception();
   }
+  if (failed) {
+    co_await cache_.drop(laid.layout);
+    std::rethrow_exception(failed);
+  }
+  co_await cache_.keep(laid.layout, drafts, pass.paths, prefills);
   out.round = std::move(pass.round);
   out.prefills = std::move(pass.prefills);
   for (const TargetPrefill& p : prefills) {

@@ -18,7 +18,10 @@ using namespace specd::testing;
 namespace {
 
 struct Manager {
-  Manager(int32_t slots, bool has_draft) : io(1), cache(asio::make_strand(io.io()), slots, has_draft) {
+  Manager(int32_t slots, bool has_draft)
+      : io(1),
+        ledger(std::make_shared<KvLedger>(slots, 64, KvLedger::blocks_to_hold(slots, 64))),
+        cache(asio::make_strand(io.io()), slots, has_draft, ledger) {
     spawn_logged(
         cache.executor(), [this] { return cache.run(); }, "cache manager");
   }
@@ -28,6 +31,7 @@ struct Manager {
   CacheUsage usage() { return io.run(cache.usage()); }
 
   IoThreads io;
+  std::shared_ptr<KvLedger> ledger;
   CacheManager cache;
 };
 

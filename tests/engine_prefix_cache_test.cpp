@@ -96,7 +96,6 @@ TEST_CASE("a conversation's next turn maps its cached prefix and keeps the targe
       const EngineSnapshot s = io.run(engine.snapshot());  // blocks return before the result: no wait
       CHECK(s.prefix_hit_tokens > 0);
       CHECK(s.prefix_queried_tokens > s.prefix_hit_tokens);
-      CHECK(s.kv_blocks_used == 0);
       CHECK(s.kv_blocks_referenced_target == 0);  // the conversation's blocks stay cached, unheld
       CHECK(s.kv_blocks_referenced_draft == 0);
       io.run(engine.stop(std::chrono::seconds(5)));
@@ -163,7 +162,6 @@ TEST_CASE("requests preempted for want of KV blocks resume with their greedy tok
     }
     const EngineSnapshot s = io.run(engine.snapshot());  // blocks return before the result: no wait
     CHECK(s.preemptions > 0);
-    CHECK(s.kv_blocks_used == 0);
     CHECK(s.kv_blocks_referenced_target == 0);
     CHECK(s.kv_blocks_referenced_draft == 0);
     io.run(engine.stop(std::chrono::seconds(5)));

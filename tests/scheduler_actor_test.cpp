@@ -16,6 +16,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <numeric>
 
 #include "actors/cache_manager.hpp"
 #include "actors/request_actor.hpp"
@@ -46,21 +47,9 @@ class FakeLanes : public RoundLanes {
   std::vector<size_t> chunk_beside;                 // per chunk: verify rows in the same pass
   std::vector<std::vector<int32_t>> rounds;         // tags of each verify pass's rows
   int32_t draft_prefills = 0;
-  int64_t cached_prefix = 0;                     // prompt tokens a prefix cache would hold (as the Verifier maps them)
   std::vector<std::vector<int32_t>> resumes;     // prompts prefilled without sampling
   std::vector<std::vector<SlotGrant>> releases;  // each release call's slots
 
-  awaitable<void> map_prefixes(std::vector<TargetPrefill>& prompts) override {
-    for (TargetPrefill& p : prompts) {
-      const auto size = static_cast<int64_t>(p.prompt.size());
-      if (p.start == 0 && p.use_prefix_cache && cached_prefix > 0) {
-        p.cached = std::min(cached_prefix, size - 1);
-        p.end = std::min(size, p.cached + p.chunk_end());
-        p.start = p.cached;
-      }
-    }
-    co_return;
-  }
   awaitable<void> release(std::vector<SlotGrant>& slots) override {
     releases.push_back(slots);
     co_return;
@@ -74,12 +63,16 @@ class FakeLanes : public RoundLanes {
     for (RowPlan& row : plan.rows) {
       drafts.rows.emplace_back();
       DraftedRow& d = drafts.rows.back();
-      for (int32_t j = 0; j < row.k; ++j) d.drafts.push_back(next(row.context, j));
+      for (int32_t j = 0; j < row.k; ++j) {
+        d.drafts.push_back(next(row.context, j));
+        d.parents.push_back(j - 1);  // a chain
+      }
       d.plan = std::move(row);
     }
     co_return drafts;
   }
-  awaitable<TargetPassOutcome> target_pass(RoundDrafts& drafts, std::vector<TargetPrefill>& prompts) override {
+  awaitable<TargetPassOutcome> target_pass(RoundDrafts& drafts, std::vector<TargetPrefill>& prompts,
+                                           const PassLayout&) override {
     TargetPassOutcome out;
     for (TargetPrefill& p : prompts) {
       chunks.emplace_back(p.start, p.chunk_end());
@@ -96,6 +89,9 @@ class FakeLanes : public RoundLanes {
       row.drafted = d.plan.k;
       row.accepted = std::min(accept, d.plan.k);
       for (int32_t j = 0; j <= row.accepted; ++j) row.tokens.push_back(next(d.plan.context, j));
+      std::vector<int32_t> path(static_cast<size_t>(row.accepted));  // a chain: nodes 0..accepted-1
+      std::iota(path.begin(), path.end(), 0);
+      out.paths.push_back(std::move(path));
       row.rng = d.plan.rng;
       out.round.rows.push_back(std::move(row));
     }
@@ -135,7 +131,13 @@ class Harness {
  public:
   Harness(int32_t slots, SchedulerOptions options)
       : io_(1),
-        cache_(asio::make_strand(io_.io()), slots, options.planning.has_draft_model),
+        ledger_(std::make_shared<KvLedger>(
+            slots, options.planning.sequence.max_seq_len,
+            options.kv.blocks > 0
+                ? options.kv.blocks
+                : KvLedger::blocks_to_hold(slots, options.planning.sequence.max_seq_len, options.kv.block_size),
+            options.kv.block_size)),
+        cache_(asio::make_strand(io_.io()), slots, options.planning.has_draft_model, ledger_),
         scheduler_(asio::make_strand(io_.io()), options, cache_, lanes, nullptr, nullptr) {
     spawn_logged(
         cache_.executor(), [this] { return cache_.run(); }, "cache manager");
@@ -168,10 +170,11 @@ class Harness {
     if (!scheduler_.try_submit({actor, std::move(request), std::move(prompt)})) FAIL("the scheduler's mailbox is full");
     return actor;
   }
+  // The outcomes of the requests submitted since the last call.
   std::vector<Outcome> wait_all() {
     start();
     std::vector<Outcome> out;
-    for (auto& f : futures_) out.push_back(f.get());
+    for (; waited_ < futures_.size(); ++waited_) out.push_back(futures_[waited_].get());
     return out;
   }
   // Before stop(): the scheduler's stop ends the cache manager too.
@@ -188,11 +191,13 @@ class Harness {
 
  private:
   IoThreads io_;
+  std::shared_ptr<KvLedger> ledger_;  // the target's, as the engine's CacheManager keeps it
   CacheManager cache_;
   SchedulerActor scheduler_;
   std::list<std::promise<Outcome>> promises_;
   std::vector<std::future<Outcome>> futures_;
   uint64_t next_number_ = 1;
+  size_t waited_ = 0;
   bool started_ = false;
   bool stopped_ = false;
 };
@@ -426,24 +431,30 @@ TEST_CASE("while others decode, the chunk is priced from the pass curve; alone, 
 TEST_CASE("a prefix cache hit moves the first chunk past the cached tokens; cache_prompt false computes them") {
   SchedulerOptions o = options();
   o.prefill_chunk = 4;
+  o.kv.block_size = 4;
   Harness h(2, o);
   h.lanes.script[2] = counting(2, 40);
-  h.lanes.cached_prefix = 6;
   GenerateRequest long_prompt = request(2, 3, 1);
   for (int32_t t = 50; t < 59; ++t) long_prompt.prompt_ids.push_back(t);  // 10 tokens
+  h.submit("warm", long_prompt);
+  const auto warm = h.wait_all();  // its chunks commit the prompt's two full blocks
+  CHECK(warm[0].result.usage.cached_tokens == 0);
+  h.lanes.chunks.clear();
   h.submit("hit", long_prompt);
   long_prompt.cache_prompt = false;
   h.submit("miss", long_prompt);
   const auto outcomes = h.wait_all();
-  // The hit's chunk of 4 runs from token 6: the whole prompt in its first round; the
+  // The hit's chunk of 4 runs from token 8: the whole prompt in its first round; the
   // other one takes the round's remaining budget of 0 and goes on in chunks of 4.
-  CHECK(h.lanes.chunks == std::vector<std::pair<int64_t, int64_t>>{{6, 10}, {0, 4}, {4, 8}, {8, 10}});
-  CHECK(outcomes[0].result.usage.cached_tokens == 6);
+  CHECK(h.lanes.chunks == std::vector<std::pair<int64_t, int64_t>>{{8, 10}, {0, 4}, {4, 8}, {8, 10}});
+  CHECK(outcomes[0].result.usage.cached_tokens == 8);
   CHECK(outcomes[1].result.usage.cached_tokens == 0);
   CHECK(outcomes[0].result.token_ids == outcomes[1].result.token_ids);
+  CHECK(outcomes[0].result.token_ids == warm[0].result.token_ids);
   const EngineSnapshot s = h.snapshot();
-  CHECK(s.prefix_queried_tokens == 20);
-  CHECK(s.prefix_hit_tokens == 6);
+  CHECK(s.prefix_queried_tokens == 30);
+  CHECK(s.prefix_hit_tokens == 8);
+  CHECK(s.kv_blocks_referenced_target == 0);  // all back in the step the requests ended
 }
 
 TEST_CASE("when the KV blocks run out the youngest request is preempted and resumes with its output unchanged") {
@@ -474,6 +485,6 @@ TEST_CASE("when the KV blocks run out the youngest request is preempted and resu
   const EngineSnapshot s = h.snapshot();
   CHECK(s.preemptions == 1);
   CHECK(s.kv_blocks_total == 12);
-  CHECK(s.kv_blocks_used == 0);
+  CHECK(s.kv_blocks_referenced_target == 0);
   CHECK(h.usage().target_in_use == 0);
 }

@@ -123,19 +123,19 @@ TEST_CASE("a reused draft slot holding a longer stale context is cut to the shar
   KPlanner planner({.sequence = {.max_seq_len = 128, .k_max = 8}, .has_draft_model = true});
   SpecSequence seq(prompt, 0, 1, SamplingParams{}, spec, planner.start(spec, true));
   TargetPrefill first_prompt{0, prompt, seq.sampling, seq.rng};
-  const FirstToken first_token = verifier.prefill(std::span(&first_prompt, 1)).front();
+  const FirstToken first_token = verifier.prefill(*pair.target_cache, std::span(&first_prompt, 1)).front();
   seq.tokens.push_back(first_token.token);
   seq.rng = first_token.rng;
   SpecSequence* batch[] = {&seq};
   // The first draft step catches the slot up on the rest of the context: not a draft
   // step's price, so it is left out of the step times the cost model learns from.
-  const RoundResult first = speculative_round(planner, drafter, verifier, batch);
+  const RoundResult first = speculative_round(planner, drafter, verifier, *pair.target_cache, batch);
   CHECK(first.draft_steps == 4);
   CHECK(first.draft_step_times.size() == 3);
   CHECK(pair.draft_cache->length(1) == static_cast<int64_t>(prompt.size()) + 1 + 3);  // context, t1..t3
   int32_t drafted = first.rows[0].drafted;
   while (seq.tokens.size() < prompt.size() + 24) {
-    const RoundResult next = speculative_round(planner, drafter, verifier, batch);
+    const RoundResult next = speculative_round(planner, drafter, verifier, *pair.target_cache, batch);
     CHECK(next.draft_step_times.size() == static_cast<size_t>(next.draft_steps));
     drafted += next.rows[0].drafted;
   }

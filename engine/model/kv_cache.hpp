@@ -5,6 +5,7 @@
 // perplexity, calibration, the benches); the engine's rounds keep the two apart: the
 // ledger on the CacheManager, the storage on the lane.
 #include <cstdint>
+#include <memory>
 
 #include "engine/model/kv_block_pool.hpp"
 #include "engine/model/kv_ledger.hpp"
@@ -15,22 +16,26 @@ struct ModelConfig;
 
 class KvCache : public KvLedger {
  public:
-  // As KvLedger's, with the pool's shape from the model's config.
+  // As KvLedger's, with a pool of the model's shape.
   KvCache(const ModelConfig& config, int32_t slots, int64_t max_seq_len, int32_t blocks,
           int32_t block_size = kDefaultBlockSize);
+  // A ledger of its own over existing storage (start-up calibration on a lane, before the
+  // engine's ledger hands out any block of it).
+  KvCache(std::shared_ptr<KvBlockPool> storage, int32_t slots, int64_t max_seq_len);
 
   // K and V of all layers in BF16.
   static int64_t bytes_per_token(const ModelConfig& config);
+  // A pool of the model's shape (the engine's storage for one model).
+  static std::shared_ptr<KvBlockPool> make_storage(const ModelConfig& config, int32_t blocks, int32_t block_size);
 
-  int64_t bytes() const { return pool_.bytes(); }  // the pool's reservation
+  int64_t bytes() const { return pool_->bytes(); }  // the pool's reservation
   KvLedger& ledger() { return *this; }
-  KvBlockPool& pool() { return pool_; }
-  const KvBlockPool& pool() const { return pool_; }
-  // Makes the copies the ledger's changes imply (KvLedger::take_copies).
-  void make_copies();
+  KvBlockPool& pool() { return *pool_; }
+  const KvBlockPool& pool() const { return *pool_; }
+  const std::shared_ptr<KvBlockPool>& storage() const { return pool_; }
 
  private:
-  KvBlockPool pool_;
+  std::shared_ptr<KvBlockPool> pool_;
 };
 
 }  // namespace specd

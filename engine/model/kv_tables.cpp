@@ -7,7 +7,8 @@
 namespace specd {
 
 const SlotTable& KvTables::at(int32_t slot) const {
-  if (!has(slot)) throw SpecdError(ErrorCode::invalid_argument, "KV slot " + std::to_string(slot) + " not in the tables");
+  if (!has(slot))
+    throw SpecdError(ErrorCode::invalid_argument, "KV slot " + std::to_string(slot) + " not in the tables");
   return slots[static_cast<size_t>(slot)];
 }
 

@@ -12,6 +12,7 @@
 #include "engine/base/errors.hpp"
 #include "engine/model/inference_weights.hpp"
 #include "engine/model/kv_cache.hpp"
+#include "engine/model/kv_tables.hpp"
 #include "engine/model/native_forward.hpp"
 
 namespace specd {
@@ -250,10 +251,12 @@ at::Tensor LlamaModel::forward(const ForwardBatch& batch, KvCache& cache, Logits
   return logits;
 }
 
-at::Tensor LlamaModel::forward(std::span<const ForwardSegment> segments, KvCache& cache) {
-  if (!runner_) pack_parameters_for_inference();
-  std::vector<ForwardRow> rows;
-  std::vector<int64_t> logit_rows;
+namespace {
+
+// The forward rows of a pass's segments: a chain's tokens after `length_of(slot)`.
+template <class LengthOf>
+void segment_rows(std::span<const ForwardSegment> segments, int64_t max_seq_len, LengthOf length_of,
+                  std::vector<ForwardRow>& rows, std::vector<int64_t>& logit_rows) {
   for (const ForwardSegment& s : segments) {
     if (!s.tree.empty()) {
       for (const ForwardRow& row : s.tree) {
@@ -262,23 +265,43 @@ at::Tensor LlamaModel::forward(std::span<const ForwardSegment> segments, KvCache
       }
       continue;
     }
-    const int64_t start = cache.length(s.slot), n = static_cast<int64_t>(s.tokens.size());
+    const int64_t start = length_of(s.slot), n = static_cast<int64_t>(s.tokens.size());
     if (n < 1) throw SpecdError(ErrorCode::invalid_argument, "forward: a segment without tokens");
-    if (start + n > cache.max_seq_len()) {
+    if (start + n > max_seq_len) {
       throw SpecdError(ErrorCode::out_of_capacity, "sequence of " + std::to_string(start + n) +
-                                                       " tokens exceeds max_seq_len " +
-                                                       std::to_string(cache.max_seq_len()));
+                                                       " tokens exceeds max_seq_len " + std::to_string(max_seq_len));
     }
     for (int64_t t = 0; t < n; ++t) {
       if (s.logits == LogitsFor::all_positions || t == n - 1) logit_rows.push_back(static_cast<int64_t>(rows.size()));
       rows.push_back({s.tokens[t], s.slot, start + t});
     }
   }
+}
+
+}  // namespace
+
+at::Tensor LlamaModel::forward(std::span<const ForwardSegment> segments, KvCache& cache) {
+  if (!runner_) pack_parameters_for_inference();
+  std::vector<ForwardRow> rows;
+  std::vector<int64_t> logit_rows;
+  segment_rows(
+      segments, cache.max_seq_len(), [&](int32_t slot) { return cache.length(slot); }, rows, logit_rows);
   at::Tensor logits = at::empty({static_cast<int64_t>(logit_rows.size()), config_.vocab_size}, at::kFloat);
   runner_->run(rows, cache, logit_rows, logits.data_ptr<float>());
   for (const ForwardSegment& s : segments) {
     if (s.tree.empty()) cache.set_length(s.slot, cache.length(s.slot) + s.tokens.size());
   }
+  return logits;
+}
+
+at::Tensor LlamaModel::forward(std::span<const ForwardSegment> segments, const KvTables& tables, KvBlockPool& storage) {
+  if (!runner_) pack_parameters_for_inference();
+  std::vector<ForwardRow> rows;
+  std::vector<int64_t> logit_rows;
+  segment_rows(
+      segments, tables.max_seq_len, [&](int32_t slot) { return tables.at(slot).length; }, rows, logit_rows);
+  at::Tensor logits = at::empty({static_cast<int64_t>(logit_rows.size()), config_.vocab_size}, at::kFloat);
+  runner_->run(rows, tables, storage, logit_rows, logits.data_ptr<float>());
   return logits;
 }
 

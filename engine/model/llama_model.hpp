@@ -18,8 +18,10 @@
 
 namespace specd {
 
+class KvBlockPool;
 class KvCache;
 struct InferenceWeights;
+struct KvTables;
 
 // One call's batch: rows are right-padded to T tokens; row b has lengths[b] valid tokens
 // and writes them into cache slot slots[b] at the positions after what the slot holds.
@@ -121,6 +123,9 @@ class LlamaModel : public torch::nn::Module {
   // The same for segments of different lengths and logits, in one pass over the weights:
   // logits [rows, vocab], each segment's (all its positions, or its last) in order.
   at::Tensor forward(std::span<const ForwardSegment> segments, KvCache& cache);
+  // The same in the blocks of `tables` (which keep their lengths: the ledger's owner
+  // applies the pass) over `storage`.
+  at::Tensor forward(std::span<const ForwardSegment> segments, const KvTables& tables, KvBlockPool& storage);
 
  private:
   at::Tensor logits_from_hidden(const at::Tensor& hidden);

@@ -177,7 +177,7 @@ void ForwardRunner::attention_block(int64_t layer, std::span<const ForwardRow> r
     for (int64_t h = 0; h < heads + kv_heads; ++h) rope(row + h * d, cos, sin, half);  // queries and keys
     auto write_into = [&](int32_t slot) {
       pool.write(static_cast<int32_t>(layer), tables.at(slot).blocks[at.position / block_size],
-                         static_cast<int32_t>(at.position % block_size), row + heads * d, row + (heads + kv_heads) * d);
+                 static_cast<int32_t>(at.position % block_size), row + heads * d, row + (heads + kv_heads) * d);
     };
     write_into(at.slot);
     for (int32_t slot : at.also_write) write_into(slot);
@@ -241,8 +241,9 @@ void ForwardRunner::run(std::span<const ForwardRow> rows, KvCache& cache, std::s
 void ForwardRunner::run(std::span<const ForwardRow> rows, const KvTables& tables, KvBlockPool& pool,
                         std::span<const int64_t> logit_rows, float* logits) {
   const ModelConfig& c = weights_->config;
-  check_rows(rows, tables);
+  // The copies first: a slot's table already points at its private copy.
   for (const BlockCopy& copy : tables.copies) pool.copy_block(copy.from, copy.to);
+  check_rows(rows, tables);
   const int64_t m = static_cast<int64_t>(rows.size()), hidden = c.hidden_size, d = c.head_dim;
   const int64_t heads = c.num_attention_heads, kv_heads = c.num_key_value_heads;
   int64_t last = 0;

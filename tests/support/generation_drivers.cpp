@@ -95,7 +95,7 @@ Active make_active(size_t index, std::unique_ptr<SpecSequence> seq, const Driver
 }
 
 // Prefills every request and keeps those its first token does not end.
-std::vector<Active> prefill_all(Verifier& verifier, DriverSlots& slots, std::vector<Active>& active,
+std::vector<Active> prefill_all(Verifier& verifier, KvLedger& ledger, DriverSlots& slots, std::vector<Active>& active,
                                 std::vector<SpecResult>& results) {
   std::vector<TargetPrefill> prompts;
   for (auto& a : active) {
@@ -106,7 +106,7 @@ std::vector<Active> prefill_all(Verifier& verifier, DriverSlots& slots, std::vec
                        .grammar = a.seq->grammar});
   }
   const auto t0 = Clock::now();
-  const std::vector<FirstToken> first = verifier.prefill(prompts);
+  const std::vector<FirstToken> first = verifier.prefill(ledger, prompts);
   const double prefill_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   std::vector<Active> running;
   for (size_t b = 0; b < active.size(); ++b) {
@@ -128,7 +128,7 @@ std::vector<Active> prefill_all(Verifier& verifier, DriverSlots& slots, std::vec
 }
 
 // `auto_tree_extra`: per row, the pinned extra nodes of an `auto` tree (empty: none pinned).
-RoundResult run_planned_round(KPlanner& planner, Drafter& drafter, Verifier& verifier,
+RoundResult run_planned_round(KPlanner& planner, Drafter& drafter, Verifier& verifier, KvLedger& ledger,
                               std::span<SpecSequence* const> batch, std::span<const int32_t> max_new,
                               std::span<const std::optional<int32_t>> auto_tree_extra = {}) {
   const auto start = Clock::now();
@@ -144,7 +144,7 @@ RoundResult run_planned_round(KPlanner& planner, Drafter& drafter, Verifier& ver
     plan.rows.push_back(plan_row(*batch[i], planned.k[i], std::move(tree)));
   }
   RoundDrafts drafts = drafter.propose(plan);
-  RoundResult round = verifier.verify(drafts);
+  RoundResult round = verifier.verify(ledger, drafts);
   std::vector<KOutcome> outcomes;
   for (size_t i = 0; i < batch.size(); ++i) {
     apply_output(*batch[i], round.rows[i]);
@@ -168,12 +168,12 @@ int32_t largest_k(const std::vector<DriverRequest>& requests) {
 }  // namespace
 
 Drafter borrow_drafter(SpecModels& m) { return Drafter(borrowed(m.draft), borrowed(m.draft_cache)); }
-Verifier borrow_verifier(SpecModels& m) { return Verifier(borrowed(&m.target), borrowed(&m.target_cache)); }
+Verifier borrow_verifier(SpecModels& m) { return Verifier(borrowed(&m.target), m.target_cache.storage()); }
 
-RoundResult speculative_round(KPlanner& planner, Drafter& drafter, Verifier& verifier,
+RoundResult speculative_round(KPlanner& planner, Drafter& drafter, Verifier& verifier, KvLedger& target_ledger,
                               std::span<SpecSequence* const> batch) {
   const std::vector<int32_t> max_new(batch.size(), 1 << 30);
-  return run_planned_round(planner, drafter, verifier, batch, max_new);
+  return run_planned_round(planner, drafter, verifier, target_ledger, batch, max_new);
 }
 
 std::vector<SpecResult> generate_speculative(SpecModels& m, const std::vector<DriverRequest>& requests,
@@ -202,7 +202,7 @@ std::vector<SpecResult> generate_speculative(SpecModels& m, const std::vector<Dr
   std::vector<Active> active;
   for (size_t i = 0; i < requests.size(); ++i)
     active.push_back(make_active(i, admit(slots, requests[i], planner), requests[i], tokenizer, max_seq_len));
-  active = prefill_all(verifier, slots, active, results);
+  active = prefill_all(verifier, m.target_cache, slots, active, results);
   while (!active.empty()) {
     std::vector<SpecSequence*> seqs;
     std::vector<int32_t> max_new;
@@ -212,7 +212,8 @@ std::vector<SpecResult> generate_speculative(SpecModels& m, const std::vector<Dr
       seqs.push_back(a.seq.get());
       auto_tree_extra.push_back(requests[a.index].auto_tree_extra);
     }
-    const RoundResult round = run_planned_round(planner, drafter, verifier, seqs, max_new, auto_tree_extra);
+    const RoundResult round =
+        run_planned_round(planner, drafter, verifier, m.target_cache, seqs, max_new, auto_tree_extra);
     std::vector<Active> running;
     for (size_t b = 0; b < active.size(); ++b) {
       Active& a = active[b];
