@@ -4,13 +4,18 @@
 
 namespace specd::actors {
 
-CacheManager::CacheManager(asio::any_io_executor strand, int32_t slots, bool has_draft,
-                           std::shared_ptr<KvLedger> target)
-    : strand_(strand), mailbox_(strand, 1024), target_slots_(slots), target_(std::move(target)) {
-  if (!target_ || target_->slot_count() != slots) {
-    throw SpecdError(ErrorCode::invalid_argument, "CacheManager: the target ledger must have one slot per KV slot");
+CacheManager::CacheManager(asio::any_io_executor strand, int32_t slots, std::shared_ptr<KvLedger> target,
+                           std::shared_ptr<KvLedger> draft)
+    : strand_(strand),
+      mailbox_(strand, 1024),
+      target_slots_(slots),
+      target_(std::move(target)),
+      draft_(std::move(draft)) {
+  auto fits = [slots](const std::shared_ptr<KvLedger>& l) { return !l || l->slot_count() == slots; };
+  if (!target_ || !fits(target_) || !fits(draft_)) {
+    throw SpecdError(ErrorCode::invalid_argument, "CacheManager: each ledger must have one slot per KV slot");
   }
-  if (has_draft) draft_slots_.emplace(slots);
+  if (draft_) draft_slots_.emplace(slots);
 }
 
 awaitable<void> CacheManager::run() {
@@ -46,38 +51,35 @@ void CacheManager::handle(Acquire& m) {
 void CacheManager::handle(Release& m) {
   target_->release(m.grant.target_slot);
   target_slots_.release(m.grant.target_slot);
-  if (m.grant.draft_slot >= 0) draft_slots_->release(m.grant.draft_slot);
+  if (m.grant.draft_slot >= 0) {
+    draft_->release(m.grant.draft_slot);
+    draft_slots_->release(m.grant.draft_slot);
+  }
   m.reply.set({});
 }
 
 void CacheManager::handle(Usage& m) {
+  auto referenced = [](const std::shared_ptr<KvLedger>& l) {
+    return l ? l->total_blocks() - l->available_blocks() : 0;
+  };
   m.reply.set({target_slots_.in_use_count(), draft_slots_ ? draft_slots_->in_use_count() : 0, target_slots_.size(),
-               target_->total_blocks() - target_->available_blocks()});
+               referenced(target_), referenced(draft_)});
 }
 
-void CacheManager::handle(MapPrefixes& m) {
-  specd::map_prefixes(*target_, *m.chunks);
-  m.reply.set({});
-}
-
-void CacheManager::handle(LayOut& m) {
-  LaidOut out;
+void CacheManager::handle(Work& m) {
   try {
-    out.layout = lay_out_pass(*target_, *m.drafts, *m.chunks);
-  } catch (const SpecdError& e) {
-    out.no_room = e.message();
+    m.step();
+    m.reply.set(nullptr);
+  } catch (...) {
+    m.reply.set(std::current_exception());
   }
-  m.reply.set(std::move(out));
 }
 
-void CacheManager::handle(Keep& m) {
-  keep_pass(*target_, *m.layout, *m.drafts, *m.paths, *m.chunks);
-  m.reply.set({});
-}
-
-void CacheManager::handle(Drop& m) {
-  drop_pass(*target_, *m.layout);
-  m.reply.set({});
+awaitable<void> CacheManager::work(std::function<void()> step) {
+  std::exception_ptr failed = co_await ask<std::exception_ptr>(mailbox_, [step = std::move(step)](auto reply) mutable {
+    return Work{std::move(step), reply};
+  });
+  if (failed) std::rethrow_exception(failed);
 }
 
 awaitable<std::optional<SlotGrant>> CacheManager::acquire(bool needs_draft) {
@@ -92,25 +94,52 @@ awaitable<CacheUsage> CacheManager::usage() {
   return ask<CacheUsage>(mailbox_, [](auto reply) { return Usage{reply}; });
 }
 
-awaitable<void> CacheManager::map_prefixes(std::vector<TargetPrefill>& chunks) {
-  if (chunks.empty()) co_return;
-  co_await ask<std::monostate>(mailbox_, [&chunks](auto reply) { return MapPrefixes{&chunks, reply}; });
+awaitable<ProposalLayout> CacheManager::begin_round(std::vector<TargetPrefill>& chunks, const RoundPlan& plan) {
+  ProposalLayout proposal;
+  co_await work([&] {
+    map_prefixes(*target_, chunks);
+    proposal = lay_out_proposal(draft_.get(), plan);
+  });
+  co_return proposal;
 }
 
-awaitable<LaidOut> CacheManager::lay_out(RoundDrafts& drafts, const std::vector<TargetPrefill>& chunks) {
-  return ask<LaidOut>(mailbox_, [&drafts, &chunks](auto reply) { return LayOut{&drafts, &chunks, reply}; });
+awaitable<RoundLayout> CacheManager::lay_out(RoundDrafts& drafts, const ProposalLayout& proposal,
+                                             const std::vector<TargetPrefill>& chunks,
+                                             const std::vector<DraftPrefill>& prompts) {
+  RoundLayout layout;
+  co_await work([&] {
+    keep_proposal(draft_.get(), proposal, drafts.kept);
+    layout.pass = lay_out_pass(*target_, drafts, chunks);
+    if (draft_ && !prompts.empty()) {
+      try {
+        layout.draft_prefill = lay_out_draft_prefill(*draft_, prompts);
+      } catch (...) {
+        drop_pass(*target_, layout.pass);
+        throw;
+      }
+    }
+  });
+  co_return layout;
 }
 
-awaitable<void> CacheManager::keep(const PassLayout& layout, const RoundDrafts& drafts,
+awaitable<void> CacheManager::keep(const RoundLayout& layout, const RoundDrafts& drafts,
                                    const std::vector<std::vector<int32_t>>& paths,
-                                   const std::vector<TargetPrefill>& chunks) {
-  co_await ask<std::monostate>(mailbox_, [&layout, &drafts, &paths, &chunks](auto reply) {
-    return Keep{&layout, &drafts, &paths, &chunks, reply};
+                                   const std::vector<TargetPrefill>& chunks, const std::vector<DraftPrefill>& prompts) {
+  co_await work([&] {
+    keep_pass(*target_, layout.pass, drafts, paths, chunks);
+    if (draft_) keep_draft_prefill(*draft_, prompts);
   });
 }
 
-awaitable<void> CacheManager::drop(const PassLayout& layout) {
-  co_await ask<std::monostate>(mailbox_, [&layout](auto reply) { return Drop{&layout, reply}; });
+awaitable<void> CacheManager::drop_proposal(const ProposalLayout& proposal) {
+  co_await work([&] { specd::drop_proposal(draft_.get(), proposal); });
+}
+
+awaitable<void> CacheManager::drop(const RoundLayout& layout, const std::vector<DraftPrefill>& prompts) {
+  co_await work([&] {
+    drop_pass(*target_, layout.pass);
+    if (draft_) drop_draft_prefill(*draft_, prompts, layout.draft_prefill);
+  });
 }
 
 awaitable<void> CacheManager::stop() {

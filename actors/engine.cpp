@@ -38,16 +38,10 @@ using namespace specd::actors;
 
 namespace {
 
-std::shared_ptr<KvCache> make_cache(const std::shared_ptr<LlamaModel>& model, const EngineConfig& c,
-                                    const KvBudget& kv) {
+// A model's KV ledger (null without the model), kept by CacheManager.
+std::shared_ptr<KvLedger> make_ledger(const std::shared_ptr<LlamaModel>& model, const EngineConfig& c,
+                                      const KvBudget& kv) {
   if (!model) return nullptr;
-  auto cache =
-      std::make_shared<KvCache>(model->config(), c.max_batch, c.sequence.max_seq_len, kv.blocks, kv.block_size);
-  cache->set_prefix_caching(c.prefix_cache);
-  return cache;
-}
-
-std::shared_ptr<KvLedger> make_ledger(const EngineConfig& c, const KvBudget& kv) {
   auto ledger = std::make_shared<KvLedger>(c.max_batch, c.sequence.max_seq_len, kv.blocks, kv.block_size);
   ledger->set_prefix_caching(c.prefix_cache);
   return ledger;
@@ -103,18 +97,19 @@ struct Engine::Impl {
         weights_summary(std::move(p.weights_summary)),
         context_summary(std::move(p.context_summary)),
         trace(std::make_shared<TraceRecorder>(config.trace, static_cast<size_t>(config.trace_capacity))),
-        draft_kv(make_cache(p.draft, config, kv)),
-        target_ledger(make_ledger(config, kv)),
+        draft_ledger(make_ledger(p.draft, config, kv)),
+        target_ledger(make_ledger(p.target, config, kv)),
+        draft_storage(p.draft ? KvCache::make_storage(p.draft->config(), kv.blocks, kv.block_size) : nullptr),
         target_storage(KvCache::make_storage(p.target->config(), kv.blocks, kv.block_size)),
         draft_worker({"draft lane", std::max(1, threads.draft_threads), &permits}, trace.get(),
-                     Drafter(p.draft, draft_kv)),
+                     Drafter(p.draft, draft_storage)),
         verify_worker({"target lane", threads.target_threads, &permits}, trace.get(),
                       Verifier(p.target, target_storage)),
         lanes(draft_worker, verify_worker),
         live_requests(std::make_shared<std::atomic<int64_t>>(0)),
         executor(executor),
         api_strand(asio::make_strand(executor)),
-        cache(asio::make_strand(executor), config.max_batch, has_draft, target_ledger) {
+        cache(asio::make_strand(executor), config.max_batch, target_ledger, draft_ledger) {
     // Calibration times the lanes' round shapes, so it runs once they exist and before
     // the scheduler that plans with its curves.
     KPlanSetup planning = calibrate();
@@ -168,12 +163,10 @@ struct Engine::Impl {
   std::string context_summary;
   RoundCostTable start_costs;            // the planner's curves as calibration left them
   std::shared_ptr<TraceRecorder> trace;  // shared with the burst marks a socket still holds
-  // The draft lane owns and drives the draft cache; CacheManager the target's ledger, the
-  // target lane its storage. The engine only reads their published block counts.
-  std::shared_ptr<KvCache> draft_kv;
-  std::shared_ptr<KvLedger> target_ledger;
-  std::shared_ptr<KvBlockPool> target_storage;
-  DraftWorker draft_worker;    // owns the draft model and its cache, on the draft lane
+  // Each model's KV ledger is CacheManager's, its storage its lane's.
+  std::shared_ptr<KvLedger> draft_ledger, target_ledger;
+  std::shared_ptr<KvBlockPool> draft_storage, target_storage;
+  DraftWorker draft_worker;    // owns the draft model and its KV storage, on the draft lane
   VerifyWorker verify_worker;  // owns the target model and its KV storage, on the target lane
   ModelLanes lanes;
   std::shared_ptr<std::atomic<int64_t>> live_requests;
@@ -204,7 +197,10 @@ KPlanSetup Engine::Impl::calibrate() {
   verify_worker.run_blocking("calibrate", time_verify);
   // Without a draft model only prompt-lookup rows draft, and they need the verify curve alone.
   if (!has_draft) return planning;
-  auto time_draft = [&](Drafter& d) { return calibrate_draft_steps(*d.model(), *d.cache(), costs, limits); };
+  auto time_draft = [&](Drafter& d) {
+    KvCache scratch(d.storage(), config.max_batch, config.sequence.max_seq_len);
+    return calibrate_draft_steps(*d.model(), scratch, costs, limits);
+  };
   draft_worker.run_blocking("calibrate", time_draft);
   return planning;
 }
@@ -354,7 +350,6 @@ boost::asio::awaitable<void> Engine::stop(std::chrono::milliseconds deadline) {
 boost::asio::awaitable<EngineSnapshot> Engine::snapshot() {
   auto ask = [this]() -> boost::asio::awaitable<EngineSnapshot> { co_return co_await impl_->scheduler->snapshot(); };
   EngineSnapshot s = co_await boost::asio::co_spawn(impl_->api_strand, ask, boost::asio::use_awaitable);
-  s.kv_blocks_referenced_draft = impl_->draft_kv ? impl_->draft_kv->referenced_blocks_published() : 0;
   co_return s;
 }
 

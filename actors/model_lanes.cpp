@@ -8,21 +8,21 @@ namespace {
 using Clock = std::chrono::steady_clock;
 }  // namespace
 
-awaitable<LaneSpan> ModelLanes::prefill_draft(std::vector<DraftPrefill>& prompts) {
+awaitable<LaneSpan> ModelLanes::prefill_draft(std::vector<DraftPrefill>& prompts, const DraftPrefillLayout& layout) {
   LaneSpan lane;
   if (prompts.empty()) co_return lane;
-  auto job = [&prompts, &lane](Drafter& d) {
+  auto job = [&prompts, &layout, &lane](Drafter& d) {
     lane.start = Clock::now();
-    d.prefill(prompts);
+    d.prefill(prompts, layout);
     lane.end = Clock::now();
   };
   co_await draft_.run("draft prefill", job);
   co_return lane;
 }
 
-awaitable<RoundDrafts> ModelLanes::propose(RoundPlan& plan) {
+awaitable<RoundDrafts> ModelLanes::propose(RoundPlan& plan, const ProposalLayout& layout) {
   if (plan.rows.empty()) co_return RoundDrafts{};
-  auto job = [&plan](Drafter& d) { return d.propose(plan); };
+  auto job = [&plan, &layout](Drafter& d) { return d.propose(plan, layout); };
   co_return co_await draft_.run("draft", job);
 }
 
@@ -42,15 +42,6 @@ awaitable<TargetPassOutcome> ModelLanes::target_pass(RoundDrafts& drafts, std::v
   const char* label = chunks.empty() ? "verify" : drafts.rows.empty() ? "target prefill" : "verify + prefill";
   co_await verify_.run(label, job);
   co_return out;
-}
-
-awaitable<void> ModelLanes::release(std::vector<SlotGrant>& slots) {
-  if (std::none_of(slots.begin(), slots.end(), [](const SlotGrant& g) { return g.draft_slot >= 0; })) co_return;
-  auto draft = [&slots](Drafter& d) {
-    for (const SlotGrant& g : slots)
-      if (g.draft_slot >= 0) d.release(g.draft_slot);
-  };
-  co_await draft_.run("release", draft);
 }
 
 }  // namespace specd::actors

@@ -1,7 +1,7 @@
 #pragma once
 // RoundLanes: what the scheduler asks of the compute lanes in a round, as values in and
-// values out: the target lane runs the round's one pass (verify rows and prompt chunks
-// together) in the blocks CacheManager laid out, the draft lane prefills newcomers'
+// values out, each in the blocks CacheManager laid out: the target lane runs the round's
+// one pass (verify rows and prompt chunks together), the draft lane prefills newcomers'
 // draft slots and proposes. ModelLanes (model_lanes.hpp) runs them on the
 // models; tests give the scheduler scripted fakes. Called from the scheduler's strand;
 // arguments are references to the caller's frame (no temporary with a destructor in a
@@ -11,7 +11,6 @@
 #include <vector>
 
 #include "actors/asio_aliases.hpp"
-#include "actors/slot_grant.hpp"
 #include "engine/speculation/drafter.hpp"
 #include "engine/speculation/verifier.hpp"
 
@@ -39,17 +38,15 @@ class RoundLanes {
  public:
   virtual ~RoundLanes() = default;
 
-  // Draft lane: each prompt into its draft slot (nothing without a draft model).
-  virtual awaitable<LaneSpan> prefill_draft(std::vector<DraftPrefill>& prompts) = 0;
-  // Draft lane: the drafts of every row of the plan.
-  virtual awaitable<RoundDrafts> propose(RoundPlan& plan) = 0;
+  // Draft lane: each prompt into its draft slot, in the layout's blocks (nothing without
+  // a draft model).
+  virtual awaitable<LaneSpan> prefill_draft(std::vector<DraftPrefill>& prompts, const DraftPrefillLayout& layout) = 0;
+  // Draft lane: the drafts of every row of the plan, in the layout's blocks.
+  virtual awaitable<RoundDrafts> propose(RoundPlan& plan, const ProposalLayout& layout) = 0;
   // Target lane: one pass over every drafted row's verify rows (accept/reject) and every
   // prompt chunk (first tokens of the prompts it completes), in the layout's blocks.
   virtual awaitable<TargetPassOutcome> target_pass(RoundDrafts& drafts, std::vector<TargetPrefill>& chunks,
                                                    const PassLayout& layout) = 0;
-  // Draft lane: the draft KV blocks of slots whose requests ended or were preempted go
-  // back to the draft pool (a draft slot of -1 has none; CacheManager frees the target's).
-  virtual awaitable<void> release(std::vector<SlotGrant>& slots) = 0;
 };
 
 }  // namespace specd::actors

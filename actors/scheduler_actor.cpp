@@ -117,6 +117,7 @@ void SchedulerActor::take_snapshot(EngineSnapshot& s, const CacheUsage& usage) c
   s.live_requests = live_requests_ ? live_requests_->load() : 0;
   s.kv_blocks_total = options_.kv.blocks;
   s.kv_blocks_referenced_target = usage.target_blocks_referenced;
+  s.kv_blocks_referenced_draft = usage.draft_blocks_referenced;
   s.cost_ratio = planner_.measured_cost_ratio();
 }
 
@@ -245,8 +246,6 @@ awaitable<void> SchedulerActor::release_slots(std::span<Entry* const> entries) {
     if (e->slots) slots.push_back(*e->slots);
     e->slots.reset();
   }
-  if (slots.empty()) co_return;
-  co_await lanes_.release(slots);
   for (const SlotGrant& grant : slots) co_await cache_.release(grant);
 }
 

@@ -126,8 +126,8 @@ class SchedulerActor {
   // The one place a request that was accepted ends: its finish reason decided
   // (compose_finish_reason), its counters kept, its actor told, its slots and blocks released.
   awaitable<void> end(Entries& leaving, FinishReason reason, const RequestError* failure);
-  // The entries' slots go back to CacheManager and their KV blocks to the pools, in one
-  // job per lane, within the step that ends them: an idle engine holds no block.
+  // The entries' slots and their KV blocks go back to CacheManager within the step that
+  // ends them: an idle engine holds no block.
   awaitable<void> release_slots(std::span<Entry* const> entries);
   // Once stopping: ends the waiting requests now and, past the deadline, the rest.
   awaitable<void> end_for_stop();

@@ -100,64 +100,64 @@ std::vector<TargetPrefill> SchedulerActor::choose_chunks(const RoundPlan& plan, 
   return chunks;
 }
 
-// The round on the lanes: the draft lane proposes for the running batch while
-// CacheManager maps newcomers' cached prefixes; CacheManager then gives every verify row
-// and chunk its blocks, the target lane runs the one pass (verify rows and prompt
-// chunks) in them while the draft lane prefills the chunks into the draft cache, and
-// CacheManager keeps what the pass accepted. Without overlap the lanes take turns.
+// The round on the lanes, its KV laid out by CacheManager: newcomers' cached prefixes are
+// mapped and the draft rows get their blocks; the draft lane proposes for the running
+// batch; every verify row, chunk and draft prefill gets its blocks; the target lane runs
+// the one pass (verify rows and prompt chunks) while the draft lane prefills the chunks
+// into the draft cache; CacheManager keeps what the passes wrote and accepted. Without
+// overlap the lanes take turns.
 awaitable<SchedulerActor::RoundOutcome> SchedulerActor::execute(RoundPlan& plan) {
   RoundOutcome out;
   std::vector<TargetPrefill> prefills = choose_chunks(plan, out);
+  const bool drafting = std::any_of(plan.rows.begin(), plan.rows.end(), [](const RowPlan& r) { return r.k > 0; });
+  const ProposalLayout proposal = co_await cache_.begin_round(prefills, plan);
+  RoundDrafts drafts;
+  std::exception_ptr failed;
+  if (drafting) {
+    try {
+      drafts = co_await lanes_.propose(plan, proposal);
+    } catch (...) {
+      failed = std::current_exception();
+    }
+    if (failed) {
+      co_await cache_.drop_proposal(proposal);
+      std::rethrow_exception(failed);
+    }
+  } else {  // nobody drafts: no trip to the draft lane before the pass
+    drafts = undrafted(plan);
+  }
   // The draft prefill follows where the target's went (a prefix hit moves a chunk on).
   // While the planner keeps the batch at K = 0 a draft prefill is wasted work on a busy
   // machine; the draft slot then catches up lazily if drafting resumes, and the planner
   // prices that catch-up (SpecSequence::draft_lag).
   std::vector<DraftPrefill> prompts;
-  auto draft_prompts = [&] {
-    for (size_t i = 0; i < prefills.size(); ++i) {
-      SpecSequence& seq = *out.chunked[i]->seq;
-      if (seq.draft_slot < 0) continue;
-      if (batch_drafting_) {
-        prompts.push_back({seq.draft_slot, prefills[i].prompt, prefills[i].chunk_end()});
-      } else {
-        seq.draft_lag += static_cast<int32_t>(prefills[i].chunk_end() - prefills[i].start);
-      }
-    }
-  };
-  const bool drafting = std::any_of(plan.rows.begin(), plan.rows.end(), [](const RowPlan& r) { return r.k > 0; });
-  const bool take_turns = drafting && !options_.overlap;
-  RoundDrafts drafts;
-  if (!drafting) {  // nobody drafts: no trip to the draft lane before the pass
-    co_await cache_.map_prefixes(prefills);
-    drafts = undrafted(plan);
-  } else if (take_turns) {
-    co_await cache_.map_prefixes(prefills);
-    draft_prompts();
-    out.draft_prefill = co_await lanes_.prefill_draft(prompts);
-    drafts = co_await lanes_.propose(plan);
-  } else {
-    drafts = co_await (lanes_.propose(plan) && cache_.map_prefixes(prefills));
-  }
-  LaidOut laid = co_await cache_.lay_out(drafts, prefills);
-  if (!laid.no_room.empty()) throw SpecdError(ErrorCode::out_of_capacity, laid.no_room);
-  TargetPassOutcome pass;
-  std::exception_ptr failed;
-  try {
-    if (take_turns) {
-      pass = co_await lanes_.target_pass(drafts, prefills, laid.layout);
+  for (size_t i = 0; i < prefills.size(); ++i) {
+    SpecSequence& seq = *out.chunked[i]->seq;
+    if (seq.draft_slot < 0) continue;
+    if (batch_drafting_) {
+      prompts.push_back({seq.draft_slot, prefills[i].prompt, prefills[i].chunk_end()});
     } else {
-      draft_prompts();
-      std::tie(pass, out.draft_prefill) =
-          co_await (lanes_.target_pass(drafts, prefills, laid.layout) && lanes_.prefill_draft(prompts));
+      seq.draft_lag += static_cast<int32_t>(prefills[i].chunk_end() - prefills[i].start);
+    }
+  }
+  const RoundLayout layout = co_await cache_.lay_out(drafts, proposal, prefills, prompts);
+  TargetPassOutcome pass;
+  try {
+    if (drafting && !options_.overlap) {
+      out.draft_prefill = co_await lanes_.prefill_draft(prompts, layout.draft_prefill);
+      pass = co_await lanes_.target_pass(drafts, prefills, layout.pass);
+    } else {
+      std::tie(pass, out.draft_prefill) = co_await (lanes_.target_pass(drafts, prefills, layout.pass) &&
+                                                    lanes_.prefill_draft(prompts, layout.draft_prefill));
     }
   } catch (...) {
     failed = std::current_exception();
   }
   if (failed) {
-    co_await cache_.drop(laid.layout);
+    co_await cache_.drop(layout, prompts);
     std::rethrow_exception(failed);
   }
-  co_await cache_.keep(laid.layout, drafts, pass.paths, prefills);
+  co_await cache_.keep(layout, drafts, pass.paths, prefills, prompts);
   out.round = std::move(pass.round);
   out.prefills = std::move(pass.prefills);
   for (const TargetPrefill& p : prefills) {

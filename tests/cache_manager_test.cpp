@@ -19,9 +19,7 @@ namespace {
 
 struct Manager {
   Manager(int32_t slots, bool has_draft)
-      : io(1),
-        ledger(std::make_shared<KvLedger>(slots, 64, KvLedger::blocks_to_hold(slots, 64))),
-        cache(asio::make_strand(io.io()), slots, has_draft, ledger) {
+      : io(1), cache(asio::make_strand(io.io()), slots, ledger(slots), has_draft ? ledger(slots) : nullptr) {
     spawn_logged(
         cache.executor(), [this] { return cache.run(); }, "cache manager");
   }
@@ -30,8 +28,10 @@ struct Manager {
   void release(SlotGrant grant) { io.run(cache.release(grant)); }
   CacheUsage usage() { return io.run(cache.usage()); }
 
+  static std::shared_ptr<KvLedger> ledger(int32_t slots) {
+    return std::make_shared<KvLedger>(slots, 64, KvLedger::blocks_to_hold(slots, 64));
+  }
   IoThreads io;
-  std::shared_ptr<KvLedger> ledger;
   CacheManager cache;
 };
 

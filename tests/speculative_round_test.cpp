@@ -115,7 +115,7 @@ TEST_CASE("a reused draft slot holding a longer stale context is cut to the shar
   std::vector<int32_t> stale(prompt.begin(), prompt.begin() + 3);  // shares 3 tokens, then differs
   stale.resize(60, 5);
   const DraftPrefill leftover{1, stale};
-  drafter.prefill(std::span<const DraftPrefill>(&leftover, 1));
+  drafter.prefill(*pair.draft_cache, std::span<const DraftPrefill>(&leftover, 1));
   REQUIRE(pair.draft_cache->length(1) == 60);
 
   SpecSettings spec;
@@ -129,13 +129,13 @@ TEST_CASE("a reused draft slot holding a longer stale context is cut to the shar
   SpecSequence* batch[] = {&seq};
   // The first draft step catches the slot up on the rest of the context: not a draft
   // step's price, so it is left out of the step times the cost model learns from.
-  const RoundResult first = speculative_round(planner, drafter, verifier, *pair.target_cache, batch);
+  const RoundResult first = speculative_round(planner, drafter, verifier, models, batch);
   CHECK(first.draft_steps == 4);
   CHECK(first.draft_step_times.size() == 3);
   CHECK(pair.draft_cache->length(1) == static_cast<int64_t>(prompt.size()) + 1 + 3);  // context, t1..t3
   int32_t drafted = first.rows[0].drafted;
   while (seq.tokens.size() < prompt.size() + 24) {
-    const RoundResult next = speculative_round(planner, drafter, verifier, *pair.target_cache, batch);
+    const RoundResult next = speculative_round(planner, drafter, verifier, models, batch);
     CHECK(next.draft_step_times.size() == static_cast<size_t>(next.draft_steps));
     drafted += next.rows[0].drafted;
   }

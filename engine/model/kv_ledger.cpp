@@ -59,6 +59,7 @@ int32_t KvLedger::fork(int32_t slot) {
   // Neither may now write into a block the other reads.
   parent.frozen = static_cast<int32_t>(parent.blocks.size());
   Slot copy = parent;
+  copy.owner = parent.owner >= 0 ? parent.owner : slot;
   int32_t id;
   if (free_branches_.empty()) {
     id = static_cast<int32_t>(slots_.size());
@@ -76,8 +77,10 @@ void KvLedger::adopt(int32_t slot, int32_t branch_id) {
   Slot& s = at(slot);
   if (&s == &taken) throw SpecdError(ErrorCode::invalid_argument, "a KV slot cannot adopt itself");
   allocator_.release_all(s.blocks);
+  const int32_t owner = s.owner;
   s = std::move(taken);
   s.live = true;
+  s.owner = owner;
   taken = Slot{};
   taken.live = false;
   free_branches_.push_back(branch_id);
@@ -159,7 +162,18 @@ void KvLedger::truncate_to(int32_t slot, int64_t length) {
   s.fed.resize(std::min(s.fed.size(), static_cast<size_t>(length)));
 }
 
+std::vector<int32_t> KvLedger::branches_of(int32_t slot) const {
+  std::vector<int32_t> out;
+  for (auto b = static_cast<size_t>(slot_count_); b < slots_.size(); ++b) {
+    if (slots_[b].live && slots_[b].owner == slot) out.push_back(static_cast<int32_t>(b));
+  }
+  return out;
+}
+
 void KvLedger::release(int32_t slot) {
+  if (slot < slot_count_) {
+    for (int32_t b : branches_of(slot)) drop(b);
+  }
   Slot& s = at(slot);
   allocator_.release_all(s.blocks);
   s = Slot{};

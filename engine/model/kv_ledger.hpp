@@ -58,7 +58,7 @@ class KvLedger {
   // kept). Throws SpecdError(invalid_argument) for a length above the current one.
   void truncate_to(int32_t slot, int64_t length);
   // Length 0, every block released (blocks committed to the prefix cache stay cached),
-  // nothing fed.
+  // nothing fed; a slot's branches are dropped.
   void release(int32_t slot);
 
   // Branches (token trees): a branch is a slot of its own, numbered from slot_count() up,
@@ -71,6 +71,8 @@ class KvLedger {
   int32_t fork(int32_t slot);
   void adopt(int32_t slot, int32_t branch);
   void drop(int32_t branch);
+  // The live branches forked from `slot` or from its branches, lowest first.
+  std::vector<int32_t> branches_of(int32_t slot) const;
   int32_t branch_count() const {
     return static_cast<int32_t>(slots_.size()) - slot_count_ - static_cast<int32_t>(free_branches_.size());
   }
@@ -106,6 +108,7 @@ class KvLedger {
     int32_t frozen = 0;
     std::vector<BlockKey> keys;  // chain keys of the leading full committed blocks
     std::vector<int32_t> fed;    // what the owner says the cache holds (KvLedger::fed)
+    int32_t owner = -1;          // a branch: the slot it was forked from (through any branches)
     bool live = true;            // false for a branch number not in use
   };
   Slot& branch(int32_t branch);

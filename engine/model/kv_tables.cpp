@@ -3,6 +3,7 @@
 #include <string>
 
 #include "engine/base/errors.hpp"
+#include "engine/model/kv_block_pool.hpp"
 
 namespace specd {
 
@@ -19,6 +20,10 @@ void add_table(KvTables& tables, const KvLedger& ledger, int32_t slot) {
   const std::span<const int32_t> blocks = ledger.block_table(slot);  // throws for a slot the ledger lacks
   if (static_cast<int32_t>(tables.slots.size()) <= slot) tables.slots.resize(static_cast<size_t>(slot) + 1);
   tables.slots[static_cast<size_t>(slot)] = {slot, {blocks.begin(), blocks.end()}, ledger.length(slot)};
+}
+
+void apply_copies(const KvTables& tables, KvBlockPool& storage) {
+  for (const BlockCopy& c : tables.copies) storage.copy_block(c.from, c.to);
 }
 
 KvTables tables_of(KvLedger& ledger, std::span<const int32_t> slots) {

@@ -11,6 +11,8 @@
 
 namespace specd {
 
+class KvBlockPool;
+
 struct SlotTable {
   int32_t slot = -1;  // -1: not in these tables
   std::vector<int32_t> blocks;
@@ -35,5 +37,7 @@ struct KvTables {
 KvTables tables_of(KvLedger& ledger, std::span<const int32_t> slots);
 // Adds one slot's table to `tables` (nothing when it is there already).
 void add_table(KvTables& tables, const KvLedger& ledger, int32_t slot);
+// Makes the tables' copies in `storage`: once, before the job that got them writes.
+void apply_copies(const KvTables& tables, KvBlockPool& storage);
 
 }  // namespace specd

@@ -235,14 +235,14 @@ void ForwardRunner::run(std::span<const ForwardRow> rows, KvCache& cache, std::s
     }
     throw;
   }
-  run(rows, tables_of(cache, slots), cache.pool(), logit_rows, logits);
+  const KvTables tables = tables_of(cache, slots);
+  apply_copies(tables, cache.pool());
+  run(rows, tables, cache.pool(), logit_rows, logits);
 }
 
 void ForwardRunner::run(std::span<const ForwardRow> rows, const KvTables& tables, KvBlockPool& pool,
                         std::span<const int64_t> logit_rows, float* logits) {
   const ModelConfig& c = weights_->config;
-  // The copies first: a slot's table already points at its private copy.
-  for (const BlockCopy& copy : tables.copies) pool.copy_block(copy.from, copy.to);
   check_rows(rows, tables);
   const int64_t m = static_cast<int64_t>(rows.size()), hidden = c.hidden_size, d = c.head_dim;
   const int64_t heads = c.num_attention_heads, kv_heads = c.num_key_value_heads;

@@ -42,8 +42,8 @@ class ForwardRunner {
   const InferenceWeights& weights() const { return *weights_; }
 
   // Runs rows through every layer, writing their keys and values into the storage at
-  // their positions of the tables' blocks (after making the tables' copies; the caller
-  // keeps the lengths), and writes the logits of the rows listed in logit_rows (indices
+  // their positions of the tables' blocks (the caller made the tables' copies, see
+  // apply_copies, and keeps the lengths), and writes the logits of the rows listed in logit_rows (indices
   // into rows) to logits, [logit_rows.size(), vocab]. A slot's rows must come in position
   // order, at or past its length (also_write slots likewise), within its blocks. Throws
   // SpecdError for a token outside the vocabulary, a position outside the cache, below

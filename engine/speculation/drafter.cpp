@@ -6,12 +6,15 @@
 #include <algorithm>
 #include <chrono>
 
-#include "engine/model/kv_cache.hpp"
+#include <deque>
+#include <map>
+
+#include "engine/model/kv_block_pool.hpp"
+#include "engine/model/kv_ledger.hpp"
 #include "engine/model/llama_model.hpp"
 #include "engine/sampling/sampling.hpp"
 #include "engine/speculation/grammar_mask.hpp"
 #include "engine/speculation/prompt_lookup.hpp"
-#include "engine/speculation/token_batch.hpp"
 
 namespace specd {
 
@@ -30,6 +33,9 @@ struct Growing {
   std::vector<int32_t> branch;
   // Structured output: per node, the grammar's state after it (the root's is the plan's).
   std::vector<grammar::GrammarMatcher> grammar_states;
+  const DraftRowLayout* layout = nullptr;
+  size_t spare_used = 0;                        // of layout->spare
+  std::map<int32_t, std::vector<int32_t>> fed;  // per slot or branch written, what it holds
 };
 
 // Children of `parent` from the draft's logits there. Greedy: the `count` most likely
@@ -105,76 +111,38 @@ void keep_most_probable(Growing& g, int32_t nodes) {
 
 }  // namespace
 
-Drafter::Drafter(std::shared_ptr<LlamaModel> model, std::shared_ptr<KvCache> cache)
-    : model_(std::move(model)), cache_(std::move(cache)) {
-  if (!cache_) return;
-  branches_.resize(static_cast<size_t>(cache_->slot_count()));
-  for (int32_t slot = 0; slot < cache_->slot_count(); ++slot) cache_->set_length(slot, 0);
-}
+Drafter::Drafter(std::shared_ptr<LlamaModel> model, std::shared_ptr<KvBlockPool> storage)
+    : model_(std::move(model)), storage_(std::move(storage)) {}
 
-Drafter::~Drafter() {
-  if (!cache_) return;  // moved from
-  for (int32_t slot = 0; slot < cache_->slot_count(); ++slot) drop_branches(slot);
-}
+Drafter::~Drafter() = default;
 Drafter::Drafter(Drafter&&) noexcept = default;
 
-int32_t Drafter::fork(int32_t owner, int32_t from) {
-  const int32_t branch = cache_->fork(from);
-  branches_.at(static_cast<size_t>(owner)).push_back(branch);
-  return branch;
-}
-
-void Drafter::drop_branches(int32_t slot) {
-  for (int32_t branch : branches_.at(static_cast<size_t>(slot))) {
-    cache_->drop(branch);
+RoundDrafts Drafter::propose(KvLedger* ledger, RoundPlan& plan) {
+  const ProposalLayout layout = lay_out_proposal(ledger, plan);
+  RoundDrafts drafts;
+  try {
+    drafts = propose(plan, layout);
+  } catch (...) {
+    drop_proposal(ledger, layout);
+    throw;
   }
-  branches_[static_cast<size_t>(slot)].clear();
+  keep_proposal(ledger, layout, drafts.kept);
+  return drafts;
 }
 
-void Drafter::keep_best_branch(int32_t slot, std::span<const int32_t> context) {
-  std::vector<int32_t>& branches = branches_.at(static_cast<size_t>(slot));
-  if (branches.empty()) return;
-  auto shared = [&](int32_t id) {
-    const std::vector<int32_t>& f = cache_->fed(id);
-    return std::mismatch(f.begin(), f.end(), context.begin(), context.end()).first - f.begin();
-  };
-  int32_t best = slot;
-  for (int32_t branch : branches) {
-    if (shared(branch) > shared(best)) best = branch;
+void Drafter::prefill(KvLedger& ledger, std::span<const DraftPrefill> prompts) {
+  if (prompts.empty() || !model_) return;
+  const DraftPrefillLayout layout = lay_out_draft_prefill(ledger, prompts);
+  try {
+    prefill(prompts, layout);
+  } catch (...) {
+    drop_draft_prefill(ledger, prompts, layout);
+    throw;
   }
-  if (best != slot) {
-    cache_->adopt(slot, best);
-    branches.erase(std::find(branches.begin(), branches.end(), best));
-  }
-  drop_branches(slot);
+  keep_draft_prefill(ledger, prompts);
 }
 
-int64_t Drafter::keep_common_prefix(int32_t slot, std::span<const int32_t> context) {
-  keep_best_branch(slot, context);
-  std::vector<int32_t>& fed = cache_->fed(slot);
-  // At least the last token is fed: its logits give the first draft.
-  const auto most = static_cast<int64_t>(context.size()) - 1;
-  int64_t keep = 0;
-  if (fed.empty()) {
-    keep = std::min(cache_->map_prefix(slot, context), most);
-    fed.assign(context.begin(), context.begin() + keep);
-  } else {
-    const auto shared = std::mismatch(fed.begin(), fed.end(), context.begin(), context.end());
-    keep = std::min<int64_t>(shared.first - fed.begin(), most);
-    fed.resize(static_cast<size_t>(keep));
-  }
-  cache_->truncate_to(slot, keep);
-  cache_->commit(slot, context.first(static_cast<size_t>(keep)));
-  return keep;
-}
-
-void Drafter::release(int32_t draft_slot) {
-  if (!cache_) return;
-  drop_branches(draft_slot);
-  cache_->release(draft_slot);
-}
-
-RoundDrafts Drafter::propose(RoundPlan& plan) {
+RoundDrafts Drafter::propose(RoundPlan& plan, const ProposalLayout& layout) {
   torch::InferenceMode inference;
   RoundDrafts result;
   result.rows.resize(plan.rows.size());
@@ -191,14 +159,14 @@ RoundDrafts Drafter::propose(RoundPlan& plan) {
       row.parents = std::move(tree.parents);
       // Nodes come level by level: the last is the deepest.
       row.plan.k = row.drafts.empty() ? 0 : row.depth_of(static_cast<int32_t>(row.drafts.size()) - 1);
-    } else if (model_ && row.plan.draft_slot >= 0) {
+    } else if (model_ && b < layout.rows.size() && layout.rows[b].slot >= 0) {
       model_rows.push_back(&row);
     } else {
       row.plan.k = 0;  // no draft model or slot: a plain target step
     }
   }
   const auto t0 = Clock::now();
-  result.draft_steps = run_steps(model_rows, result.step_times);
+  result.draft_steps = run_steps(model_rows, layout, result.step_times, result.kept);
   result.draft_seconds = seconds_since(t0);
   return result;
 }
@@ -207,46 +175,62 @@ RoundDrafts Drafter::propose(RoundPlan& plan) {
 // the last draft and the target's token; a wider first step catches up a slot that fell
 // behind (plain rounds, a reused slot): its time prices that catch-up, not a draft step,
 // and in the cost curve it made the planner think drafting dear for many rounds after.
-int32_t Drafter::run_steps(std::vector<DraftedRow*>& rows, std::vector<DraftStepTime>& times) {
+int32_t Drafter::run_steps(std::vector<DraftedRow*>& rows, const ProposalLayout& layout,
+                           std::vector<DraftStepTime>& times, std::vector<DraftKept>& kept) {
+  if (storage_) apply_copies(layout.tables, *storage_);
   if (rows.empty()) return 0;
   constexpr size_t kDraftStepFeed = 2;
-  // A branch copies its parent's partial block and may start a new one before the tree
-  // is done: what one more path can take.
-  constexpr int64_t kForkBlocks = 2;
+  KvTables tables = layout.tables;  // the lane's view: lengths advance as it writes
   std::vector<Growing> trees;
-  for (DraftedRow* r : rows) trees.push_back({r, {}, {-1}, {r->plan.draft_slot}});
+  // The r-th model row is the r-th row the layout gave a slot (propose keeps plan order).
+  for (size_t b = 0, r = 0; b < layout.rows.size() && r < rows.size(); ++b) {
+    if (layout.rows[b].slot < 0) continue;
+    Growing g{rows[r], {}, {-1}, {layout.rows[b].slot}};
+    g.layout = &layout.rows[b];
+    const std::vector<int32_t>& context = rows[r]->plan.context;
+    g.fed[g.layout->slot].assign(context.begin(), context.begin() + g.layout->from);
+    trees.push_back(std::move(g));
+    ++r;
+  }
+  // A branch taking a path over from its parent's: the blocks past the shared context.
+  auto start_path = [&](Growing& g, int32_t from, int32_t to) {
+    const SlotTable& parent = tables.at(from);
+    SlotTable& branch = tables.at(to);
+    const auto context = static_cast<int64_t>(g.row->plan.context.size());
+    for (int64_t i = context / tables.block_size; i * tables.block_size < parent.length; ++i) {
+      storage_->copy_block(parent.blocks[static_cast<size_t>(i)], branch.blocks[static_cast<size_t>(i)]);
+    }
+    branch.length = parent.length;
+    g.fed[to] = g.fed[from];
+  };
   int32_t steps = 0;
   for (int32_t level = 0;; ++level) {
     const auto step_start = Clock::now();
-    std::vector<std::span<const int32_t>> feed;
-    std::vector<std::vector<int32_t>> node_feed;  // one token per non-root entry
-    std::vector<int32_t> slots;
+    std::vector<ForwardSegment> segments;
+    std::deque<int32_t> node_feed;  // one token per non-root entry (stable addresses)
     size_t widest = 0;
-    node_feed.reserve(64);
     for (Growing& g : trees) {
       const std::vector<int32_t>& context = g.row->plan.context;
       for (size_t e = 0; e < g.frontier.size(); ++e) {
         const int32_t branch = g.branch[e];
+        std::span<const int32_t> feed;
         if (g.frontier[e] < 0) {
-          const int64_t from = keep_common_prefix(branch, context);
-          feed.emplace_back(context.data() + from, context.size() - static_cast<size_t>(from));
+          const int64_t from = g.layout->from;
+          feed = std::span<const int32_t>(context).subspan(static_cast<size_t>(from));
         } else {
-          node_feed.push_back({g.row->drafts[static_cast<size_t>(g.frontier[e])]});
-          feed.emplace_back(node_feed.back());
+          node_feed.push_back(g.row->drafts[static_cast<size_t>(g.frontier[e])]);
+          feed = std::span<const int32_t>(&node_feed.back(), 1);
         }
-        std::vector<int32_t>& f = cache_->fed(branch);
-        f.insert(f.end(), feed.back().begin(), feed.back().end());
-        widest = std::max(widest, feed.back().size());
-        slots.push_back(branch);
+        std::vector<int32_t>& f = g.fed[branch];
+        f.insert(f.end(), feed.begin(), feed.end());
+        widest = std::max(widest, feed.size());
+        segments.push_back({feed, branch, LogitsFor::last_position});
       }
     }
-    if (feed.empty()) break;
-    std::vector<int64_t> lengths;
-    at::Tensor logits =
-        model_->forward({token_batch(feed, lengths), slots, lengths}, *cache_, LogitsFor::last_position);
+    if (segments.empty()) break;
+    at::Tensor logits = model_->forward(segments, tables, *storage_);
+    for (const ForwardSegment& seg : segments) tables.at(seg.slot).length += static_cast<int64_t>(seg.tokens.size());
     int64_t at = 0;
-    // Blocks left for new paths once every expanded node may have started a block.
-    int64_t spare = cache_->available_blocks() - static_cast<int64_t>(slots.size());
     for (Growing& g : trees) {
       const TreeShape& shape = g.row->plan.tree;
       const bool need_probs = shape.beam > 0 || shape.nodes > 0;
@@ -278,9 +262,10 @@ int32_t Drafter::run_steps(std::vector<DraftedRow*>& rows, std::vector<DraftStep
               static_cast<size_t>(std::find(g.frontier.begin(), g.frontier.end(), parent) - g.frontier.begin());
           if (!parent_taken[e]) {
             next_branch.push_back(g.branch[e]);
-          } else if (spare >= kForkBlocks) {
-            spare -= kForkBlocks;
-            next_branch.push_back(fork(g.row->plan.draft_slot, g.branch[e]));
+          } else if (g.spare_used < g.layout->spare.size()) {
+            const int32_t branch = g.layout->spare[g.spare_used++];
+            start_path(g, g.branch[e], branch);
+            next_branch.push_back(branch);
           } else {
             continue;  // no blocks for another path: the node stays a leaf
           }
@@ -292,7 +277,7 @@ int32_t Drafter::run_steps(std::vector<DraftedRow*>& rows, std::vector<DraftStep
       g.frontier = std::move(next);
       g.branch = std::move(next_branch);
     }
-    if (widest <= kDraftStepFeed) times.push_back({static_cast<int32_t>(slots.size()), seconds_since(step_start)});
+    if (widest <= kDraftStepFeed) times.push_back({static_cast<int32_t>(segments.size()), seconds_since(step_start)});
     ++steps;
   }
   for (Growing& g : trees) {
@@ -301,32 +286,26 @@ int32_t Drafter::run_steps(std::vector<DraftedRow*>& rows, std::vector<DraftStep
     DraftedRow& row = *g.row;
     if (row.plan.grammar)
       row.plan.k = row.drafts.empty() ? 0 : row.depth_of(static_cast<int32_t>(row.drafts.size()) - 1);
+    for (auto& [slot, fed] : g.fed) kept.push_back({slot, std::move(fed)});
   }
   return steps;
 }
 
-void Drafter::prefill(std::span<const DraftPrefill> prompts) {
+void Drafter::prefill(std::span<const DraftPrefill> prompts, const DraftPrefillLayout& layout) {
   if (prompts.empty() || !model_) return;
   torch::InferenceMode inference;
-  std::vector<std::span<const int32_t>> rows;
-  std::vector<int32_t> slots;
-  for (const DraftPrefill& p : prompts) {
-    const auto end = p.end < 0 ? static_cast<int64_t>(p.prompt.size()) : p.end;
-    const std::span<const int32_t> wanted(p.prompt.data(), static_cast<size_t>(end));
-    // What the slot or the prefix cache holds of the prompt, up to the chunk's end (the
-    // prompt's last token is always computed: keep_common_prefix keeps one back).
-    const auto upto = std::min(static_cast<size_t>(end) + 1, p.prompt.size());
-    const int64_t keep = keep_common_prefix(p.draft_slot, std::span<const int32_t>(p.prompt).first(upto));
-    std::vector<int32_t>& fed = cache_->fed(p.draft_slot);
-    fed.assign(wanted.begin(), wanted.end());
-    if (keep == end) continue;
-    rows.push_back(wanted.subspan(static_cast<size_t>(keep)));
-    slots.push_back(p.draft_slot);
+  apply_copies(layout.tables, *storage_);
+  std::vector<ForwardSegment> segments;
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    const DraftPrefill& p = prompts[i];
+    const int64_t keep = layout.keep[i], end = p.chunk_end();
+    if (keep >= end) continue;
+    segments.push_back(
+        {std::span<const int32_t>(p.prompt).subspan(static_cast<size_t>(keep), static_cast<size_t>(end - keep)),
+         p.draft_slot, LogitsFor::last_position});
   }
-  if (rows.empty()) return;
-  std::vector<int64_t> lengths;
-  model_->forward({token_batch(rows, lengths), slots, lengths}, *cache_, LogitsFor::last_position);
-  for (const DraftPrefill& p : prompts) cache_->commit(p.draft_slot, cache_->fed(p.draft_slot));
+  if (segments.empty()) return;
+  model_->forward(segments, layout.tables, *storage_);
 }
 
 }  // namespace specd

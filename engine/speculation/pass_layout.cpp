@@ -138,7 +138,7 @@ PassLayout lay_out_pass(KvLedger& ledger, RoundDrafts& drafts, std::span<const T
     for (const TargetPrefill& p : chunks) ledger.truncate_to(p.target_slot, ledger.length(p.target_slot));
     throw;
   }
-  layout.tables = tables_of(ledger, slots);
+  if (!slots.empty()) layout.tables = tables_of(ledger, slots);  // else the copies stay for the next pass
   return layout;
 }
 

@@ -96,11 +96,18 @@ struct DraftedRow {
   std::vector<at::Tensor> draft_q;
 };
 
+// A draft slot or branch after a proposal, and the tokens it now holds (keep_proposal).
+struct DraftKept {
+  int32_t slot = -1;
+  std::vector<int32_t> fed;
+};
+
 struct RoundDrafts {
   std::vector<DraftedRow> rows;  // in plan order
   int32_t draft_steps = 0;
   double draft_seconds = 0;
   std::vector<DraftStepTime> step_times;
+  std::vector<DraftKept> kept;  // the draft model's slots and branches the proposal wrote
 };
 
 // What one row produced: 1..K+1 tokens (the accepted path, then the correction or bonus

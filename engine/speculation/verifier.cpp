@@ -131,6 +131,7 @@ TargetPassResult Verifier::pass(RoundDrafts& drafts, std::span<const TargetPrefi
                         LogitsFor::last_position});
     result.chunk_tokens += static_cast<int32_t>(p.chunk_end() - p.start);
   }
+  apply_copies(layout.tables, *storage_);
   if (segments.empty()) return out;
   const auto t0 = Clock::now();
   const at::Tensor logits = model_->forward(segments, layout.tables, *storage_);

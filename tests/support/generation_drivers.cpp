@@ -39,13 +39,19 @@ struct Active {
   Clock::time_point first_token_at;
 };
 
-// Slots for the driver's requests: its own allocator, as CacheManager is the engine's.
+// Slots for the driver's requests: its own allocator, as CacheManager is the engine's,
+// and like it the slots' blocks go back when a request ends.
 struct DriverSlots {
   SlotPool target;
   std::optional<SlotPool> draft;
+  SpecModels& models;
   void release(const SpecSequence& seq) {
+    models.target_cache.release(seq.target_slot);
     target.release(seq.target_slot);
-    if (seq.draft_slot >= 0) draft->release(seq.draft_slot);
+    if (seq.draft_slot >= 0) {
+      models.draft_cache->release(seq.draft_slot);
+      draft->release(seq.draft_slot);
+    }
   }
 };
 
@@ -128,8 +134,8 @@ std::vector<Active> prefill_all(Verifier& verifier, KvLedger& ledger, DriverSlot
 }
 
 // `auto_tree_extra`: per row, the pinned extra nodes of an `auto` tree (empty: none pinned).
-RoundResult run_planned_round(KPlanner& planner, Drafter& drafter, Verifier& verifier, KvLedger& ledger,
-                              std::span<SpecSequence* const> batch, std::span<const int32_t> max_new,
+RoundResult run_planned_round(KPlanner& planner, Drafter& drafter, KvLedger* draft_ledger, Verifier& verifier,
+                              KvLedger& ledger, std::span<SpecSequence* const> batch, std::span<const int32_t> max_new,
                               std::span<const std::optional<int32_t>> auto_tree_extra = {}) {
   const auto start = Clock::now();
   std::vector<KRow> rows;
@@ -143,7 +149,7 @@ RoundResult run_planned_round(KPlanner& planner, Drafter& drafter, Verifier& ver
     }
     plan.rows.push_back(plan_row(*batch[i], planned.k[i], std::move(tree)));
   }
-  RoundDrafts drafts = drafter.propose(plan);
+  RoundDrafts drafts = drafter.propose(draft_ledger, plan);
   RoundResult round = verifier.verify(ledger, drafts);
   std::vector<KOutcome> outcomes;
   for (size_t i = 0; i < batch.size(); ++i) {
@@ -167,13 +173,15 @@ int32_t largest_k(const std::vector<DriverRequest>& requests) {
 
 }  // namespace
 
-Drafter borrow_drafter(SpecModels& m) { return Drafter(borrowed(m.draft), borrowed(m.draft_cache)); }
+Drafter borrow_drafter(SpecModels& m) {
+  return Drafter(borrowed(m.draft), m.draft_cache ? m.draft_cache->storage() : nullptr);
+}
 Verifier borrow_verifier(SpecModels& m) { return Verifier(borrowed(&m.target), m.target_cache.storage()); }
 
-RoundResult speculative_round(KPlanner& planner, Drafter& drafter, Verifier& verifier, KvLedger& target_ledger,
+RoundResult speculative_round(KPlanner& planner, Drafter& drafter, Verifier& verifier, SpecModels& m,
                               std::span<SpecSequence* const> batch) {
   const std::vector<int32_t> max_new(batch.size(), 1 << 30);
-  return run_planned_round(planner, drafter, verifier, target_ledger, batch, max_new);
+  return run_planned_round(planner, drafter, m.draft_cache, verifier, m.target_cache, batch, max_new);
 }
 
 std::vector<SpecResult> generate_speculative(SpecModels& m, const std::vector<DriverRequest>& requests,
@@ -196,7 +204,7 @@ std::vector<SpecResult> generate_speculative(SpecModels& m, const std::vector<Dr
       {.sequence = {.max_seq_len = max_seq_len, .k_max = largest_k(requests)}, .has_draft_model = m.draft != nullptr});
   Drafter drafter = borrow_drafter(m);
   Verifier verifier = borrow_verifier(m);
-  DriverSlots slots{SlotPool(m.target_cache.slot_count()), std::nullopt};
+  DriverSlots slots{SlotPool(m.target_cache.slot_count()), std::nullopt, m};
   if (m.draft_cache) slots.draft.emplace(m.draft_cache->slot_count());
   std::vector<SpecResult> results(requests.size());
   std::vector<Active> active;
@@ -213,7 +221,7 @@ std::vector<SpecResult> generate_speculative(SpecModels& m, const std::vector<Dr
       auto_tree_extra.push_back(requests[a.index].auto_tree_extra);
     }
     const RoundResult round =
-        run_planned_round(planner, drafter, verifier, m.target_cache, seqs, max_new, auto_tree_extra);
+        run_planned_round(planner, drafter, m.draft_cache, verifier, m.target_cache, seqs, max_new, auto_tree_extra);
     std::vector<Active> running;
     for (size_t b = 0; b < active.size(); ++b) {
       Active& a = active[b];

@@ -25,7 +25,6 @@ namespace specd {
 
 class LlamaModel;
 class KvCache;
-class KvLedger;
 
 // The two models and their caches as a test holds them (the draft is optional). The
 // drivers lend them to a Drafter and a Verifier for the length of one call.
@@ -43,7 +42,7 @@ Verifier borrow_verifier(SpecModels& models);
 // One round for every sequence, as the scheduler runs it: K from the planner (max_tokens
 // unbounded), draft, verify, apply, and the outcome back to the planner. Returns the
 // round's result.
-RoundResult speculative_round(KPlanner& planner, Drafter& drafter, Verifier& verifier, KvLedger& target_ledger,
+RoundResult speculative_round(KPlanner& planner, Drafter& drafter, Verifier& verifier, SpecModels& models,
                               std::span<SpecSequence* const> batch);
 
 // A request as generate_speculative runs it: the prompt as ids, and the EOS ids the
