@@ -1,11 +1,13 @@
 #pragma once
 // BlockAllocator: the bookkeeping of one model's KV blocks, kept apart from their storage
-// (KvCache pairs the two on the lane that owns the model; the scheduler only counts
-// blocks per request, actors/scheduler_actor.hpp). A free list, a reference count per block, and for each full block of
-// committed tokens a key over (the parent block's key, its token ids), so that equal prefixes find equal blocks (vLLM's
-// block pool, SGLang's radix cache). A block that nobody references but that holds a keyed prefix stays cached, in
-// least-recently-released order, until a new block is needed. Prefix hits are counted where they are decided, by
-// the scheduler (actors/scheduler_round.cpp). Not thread-safe, except referenced_published().
+// (KvLedger builds slots and branches on it; the engine's CacheManager owns both models'
+// ledgers). A free list, a reference count per block, and for each full block of
+// committed tokens a key over (the parent block's key, its token ids), so that equal
+// prefixes find equal blocks (vLLM's block pool, SGLang's radix cache). A block that
+// nobody references but that holds a keyed prefix stays cached, in least-recently-released
+// order, until a new block is needed. Prefix hits are decided by map_prefixes
+// (engine/speculation/pass_layout.cpp) and counted once, by the scheduler, from what it
+// reports. Not thread-safe, except referenced_published().
 #include <atomic>
 #include <cstdint>
 #include <list>

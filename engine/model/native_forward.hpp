@@ -26,7 +26,7 @@ struct KvTables;
 
 // One token to run: where its key and value go and which keys it sees (0..position of
 // `slot`). A token-tree node also writes its key and value into the branches of its
-// other descendants (`also_write`, KvCache::fork), so each node reads one slot that
+// other descendants (`also_write`, KvLedger::fork), so each node reads one slot that
 // holds exactly its path: the numbers a chain of the same tokens would give.
 struct ForwardRow {
   int64_t token = 0;
