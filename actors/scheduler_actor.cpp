@@ -186,7 +186,7 @@ int64_t SchedulerActor::blocks_reserved() const {
 
 // Grants slots in arrival order while CacheManager has them and the pools have blocks.
 awaitable<void> SchedulerActor::admit() {
-  while (!waiting_.empty() && !stopping_) {
+  while (!waiting_.empty() && !stopping_ && !room_short_) {
     Entry& e = *waiting_.front();
     const int64_t wanted =
         blocks_for(reserved_positions(footprint(e), options_.planning.sequence.k_max), options_.kv.block_size);
@@ -211,9 +211,7 @@ awaitable<void> SchedulerActor::admit() {
   }
 }
 
-// The youngest request's KV is dropped (its committed blocks stay in the prefix cache);
-// it keeps its sequence, output, planner state and random stream, and waits at the head
-// of the queue to be prefilled again, so it resumes unchanged.
+// Preempts the youngest requests while the next round's estimate does not fit the pools.
 awaitable<void> SchedulerActor::preempt_to_fit() {
   for (;;) {
     std::vector<Entry*> all;
@@ -228,16 +226,41 @@ awaitable<void> SchedulerActor::preempt_to_fit() {
     }
     const std::optional<size_t> victim = preemption_victim(admitted, need, options_.kv.blocks);
     if (!victim) co_return;
-    Entry* youngest = all[*victim];
-    co_await release_slots(std::span(&youngest, 1));
-    youngest->prefilled = 0;
-    youngest->resuming = youngest->seq->tokens.size() > youngest->prompt.size();
-    counters_.preemptions += 1;
-    Entries& from = *victim < running_.size() ? running_ : prefilling_;
-    auto it = std::find_if(from.begin(), from.end(), [&](const auto& e) { return e.get() == youngest; });
-    waiting_.insert(waiting_.begin(), std::move(*it));
-    from.erase(it);
+    co_await preempt(all[*victim]);
   }
+}
+
+awaitable<bool> SchedulerActor::preempt_youngest() {
+  std::vector<Entry*> all;
+  std::vector<int64_t> admitted;
+  for (auto* list : {&running_, &prefilling_}) {
+    for (auto& e : *list) {
+      all.push_back(e.get());
+      admitted.push_back(e->admitted_at.time_since_epoch().count());
+    }
+  }
+  // Any need above a pool of one block names the youngest, unless it is alone.
+  const std::optional<size_t> victim = preemption_victim(admitted, 2, 1);
+  if (!victim) co_return false;
+  co_await preempt(all[*victim]);
+  room_short_ = true;  // until a request ends, the victim would only meet the same shortage
+  co_return true;
+}
+
+// The request's KV is dropped (its committed blocks stay in the prefix cache); it keeps
+// its sequence, output, planner state and random stream, and waits at the head of the
+// queue to be prefilled again, so it resumes unchanged.
+awaitable<void> SchedulerActor::preempt(Entry* victim) {
+  co_await release_slots(std::span(&victim, 1));
+  victim->prefilled = 0;
+  victim->resuming = victim->seq->tokens.size() > victim->prompt.size();
+  counters_.preemptions += 1;
+  Entries& from = std::any_of(running_.begin(), running_.end(), [&](const auto& e) { return e.get() == victim; })
+                      ? running_
+                      : prefilling_;
+  auto it = std::find_if(from.begin(), from.end(), [&](const auto& e) { return e.get() == victim; });
+  waiting_.insert(waiting_.begin(), std::move(*it));
+  from.erase(it);
 }
 
 awaitable<void> SchedulerActor::release_slots(std::span<Entry* const> entries) {
@@ -271,6 +294,7 @@ awaitable<void> SchedulerActor::end(Entries& leaving, FinishReason reason, const
   // latency): no message is handled before the blocks are back, so a snapshot taken
   // after a result already sees them free.
   co_await release_slots(ended);
+  room_short_ = false;  // blocks came back: the queue may try again
 }
 
 }  // namespace specd::actors

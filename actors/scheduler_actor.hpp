@@ -114,8 +114,13 @@ class SchedulerActor {
   awaitable<void> admit();
   KvFootprint footprint(const Entry& e) const;
   int64_t blocks_reserved() const;
-  // Preempts the youngest requests until the next round fits the pools.
+  // Preempts the youngest requests until the next round fits the pools, as the
+  // schedule policy estimates it.
   awaitable<void> preempt_to_fit();
+  // When CacheManager finds no room for a round after all: the youngest request, unless
+  // it is alone (false).
+  awaitable<bool> preempt_youngest();
+  awaitable<void> preempt(Entry* victim);
   // Finishes and removes every entry of `entries` that `which` selects. Coroutine
   // arguments here are references, pointers or trivially destructible values: no
   // temporary with a destructor is left in a co_await expression (compilers have
@@ -173,6 +178,7 @@ class SchedulerActor {
   RoundTiming round_timing_;        // of the round now being applied (trace)
   std::vector<int32_t> planned_k_;  // of the round now being applied, per running row
   bool batch_drafting_ = true;      // the last round drafted for some row (or K is not planned)
+  bool room_short_ = false;         // CacheManager found no room: nobody is admitted until a request ends
   static constexpr size_t kRecentRounds = 15;
   std::deque<double> recent_rounds_;  // seconds of the last rounds without newcomers (prefill_budget)
   EngineSnapshot counters_;           // the monotonic counters part

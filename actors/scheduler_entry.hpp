@@ -34,6 +34,7 @@ struct SchedulerActor::Entry {
 };
 
 struct SchedulerActor::RoundOutcome {
+  bool no_room = false;            // CacheManager could not lay the round out: nothing ran
   std::vector<Entry*> chunked;     // prefilling entries that prefilled a chunk, in order
   std::vector<int64_t> chunk_end;  // how far each one's prompt is in its slot now
   std::vector<int64_t> cached;     // prompt tokens each first chunk found cached (0 for later chunks)

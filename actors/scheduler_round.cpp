@@ -28,6 +28,10 @@ awaitable<void> SchedulerActor::run_round() {
   } catch (const std::exception& error) {
     failure = RequestError{ErrorCode::internal, std::string("model call failed: ") + error.what()};
   }
+  if (outcome.no_room) {  // nothing ran: the next round tries again without the youngest
+    if (co_await preempt_youngest()) co_return;
+    failure = RequestError{ErrorCode::out_of_capacity, "the KV pool cannot hold this request's next round"};
+  }
   if (failure) {
     // A failed model call fails this round's requests; the engine keeps serving.
     auto all = [](const Entry&) { return true; };
@@ -110,9 +114,29 @@ awaitable<SchedulerActor::RoundOutcome> SchedulerActor::execute(RoundPlan& plan)
   RoundOutcome out;
   std::vector<TargetPrefill> prefills = choose_chunks(plan, out);
   const bool drafting = std::any_of(plan.rows.begin(), plan.rows.end(), [](const RowPlan& r) { return r.k > 0; });
-  const ProposalLayout proposal = co_await cache_.begin_round(prefills, plan);
-  RoundDrafts drafts;
+  // No room, as CacheManager finds it, preempts instead of failing the round (run_round).
+  auto no_room = [](const std::exception_ptr& e) {
+    try {
+      std::rethrow_exception(e);
+    } catch (const SpecdError& error) {
+      return error.code() == ErrorCode::out_of_capacity;
+    } catch (...) {
+      return false;
+    }
+  };
   std::exception_ptr failed;
+  ProposalLayout proposal;
+  try {
+    proposal = co_await cache_.begin_round(prefills, plan);
+  } catch (...) {
+    failed = std::current_exception();
+  }
+  if (failed && no_room(failed)) {
+    out.no_room = true;
+    co_return out;
+  }
+  if (failed) std::rethrow_exception(failed);
+  RoundDrafts drafts;
   if (drafting) {
     try {
       drafts = co_await lanes_.propose(plan, proposal);
@@ -131,16 +155,29 @@ awaitable<SchedulerActor::RoundOutcome> SchedulerActor::execute(RoundPlan& plan)
   // machine; the draft slot then catches up lazily if drafting resumes, and the planner
   // prices that catch-up (SpecSequence::draft_lag).
   std::vector<DraftPrefill> prompts;
+  std::vector<size_t> lagging;  // chunks the draft skips (counted once the round is laid out)
   for (size_t i = 0; i < prefills.size(); ++i) {
     SpecSequence& seq = *out.chunked[i]->seq;
     if (seq.draft_slot < 0) continue;
     if (batch_drafting_) {
       prompts.push_back({seq.draft_slot, prefills[i].prompt, prefills[i].chunk_end()});
     } else {
-      seq.draft_lag += static_cast<int32_t>(prefills[i].chunk_end() - prefills[i].start);
+      lagging.push_back(i);
     }
   }
-  const RoundLayout layout = co_await cache_.lay_out(drafts, proposal, prefills, prompts);
+  RoundLayout layout;
+  try {
+    layout = co_await cache_.lay_out(drafts, proposal, prefills, prompts);
+  } catch (...) {
+    failed = std::current_exception();
+  }
+  if (failed && no_room(failed)) {
+    out.no_room = true;
+    co_return out;
+  }
+  if (failed) std::rethrow_exception(failed);
+  for (size_t i : lagging)
+    out.chunked[i]->seq->draft_lag += static_cast<int32_t>(prefills[i].chunk_end() - prefills[i].start);
   TargetPassOutcome pass;
   try {
     if (drafting && !options_.overlap) {

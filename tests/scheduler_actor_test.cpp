@@ -127,11 +127,13 @@ struct Outcome {
 // the scheduler as validated requests whose prompt is their ids. The test submits, then start()s.
 class Harness {
  public:
-  Harness(int32_t slots, SchedulerOptions options)
+  // ledger_blocks: the pools CacheManager keeps, when they are not the ones the
+  // scheduler's options say (0: the same).
+  Harness(int32_t slots, SchedulerOptions options, int32_t ledger_blocks = 0)
       : io_(1),
-        ledger_(ledger(slots, options)),
+        ledger_(ledger(slots, options, ledger_blocks)),
         cache_(asio::make_strand(io_.io()), slots, ledger_,
-               options.planning.has_draft_model ? ledger(slots, options) : nullptr),
+               options.planning.has_draft_model ? ledger(slots, options, ledger_blocks) : nullptr),
         scheduler_(asio::make_strand(io_.io()), options, cache_, lanes, nullptr, nullptr) {
     spawn_logged(
         cache_.executor(), [this] { return cache_.run(); }, "cache manager");
@@ -186,9 +188,9 @@ class Harness {
  private:
   IoThreads io_;
   // A ledger as the engine's CacheManager keeps one per model.
-  static std::shared_ptr<KvLedger> ledger(int32_t slots, const SchedulerOptions& o) {
+  static std::shared_ptr<KvLedger> ledger(int32_t slots, const SchedulerOptions& o, int32_t blocks) {
     const int64_t seq = o.planning.sequence.max_seq_len;
-    const int32_t blocks = o.kv.blocks > 0 ? o.kv.blocks : KvLedger::blocks_to_hold(slots, seq, o.kv.block_size);
+    if (blocks == 0) blocks = o.kv.blocks > 0 ? o.kv.blocks : KvLedger::blocks_to_hold(slots, seq, o.kv.block_size);
     return std::make_shared<KvLedger>(slots, seq, blocks, o.kv.block_size);
   }
   std::shared_ptr<KvLedger> ledger_;  // the target's
@@ -455,6 +457,26 @@ TEST_CASE("a prefix cache hit moves the first chunk past the cached tokens; cach
   CHECK(s.prefix_queried_tokens == 30);
   CHECK(s.prefix_hit_tokens == 8);
   CHECK(s.kv_blocks_referenced_target == 0);  // all back in the step the requests ended
+}
+
+TEST_CASE("when CacheManager finds no room for a round after all, the youngest request is preempted, not failed") {
+  SchedulerOptions o = options(16, 64);
+  o.planning.sequence.k_max = 2;
+  o.kv = {0, 4};        // the scheduler's own estimate: no bound, so it never preempts first
+  Harness h(2, o, 12);  // CacheManager's pools: 48 positions, two requests of 30 tokens do not fit
+  h.lanes.script[1] = counting(1, 40);
+  h.lanes.script[2] = counting(2, 40);
+  h.submit("older", request(1, 30, 2));
+  h.submit("younger", request(2, 30, 2));
+  const auto outcomes = h.wait_all();
+  CHECK(outcomes[0].result.token_ids == counting(1, 30));
+  CHECK(outcomes[1].result.token_ids == counting(2, 30));
+  CHECK(outcomes[0].result.finish_reason == FinishReason::length);
+  CHECK(outcomes[1].result.finish_reason == FinishReason::length);
+  const EngineSnapshot s = h.snapshot();
+  CHECK(s.preemptions >= 1);
+  CHECK(s.requests_failed == 0);
+  CHECK(s.kv_blocks_referenced_target == 0);
 }
 
 TEST_CASE("when the KV blocks run out the youngest request is preempted and resumes with its output unchanged") {
