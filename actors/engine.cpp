@@ -109,7 +109,7 @@ struct Engine::Impl {
         live_requests(std::make_shared<std::atomic<int64_t>>(0)),
         executor(executor),
         api_strand(asio::make_strand(executor)),
-        cache(asio::make_strand(executor), config.max_batch, target_ledger, draft_ledger) {
+        cache(config.max_batch, target_ledger, draft_ledger) {
     // Calibration times the lanes' round shapes, so it runs once they exist and before
     // the scheduler that plans with its curves.
     KPlanSetup planning = calibrate();
@@ -263,8 +263,6 @@ Engine::Engine(boost::asio::any_io_executor executor, EngineConfig config)
     : impl_(std::make_shared<Impl>(executor, std::move(config))) {
   auto impl = impl_;
   // The coroutines hold the Impl alive until they end (stop() ends them).
-  spawn_logged(
-      impl->cache.executor(), [impl] { return impl->cache.run(); }, "cache manager");
   spawn_logged(
       impl->scheduler->executor(), [impl] { return impl->scheduler->run(); }, "scheduler");
 }

@@ -56,10 +56,9 @@ awaitable<void> SchedulerActor::run() {
       co_await end_for_stop();
       if (idle()) break;  // checked here: a stopping scheduler waits for no message
     }
-    co_await admit();
+    admit();
     if (!running_.empty() || !prefilling_.empty()) co_await run_round();
   }
-  co_await cache_.stop();
   // Late submissions (the engine's gate makes them rare) fail instead of hanging.
   for (bool more = true; more;) {
     more = mailbox_.try_receive([](error_code, Message message) {
@@ -97,7 +96,7 @@ awaitable<void> SchedulerActor::handle(Message& message) {
     co_await finish_where(prefilling_, match, FinishReason::cancelled);
     co_await finish_where(running_, match, FinishReason::cancelled);
   } else if (auto* m = std::get_if<Snapshot>(&message)) {
-    const CacheUsage usage = co_await cache_.usage();
+    const CacheUsage usage = cache_.usage();
     EngineSnapshot s = counters_;
     take_snapshot(s, usage);
     m->reply.set(std::move(s));
@@ -141,7 +140,7 @@ awaitable<void> SchedulerActor::accept(Submit& m) {
   auto queue_full = [&] { return static_cast<int32_t>(waiting_.size()) >= options_.max_waiting; };
   // Requests that arrive together must not be refused while KV slots are free: the
   // bound is on requests that wait for one.
-  if (queue_full() && !stopping_) co_await admit();
+  if (queue_full() && !stopping_) admit();
   std::optional<RequestError> refusal;
   if (stopping_) {
     refusal = engine_stopping();
@@ -185,7 +184,7 @@ int64_t SchedulerActor::blocks_reserved() const {
 }
 
 // Grants slots in arrival order while CacheManager has them and the pools have blocks.
-awaitable<void> SchedulerActor::admit() {
+void SchedulerActor::admit() {
   while (!waiting_.empty() && !stopping_ && !room_short_) {
     Entry& e = *waiting_.front();
     const int64_t wanted =
@@ -193,7 +192,7 @@ awaitable<void> SchedulerActor::admit() {
     if (!admits(blocks_reserved(), wanted, options_.kv.blocks)) break;
     const bool needs_draft =
         options_.planning.has_draft_model && e.request.spec.enabled && e.request.spec.drafter == DrafterKind::model;
-    auto grant = co_await cache_.acquire(needs_draft);
+    auto grant = cache_.acquire(needs_draft);
     if (!grant) break;
     e.slots = grant;
     if (e.seq) {  // preempted earlier: it goes on where it was, in its new slots
@@ -212,7 +211,7 @@ awaitable<void> SchedulerActor::admit() {
 }
 
 // Preempts the youngest requests while the next round's estimate does not fit the pools.
-awaitable<void> SchedulerActor::preempt_to_fit() {
+void SchedulerActor::preempt_to_fit() {
   for (;;) {
     std::vector<Entry*> all;
     std::vector<int64_t> admitted;
@@ -225,12 +224,12 @@ awaitable<void> SchedulerActor::preempt_to_fit() {
       }
     }
     const std::optional<size_t> victim = preemption_victim(admitted, need, options_.kv.blocks);
-    if (!victim) co_return;
-    co_await preempt(all[*victim]);
+    if (!victim) return;
+    preempt(all[*victim]);
   }
 }
 
-awaitable<bool> SchedulerActor::preempt_youngest() {
+bool SchedulerActor::preempt_youngest() {
   std::vector<Entry*> all;
   std::vector<int64_t> admitted;
   for (auto* list : {&running_, &prefilling_}) {
@@ -241,17 +240,17 @@ awaitable<bool> SchedulerActor::preempt_youngest() {
   }
   // Any need above a pool of one block names the youngest, unless it is alone.
   const std::optional<size_t> victim = preemption_victim(admitted, 2, 1);
-  if (!victim) co_return false;
-  co_await preempt(all[*victim]);
+  if (!victim) return false;
+  preempt(all[*victim]);
   room_short_ = true;  // until a request ends, the victim would only meet the same shortage
-  co_return true;
+  return true;
 }
 
 // The request's KV is dropped (its committed blocks stay in the prefix cache); it keeps
 // its sequence, output, planner state and random stream, and waits at the head of the
 // queue to be prefilled again, so it resumes unchanged.
-awaitable<void> SchedulerActor::preempt(Entry* victim) {
-  co_await release_slots(std::span(&victim, 1));
+void SchedulerActor::preempt(Entry* victim) {
+  release_slots(std::span(&victim, 1));
   victim->prefilled = 0;
   victim->resuming = victim->seq->tokens.size() > victim->prompt.size();
   counters_.preemptions += 1;
@@ -263,16 +262,16 @@ awaitable<void> SchedulerActor::preempt(Entry* victim) {
   from.erase(it);
 }
 
-awaitable<void> SchedulerActor::release_slots(std::span<Entry* const> entries) {
+void SchedulerActor::release_slots(std::span<Entry* const> entries) {
   std::vector<SlotGrant> slots;
   for (Entry* e : entries) {
     if (e->slots) slots.push_back(*e->slots);
     e->slots.reset();
   }
-  for (const SlotGrant& grant : slots) co_await cache_.release(grant);
+  for (const SlotGrant& grant : slots) cache_.release(grant);
 }
 
-awaitable<void> SchedulerActor::end(Entries& leaving, FinishReason reason, const RequestError* failure) {
+void SchedulerActor::end(Entries& leaving, FinishReason reason, const RequestError* failure) {
   std::vector<Entry*> ended;
   for (auto& e : leaving) {
     ended.push_back(e.get());
@@ -293,7 +292,7 @@ awaitable<void> SchedulerActor::end(Entries& leaving, FinishReason reason, const
   // In the same step, after the results left (the lanes' round trip is not the caller's
   // latency): no message is handled before the blocks are back, so a snapshot taken
   // after a result already sees them free.
-  co_await release_slots(ended);
+  release_slots(ended);
   room_short_ = false;  // blocks came back: the queue may try again
 }
 

@@ -111,16 +111,16 @@ class SchedulerActor {
   awaitable<void> handle(Message& message);
   void take_snapshot(EngineSnapshot& s, const CacheUsage& usage) const;
   awaitable<void> accept(Submit& submit);
-  awaitable<void> admit();
+  void admit();
   KvFootprint footprint(const Entry& e) const;
   int64_t blocks_reserved() const;
   // Preempts the youngest requests until the next round fits the pools, as the
   // schedule policy estimates it.
-  awaitable<void> preempt_to_fit();
+  void preempt_to_fit();
   // When CacheManager finds no room for a round after all: the youngest request, unless
   // it is alone (false).
-  awaitable<bool> preempt_youngest();
-  awaitable<void> preempt(Entry* victim);
+  bool preempt_youngest();
+  void preempt(Entry* victim);
   // Finishes and removes every entry of `entries` that `which` selects. Coroutine
   // arguments here are references, pointers or trivially destructible values: no
   // temporary with a destructor is left in a co_await expression (compilers have
@@ -130,10 +130,10 @@ class SchedulerActor {
                                const RequestError* error = nullptr);
   // The one place a request that was accepted ends: its finish reason decided
   // (compose_finish_reason), its counters kept, its actor told, its slots and blocks released.
-  awaitable<void> end(Entries& leaving, FinishReason reason, const RequestError* failure);
+  void end(Entries& leaving, FinishReason reason, const RequestError* failure);
   // The entries' slots and their KV blocks go back to CacheManager within the step that
   // ends them: an idle engine holds no block.
-  awaitable<void> release_slots(std::span<Entry* const> entries);
+  void release_slots(std::span<Entry* const> entries);
   // Once stopping: ends the waiting requests now and, past the deadline, the rest.
   awaitable<void> end_for_stop();
   bool idle() const;

@@ -53,7 +53,8 @@ awaitable<void> SchedulerActor::finish_where(Entries& entries, const Which& whic
     if (e) (which(*e) ? leaving : keep).push_back(std::move(e));  // null: moved to the batch
   }
   entries = std::move(keep);
-  if (!leaving.empty()) co_await end(leaving, reason, failure);
+  if (!leaving.empty()) end(leaving, reason, failure);
+  co_return;
 }
 
 }  // namespace specd::actors

@@ -15,7 +15,7 @@ namespace specd::actors {
 using namespace boost::asio::experimental::awaitable_operators;
 
 awaitable<void> SchedulerActor::run_round() {
-  co_await preempt_to_fit();
+  preempt_to_fit();
   if (running_.empty() && prefilling_.empty()) co_return;
   if (running_.empty()) batch_drafting_ = true;  // a new batch: nothing planned against drafting yet
   std::optional<BatchPlan> batch_plan;
@@ -29,7 +29,7 @@ awaitable<void> SchedulerActor::run_round() {
     failure = RequestError{ErrorCode::internal, std::string("model call failed: ") + error.what()};
   }
   if (outcome.no_room) {  // nothing ran: the next round tries again without the youngest
-    if (co_await preempt_youngest()) co_return;
+    if (preempt_youngest()) co_return;
     failure = RequestError{ErrorCode::out_of_capacity, "the KV pool cannot hold this request's next round"};
   }
   if (failure) {
@@ -115,27 +115,15 @@ awaitable<SchedulerActor::RoundOutcome> SchedulerActor::execute(RoundPlan& plan)
   std::vector<TargetPrefill> prefills = choose_chunks(plan, out);
   const bool drafting = std::any_of(plan.rows.begin(), plan.rows.end(), [](const RowPlan& r) { return r.k > 0; });
   // No room, as CacheManager finds it, preempts instead of failing the round (run_round).
-  auto no_room = [](const std::exception_ptr& e) {
-    try {
-      std::rethrow_exception(e);
-    } catch (const SpecdError& error) {
-      return error.code() == ErrorCode::out_of_capacity;
-    } catch (...) {
-      return false;
-    }
-  };
-  std::exception_ptr failed;
   ProposalLayout proposal;
   try {
-    proposal = co_await cache_.begin_round(prefills, plan);
-  } catch (...) {
-    failed = std::current_exception();
-  }
-  if (failed && no_room(failed)) {
+    proposal = cache_.begin_round(prefills, plan);
+  } catch (const SpecdError& e) {
+    if (e.code() != ErrorCode::out_of_capacity) throw;
     out.no_room = true;
     co_return out;
   }
-  if (failed) std::rethrow_exception(failed);
+  std::exception_ptr failed;
   RoundDrafts drafts;
   if (drafting) {
     try {
@@ -144,7 +132,7 @@ awaitable<SchedulerActor::RoundOutcome> SchedulerActor::execute(RoundPlan& plan)
       failed = std::current_exception();
     }
     if (failed) {
-      co_await cache_.drop_proposal(proposal);
+      cache_.drop_proposal(proposal);
       std::rethrow_exception(failed);
     }
   } else {  // nobody drafts: no trip to the draft lane before the pass
@@ -167,15 +155,12 @@ awaitable<SchedulerActor::RoundOutcome> SchedulerActor::execute(RoundPlan& plan)
   }
   RoundLayout layout;
   try {
-    layout = co_await cache_.lay_out(drafts, proposal, prefills, prompts);
-  } catch (...) {
-    failed = std::current_exception();
-  }
-  if (failed && no_room(failed)) {
+    layout = cache_.lay_out(drafts, proposal, prefills, prompts);
+  } catch (const SpecdError& e) {
+    if (e.code() != ErrorCode::out_of_capacity) throw;
     out.no_room = true;
     co_return out;
   }
-  if (failed) std::rethrow_exception(failed);
   for (size_t i : lagging)
     out.chunked[i]->seq->draft_lag += static_cast<int32_t>(prefills[i].chunk_end() - prefills[i].start);
   TargetPassOutcome pass;
@@ -191,10 +176,10 @@ awaitable<SchedulerActor::RoundOutcome> SchedulerActor::execute(RoundPlan& plan)
     failed = std::current_exception();
   }
   if (failed) {
-    co_await cache_.drop(layout, prompts);
+    cache_.drop(layout, prompts);
     std::rethrow_exception(failed);
   }
-  co_await cache_.keep(layout, drafts, pass.paths, prefills, prompts);
+  cache_.keep(layout, drafts, pass.paths, prefills, prompts);
   out.round = std::move(pass.round);
   out.prefills = std::move(pass.prefills);
   for (const TargetPrefill& p : prefills) {

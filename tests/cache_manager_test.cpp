@@ -3,35 +3,24 @@
 // partial grants, released slots reused, and the usage it reports. SlotPool underneath.
 #include <doctest/doctest.h>
 
-#include <boost/asio/strand.hpp>
-
 #include "actors/cache_manager.hpp"
-#include "actors/spawn.hpp"
 #include "engine/base/errors.hpp"
 #include "engine/model/slot_pool.hpp"
-#include "tests/support/engine_runner.hpp"
 
 using namespace specd;
 using namespace specd::actors;
-using namespace specd::testing;
 
 namespace {
 
 struct Manager {
-  Manager(int32_t slots, bool has_draft)
-      : io(1), cache(asio::make_strand(io.io()), slots, ledger(slots), has_draft ? ledger(slots) : nullptr) {
-    spawn_logged(
-        cache.executor(), [this] { return cache.run(); }, "cache manager");
-  }
-  ~Manager() { io.run(cache.stop()); }
-  std::optional<SlotGrant> acquire(bool needs_draft) { return io.run(cache.acquire(needs_draft)); }
-  void release(SlotGrant grant) { io.run(cache.release(grant)); }
-  CacheUsage usage() { return io.run(cache.usage()); }
+  Manager(int32_t slots, bool has_draft) : cache(slots, ledger(slots), has_draft ? ledger(slots) : nullptr) {}
+  std::optional<SlotGrant> acquire(bool needs_draft) { return cache.acquire(needs_draft); }
+  void release(SlotGrant grant) { cache.release(grant); }
+  CacheUsage usage() { return cache.usage(); }
 
   static std::shared_ptr<KvLedger> ledger(int32_t slots) {
     return std::make_shared<KvLedger>(slots, 64, KvLedger::blocks_to_hold(slots, 64));
   }
-  IoThreads io;
   CacheManager cache;
 };
 

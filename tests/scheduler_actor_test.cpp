@@ -132,12 +132,8 @@ class Harness {
   Harness(int32_t slots, SchedulerOptions options, int32_t ledger_blocks = 0)
       : io_(1),
         ledger_(ledger(slots, options, ledger_blocks)),
-        cache_(asio::make_strand(io_.io()), slots, ledger_,
-               options.planning.has_draft_model ? ledger(slots, options, ledger_blocks) : nullptr),
-        scheduler_(asio::make_strand(io_.io()), options, cache_, lanes, nullptr, nullptr) {
-    spawn_logged(
-        cache_.executor(), [this] { return cache_.run(); }, "cache manager");
-  }
+        cache_(slots, ledger_, options.planning.has_draft_model ? ledger(slots, options, ledger_blocks) : nullptr),
+        scheduler_(asio::make_strand(io_.io()), options, cache_, lanes, nullptr, nullptr) {}
   // Starts the scheduler: everything submitted before arrives at its first boundary,
   // so admission and the rounds do not depend on thread timing.
   void start() {
@@ -173,8 +169,12 @@ class Harness {
     for (; waited_ < futures_.size(); ++waited_) out.push_back(futures_[waited_].get());
     return out;
   }
-  // Before stop(): the scheduler's stop ends the cache manager too.
-  CacheUsage usage() { return io_.run(cache_.usage()); }
+  // Before stop(). CacheManager's slots as the scheduler reports them (its strand is the
+  // only one that touches them).
+  CacheUsage usage() {
+    const EngineSnapshot s = snapshot();
+    return {.target_in_use = s.target_slots_in_use, .draft_in_use = s.draft_slots_in_use, .slots = s.slots_total};
+  }
   EngineSnapshot snapshot() { return io_.run(scheduler_.snapshot()); }
   void stop() {
     start();
