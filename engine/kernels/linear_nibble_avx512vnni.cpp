@@ -77,9 +77,9 @@ inline void superblock_sums(const std::byte* const (&chunk)[NV], const int32_t* 
 #pragma GCC unroll 4
         for (int v = 0; v < NV; ++v) {
           const std::byte* group = chunk[v] + g * L.group_bytes();
-          if (part == 0 && step < L.group_bytes() / 64) prefetch_ahead(group + step * 64);
-          if (part == 0 && step == 0 && L.group_bytes() / 64 > 4) prefetch_ahead(group + 256);
-          if (part == 0 && step == 0 && L.group_bytes() / 64 > 5) prefetch_ahead(group + 320);
+          if (part == 0 && step < L.group_bytes() / 64) prefetch_ahead(group + step * 64, kNibblePrefetchAhead);
+          if (part == 0 && step == 0 && L.group_bytes() / 64 > 4) prefetch_ahead(group + 256, kNibblePrefetchAhead);
+          if (part == 0 && step == 0 && L.group_bytes() / 64 > 5) prefetch_ahead(group + 320, kNibblePrefetchAhead);
           w[v] = step_quants<L.bits>(group, part, step);
         }
 #pragma GCC unroll 8
@@ -133,7 +133,7 @@ inline void q4k_row_sums(const std::byte* const (&chunk)[NV], const int32_t* xt,
 #pragma GCC unroll 4
       for (int v = 0; v < NV; ++v) {
         const std::byte* q = chunk[v] + g * L.group_bytes() + step * 64;
-        prefetch_ahead(q);
+        prefetch_ahead(q, kNibblePrefetchAhead);
         const __m512i raw = _mm512_loadu_si512(q);
         const __m512i zero = _mm512_setzero_si512();
         lo[v] = _mm512_dpbusd_epi32(step == 0 ? zero : lo[v], _mm512_and_si512(raw, low4), x_lo);

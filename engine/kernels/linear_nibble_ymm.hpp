@@ -81,7 +81,9 @@ void nibble_ymm_tile(const KernelCall& c, int64_t b0, int64_t r0) {
           const std::byte* chunk = c.w->block(b0 + v) + t * L.chunk_bytes();
           if (h == 0) {
 #pragma GCC unroll 6
-            for (int l = 0; l < L.group_bytes() / 64; ++l) prefetch_ahead(chunk + g * L.group_bytes() + l * 64);
+            for (int l = 0; l < L.group_bytes() / 64; ++l) {
+              prefetch_ahead(chunk + g * L.group_bytes() + l * 64, kNibblePrefetchAhead);
+            }
           }
           Sums::template group_sums<D, R>(chunk, g, h, xt + g * 8 * m, m, s[v]);
         }

@@ -33,6 +33,11 @@ enum class NibbleOffset : uint8_t {
   scales_x32,  // Q6_K: -32 d sc
 };
 
+// How far ahead the vector tiles prefetch their chunks' lines: 3 KB ran 4-6% faster than
+// linear_isa.hpp's 4 KB at one row and one thread on both tiers (BENCHMARKS.md, "K-quant
+// decode: one-row sums and prefetch distance").
+inline constexpr int64_t kNibblePrefetchAhead = 3072;
+
 struct NibbleLayout {
   int bits = 4;        // 4, 5 or 6
   int inputs = 32;     // a super-block
