@@ -77,9 +77,12 @@ inline void superblock_sums(const std::byte* const (&chunk)[NV], const int32_t* 
 #pragma GCC unroll 4
         for (int v = 0; v < NV; ++v) {
           const std::byte* group = chunk[v] + g * L.group_bytes();
-          if (part == 0 && step < L.group_bytes() / 64) prefetch_ahead(group + step * 64, kNibblePrefetchAhead);
-          if (part == 0 && step == 0 && L.group_bytes() / 64 > 4) prefetch_ahead(group + 256, kNibblePrefetchAhead);
-          if (part == 0 && step == 0 && L.group_bytes() / 64 > 5) prefetch_ahead(group + 320, kNibblePrefetchAhead);
+          // The group's lines spread over its 8 steps, so requests go out evenly (as the ymm tile).
+          constexpr int kLines = L.group_bytes() / 64;
+          const int slot = part * 4 + step, line = (slot * kLines + 7) / 8;
+          if (line < kLines && line * 8 / kLines == slot) {
+            prefetch_ahead(group + line * 64, kNibblePrefetchAhead);
+          }
           w[v] = step_quants<L.bits>(group, part, step);
         }
 #pragma GCC unroll 8
