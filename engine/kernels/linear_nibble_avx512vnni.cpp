@@ -81,7 +81,7 @@ inline void superblock_sums(const std::byte* const (&chunk)[NV], const int32_t* 
           constexpr int kLines = L.group_bytes() / 64;
           const int slot = part * 4 + step, line = (slot * kLines + 7) / 8;
           if (line < kLines && line * 8 / kLines == slot) {
-            prefetch_ahead(group + line * 64, kNibblePrefetchAhead);
+            prefetch_ahead(group + line * 64, L.prefetch_ahead());
           }
           w[v] = step_quants<L.bits>(group, part, step);
         }
@@ -136,7 +136,7 @@ inline void q4k_row_sums(const std::byte* const (&chunk)[NV], const int32_t* xt,
 #pragma GCC unroll 4
       for (int v = 0; v < NV; ++v) {
         const std::byte* q = chunk[v] + g * L.group_bytes() + step * 64;
-        prefetch_ahead(q, kNibblePrefetchAhead);
+        prefetch_ahead(q, L.prefetch_ahead());
         const __m512i raw = _mm512_loadu_si512(q);
         const __m512i zero = _mm512_setzero_si512();
         lo[v] = _mm512_dpbusd_epi32(step == 0 ? zero : lo[v], _mm512_and_si512(raw, low4), x_lo);

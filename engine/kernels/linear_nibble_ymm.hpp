@@ -84,7 +84,7 @@ void nibble_ymm_tile(const KernelCall& c, int64_t b0, int64_t r0) {
           constexpr int kLines = L.group_bytes() / 64;
 #pragma GCC unroll 6
           for (int l = h * kLines / 2; l < (h + 1) * kLines / 2; ++l) {
-            prefetch_ahead(chunk + g * L.group_bytes() + l * 64, kNibblePrefetchAhead);
+            prefetch_ahead(chunk + g * L.group_bytes() + l * 64, L.prefetch_ahead());
           }
           Sums::template group_sums<D, R>(chunk, g, h, xt + g * 8 * m, m, s[v]);
         }
