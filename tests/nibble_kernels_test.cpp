@@ -12,6 +12,7 @@
 // rounding a block: within (T + 8) * 2^-24 * A, A = sum_i |x_i| (|scale part| + |offset part|).
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -278,6 +279,31 @@ TEST_CASE("a row's outputs from the nibble formats are the same bits whatever m,
           CHECK(same_bits(y.data(), tiled.data(), m * c.s.out));
         }
       }
+    }
+  }
+}
+
+TEST_CASE("Q4_K's largest sub-block sums (quants 15, scales 63, activations +-127) stay exact on every tier") {
+  // The one-row AVX-512 tile adds a sub-block's 16 low (or high) quants times activations
+  // in int16 before its scale: 4 x 4 x 15 x 127 = 30480 at the extreme, which this reaches.
+  constexpr int64_t in = 512, out = 64;  // two super-blocks, four 16-output blocks (one tile)
+  std::vector<uint8_t> blocks(out * stored_row_bytes(Dtype::q4_k, in), 0xff);  // q 15, sc 63, m 63
+  for (size_t at = 0; at < blocks.size(); at += quant_block_bytes(Dtype::q4_k)) {
+    const uint16_t d = float_to_f16(1e-3f), dmin = float_to_f16(5e-4f);
+    std::memcpy(blocks.data() + at, &d, 2);
+    std::memcpy(blocks.data() + at + 2, &dmin, 2);
+  }
+  const PackedWeight w = PackedWeight::pack(blocks.data(), out, in, Dtype::q4_k);
+  std::vector<float> x(2 * in, 1.0f);  // row 0: every activation 127; row 1: every one -127
+  std::fill(x.begin() + in, x.end(), -1.0f);
+  const std::vector<float> ref = run(w, x.data(), 2, Isa::reference);
+  check_against_f64(Dtype::q4_k, dequantized(Dtype::q4_k, blocks, out, in), out, in, x, ref, 2);
+  for (Isa isa : isas_here()) {
+    const std::string kernel = isa_name(isa);
+    CAPTURE(kernel);
+    for (int64_t r = 0; r < 2; ++r) {
+      const std::vector<float> y = run(w, x.data() + r * in, 1, isa);
+      CHECK(same_bits(y.data(), ref.data() + r * out, out));
     }
   }
 }

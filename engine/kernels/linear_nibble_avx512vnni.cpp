@@ -53,6 +53,105 @@ inline __m512i interleaved_pairs(const std::byte* a, const std::byte* b) {  // (
   return Signed ? _mm512_cvtepi8_epi16(v) : _mm512_cvtepu8_epi16(v);
 }
 
+// The exact S of one super-block for R rows and NV blocks (chunk: the blocks' chunks, xt:
+// the super-block's input quads of the first row at xt[k * m]).
+template <Dtype D, int R, int NV>
+inline void superblock_sums(const std::byte* const (&chunk)[NV], const int32_t* xt, int64_t m, __m512i (&s)[R][NV]) {
+  constexpr NibbleLayout L = nibble_layout(D);
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) s[r][v] = _mm512_setzero_si512();
+  for (int g = 0; g < L.groups(); ++g) {
+    const int32_t* xg = xt + g * 8 * m;
+    // One int32 sum a sub-block scale: both parts (inputs 0..15, 16..31) share one
+    // except in Q6_K.
+    constexpr int kSums = L.sub_scales == 16 ? 2 : 1;
+    __m512i part_sum[kSums][R][NV];
+#pragma GCC unroll 2
+    for (int part = 0; part < 2; ++part) {
+      const int k = kSums == 2 ? part : 0;
+#pragma GCC unroll 4
+      for (int step = 0; step < 4; ++step) {
+        __m512i w[NV];
+#pragma GCC unroll 4
+        for (int v = 0; v < NV; ++v) {
+          const std::byte* group = chunk[v] + g * L.group_bytes();
+          // The group's lines spread over its 8 steps, so requests go out evenly (as the ymm tile).
+          constexpr int kLines = L.group_bytes() / 64;
+          const int slot = part * 4 + step, line = (slot * kLines + 7) / 8;
+          if (line < kLines && line * 8 / kLines == slot) {
+            prefetch_ahead(group + line * 64, L.prefetch_ahead());
+          }
+          w[v] = step_quants<L.bits>(group, part, step);
+        }
+#pragma GCC unroll 8
+        for (int r = 0; r < R; ++r) {
+          const __m512i xb = _mm512_set1_epi32(xg[(part * 4 + step) * m + r]);
+#pragma GCC unroll 4
+          for (int v = 0; v < NV; ++v) {
+            const bool fresh = step == 0 && (part == 0 || kSums == 2);
+            part_sum[k][r][v] = _mm512_dpbusd_epi32(fresh ? _mm512_setzero_si512() : part_sum[k][r][v], w[v], xb);
+          }
+        }
+      }
+    }
+#pragma GCC unroll 2
+    for (int k = 0; k < kSums; ++k) {
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; ++v) {
+        if constexpr (L.sub_scales == 0) {
+#pragma GCC unroll 8
+          for (int r = 0; r < R; ++r) s[r][v] = _mm512_add_epi32(s[r][v], part_sum[k][r][v]);
+        } else {
+          const int sub = L.sub_scales == 16 ? 2 * g + k : g;
+          const __m512i sc = lane_ints<L.signed_scales>(chunk[v] + L.scales_at() + 16 * sub);
+#pragma GCC unroll 8
+          for (int r = 0; r < R; ++r) s[r][v] = _mm512_add_epi32(s[r][v], _mm512_mullo_epi32(part_sum[k][r][v], sc));
+        }
+      }
+    }
+  }
+}
+
+// Q4_K's S at one row (decode), the same integer in fewer operations per byte: the decode
+// tile is bound by its vector ports, not by memory alone (BENCHMARKS.md, "K-quant decode:
+// one-row sums and prefetch distance"). Per group the low nibbles are masked in place (q)
+// and so are the high ones (16 q, one AND where a shift costs a second), one vpdpbusd
+// chain each (inputs 0..15, 16..31); each chain, the high one shifted down exactly, fits
+// int16 (4 steps of 4 x 15 x 127 = 30480), so vpdpwssd by the lanes' scales as (sc, 0)
+// pairs adds sc times it to S in one instruction where vpmulld takes two and an add.
+template <int NV>
+inline void q4k_row_sums(const std::byte* const (&chunk)[NV], const int32_t* xt, int64_t m, __m512i (&s)[1][NV]) {
+  constexpr NibbleLayout L = nibble_layout(Dtype::q4_k);
+  const __m512i low4 = _mm512_set1_epi8(0x0f), high4 = _mm512_set1_epi8(static_cast<char>(0xf0));
+#pragma GCC unroll 4
+  for (int v = 0; v < NV; ++v) s[0][v] = _mm512_setzero_si512();
+  for (int g = 0; g < L.groups(); ++g) {
+    const int32_t* xg = xt + g * 8 * m;
+    __m512i lo[NV], hi16[NV];
+#pragma GCC unroll 4
+    for (int step = 0; step < 4; ++step) {
+      const __m512i x_lo = _mm512_set1_epi32(xg[step * m]), x_hi = _mm512_set1_epi32(xg[(4 + step) * m]);
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; ++v) {
+        const std::byte* q = chunk[v] + g * L.group_bytes() + step * 64;
+        prefetch_ahead(q, L.prefetch_ahead());
+        const __m512i raw = _mm512_loadu_si512(q);
+        const __m512i zero = _mm512_setzero_si512();
+        lo[v] = _mm512_dpbusd_epi32(step == 0 ? zero : lo[v], _mm512_and_si512(raw, low4), x_lo);
+        hi16[v] = _mm512_dpbusd_epi32(step == 0 ? zero : hi16[v], _mm512_and_si512(raw, high4), x_hi);
+      }
+    }
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) {
+      const __m512i sc = lane_ints<false>(chunk[v] + L.scales_at() + 16 * g);
+      s[0][v] = _mm512_dpwssd_epi32(s[0][v], lo[v], sc);
+      s[0][v] = _mm512_dpwssd_epi32(s[0][v], _mm512_srai_epi32(hi16[v], 4), sc);
+    }
+  }
+}
+
 // R rows by NV blocks of 16 outputs: each quant vector is unpacked once for the R rows,
 // and the NV blocks' vpdpbusd chains are independent, so a decode row (R = 1) keeps
 // several in flight instead of waiting on one chain's latency.
@@ -75,56 +174,10 @@ void tile(const KernelCall& c, int64_t b0, int64_t r0) {
     for (int v = 0; v < NV; ++v) chunk[v] = blk[v] + t * L.chunk_bytes();
     const int32_t* xt = x + t * (L.inputs / 4) * m;
     __m512i s[R][NV];
-#pragma GCC unroll 8
-    for (int r = 0; r < R; ++r)
-#pragma GCC unroll 4
-      for (int v = 0; v < NV; ++v) s[r][v] = _mm512_setzero_si512();
-    for (int g = 0; g < L.groups(); ++g) {
-      const int32_t* xg = xt + g * 8 * m;
-      // One int32 sum a sub-block scale: both parts (inputs 0..15, 16..31) share one
-      // except in Q6_K.
-      constexpr int kSums = L.sub_scales == 16 ? 2 : 1;
-      __m512i part_sum[kSums][R][NV];
-#pragma GCC unroll 2
-      for (int part = 0; part < 2; ++part) {
-        const int k = kSums == 2 ? part : 0;
-#pragma GCC unroll 4
-        for (int step = 0; step < 4; ++step) {
-          __m512i w[NV];
-#pragma GCC unroll 4
-          for (int v = 0; v < NV; ++v) {
-            const std::byte* group = chunk[v] + g * L.group_bytes();
-            if (part == 0 && step < L.group_bytes() / 64) prefetch_ahead(group + step * 64);
-            if (part == 0 && step == 0 && L.group_bytes() / 64 > 4) prefetch_ahead(group + 256);
-            if (part == 0 && step == 0 && L.group_bytes() / 64 > 5) prefetch_ahead(group + 320);
-            w[v] = step_quants<L.bits>(group, part, step);
-          }
-#pragma GCC unroll 8
-          for (int r = 0; r < R; ++r) {
-            const __m512i xb = _mm512_set1_epi32(xg[(part * 4 + step) * m + r]);
-#pragma GCC unroll 4
-            for (int v = 0; v < NV; ++v) {
-              const bool fresh = step == 0 && (part == 0 || kSums == 2);
-              part_sum[k][r][v] = _mm512_dpbusd_epi32(fresh ? _mm512_setzero_si512() : part_sum[k][r][v], w[v], xb);
-            }
-          }
-        }
-      }
-#pragma GCC unroll 2
-      for (int k = 0; k < kSums; ++k) {
-#pragma GCC unroll 4
-        for (int v = 0; v < NV; ++v) {
-          if constexpr (L.sub_scales == 0) {
-#pragma GCC unroll 8
-            for (int r = 0; r < R; ++r) s[r][v] = _mm512_add_epi32(s[r][v], part_sum[k][r][v]);
-          } else {
-            const int sub = L.sub_scales == 16 ? 2 * g + k : g;
-            const __m512i sc = lane_ints<L.signed_scales>(chunk[v] + L.scales_at() + 16 * sub);
-#pragma GCC unroll 8
-            for (int r = 0; r < R; ++r) s[r][v] = _mm512_add_epi32(s[r][v], _mm512_mullo_epi32(part_sum[k][r][v], sc));
-          }
-        }
-      }
+    if constexpr (D == Dtype::q4_k && R == 1) {
+      q4k_row_sums<NV>(chunk, xt, m, s);
+    } else {
+      superblock_sums<D, R, NV>(chunk, xt, m, s);
     }
     const int32_t* sums = c.x_sums + t * L.sum_pairs() * m + r0;
 #pragma GCC unroll 4

@@ -79,9 +79,12 @@ void nibble_ymm_tile(const KernelCall& c, int64_t b0, int64_t r0) {
 #pragma GCC unroll 4
         for (int v = 0; v < NV; ++v) {
           const std::byte* chunk = c.w->block(b0 + v) + t * L.chunk_bytes();
-          if (h == 0) {
+          // Half the group's lines in each pass (h = 0, 1), so requests go out evenly: all
+          // of them in the first pass ran 11-15% slower at one row (BENCHMARKS.md, 2026-11-29).
+          constexpr int kLines = L.group_bytes() / 64;
 #pragma GCC unroll 6
-            for (int l = 0; l < L.group_bytes() / 64; ++l) prefetch_ahead(chunk + g * L.group_bytes() + l * 64);
+          for (int l = h * kLines / 2; l < (h + 1) * kLines / 2; ++l) {
+            prefetch_ahead(chunk + g * L.group_bytes() + l * 64, L.prefetch_ahead());
           }
           Sums::template group_sums<D, R>(chunk, g, h, xt + g * 8 * m, m, s[v]);
         }

@@ -55,6 +55,14 @@ struct NibbleLayout {
   constexpr int sum_pairs() const { return inputs / sum_inputs() == 1 ? 1 : inputs / sum_inputs() / 2; }
   // The constant multiplier of the offset sum where there are no per-lane mins.
   constexpr int offset_constant() const { return offset == NibbleOffset::sixteen ? 16 : 1; }
+  // How far ahead the vector tiles prefetch their chunks' lines: about 1.3 chunks, at
+  // least 3 KB. At one row and one thread Q4_K (2368-byte chunks) ran fastest at 3 KB
+  // and Q6_K (3360) at 4-5 KB on AVX2, both 3-6% ahead of 2 KB and of the other's
+  // distance; AVX-512 varied by under 2% (BENCHMARKS.md, "K-quant decode: one-row sums
+  // and prefetch distance").
+  constexpr int64_t prefetch_ahead() const {
+    return chunk_bytes() * 4 / 3 < 3072 ? 3072 : chunk_bytes() * 4 / 3 / 64 * 64;
+  }
 };
 
 constexpr NibbleLayout nibble_layout(Dtype d) {
