@@ -17,6 +17,7 @@
 #include <memory>
 #include <mutex>
 #include <numeric>
+#include <stdexcept>
 
 #include "actors/cache_manager.hpp"
 #include "actors/request_actor.hpp"
@@ -47,6 +48,7 @@ class FakeLanes : public RoundLanes {
   std::vector<size_t> chunk_beside;                 // per chunk: verify rows in the same pass
   std::vector<std::vector<int32_t>> rounds;         // tags of each verify pass's rows
   int32_t draft_prefills = 0;
+  int32_t fail_pass = 0;                      // the target pass of this verify round throws (0: none)
   std::vector<std::vector<int32_t>> resumes;  // prompts prefilled without sampling
 
   awaitable<LaneSpan> prefill_draft(std::vector<DraftPrefill>& prompts, const DraftPrefillLayout&) override {
@@ -80,6 +82,10 @@ class FakeLanes : public RoundLanes {
       if (p.completes() && p.sample) out.prefills.first_tokens.push_back({script.at(p.prompt.front()).at(0), p.rng});
     }
     if (drafts.rows.empty()) co_return out;
+    if (static_cast<int32_t>(rounds.size()) + 1 == fail_pass) {
+      fail_pass = 0;
+      throw std::runtime_error("the target lane failed");
+    }
     rounds.emplace_back();
     for (DraftedRow& d : drafts.rows) {
       rounds.back().push_back(d.plan.context.front());
@@ -329,6 +335,33 @@ TEST_CASE("cancel takes effect at the next round boundary and frees both slots")
   const CacheUsage usage = h.usage();
   CHECK(usage.target_in_use == 0);
   CHECK(usage.draft_in_use == 0);
+}
+
+TEST_CASE("a target pass that throws fails its round's requests, gives its blocks back, and the engine serves on") {
+  SchedulerOptions o = options();
+  o.kv.block_size = 4;
+  Harness h(2, o);
+  h.lanes.script[1] = counting(1, 40);
+  h.lanes.script[2] = counting(2, 40);
+  h.lanes.fail_pass = 3;
+  h.submit("a", request(1, 30));
+  h.submit("b", request(2, 30));
+  const auto failed = h.wait_all();
+  for (const Outcome& f : failed) {
+    CHECK(f.result.finish_reason == FinishReason::error);
+    REQUIRE(f.result.error);
+    CHECK(f.result.error->code == ErrorCode::internal);
+  }
+  EngineSnapshot s = h.snapshot();  // the layout's blocks and the requests' slots are back
+  CHECK(s.kv_blocks_referenced_target == 0);
+  CHECK(s.kv_blocks_referenced_draft == 0);
+  CHECK(s.target_slots_in_use == 0);
+  h.submit("after", request(1, 10));
+  const Outcome after = h.wait_all().front();
+  CHECK(after.result.token_ids == counting(1, 10));
+  s = h.snapshot();
+  CHECK(s.kv_blocks_referenced_target == 0);
+  CHECK(s.kv_blocks_referenced_draft == 0);
 }
 
 TEST_CASE("beyond max_waiting submissions fail with overloaded; the others complete") {
