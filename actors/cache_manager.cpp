@@ -32,11 +32,8 @@ void CacheManager::release(SlotGrant grant) {
 }
 
 CacheUsage CacheManager::usage() const {
-  auto referenced = [](const std::shared_ptr<KvLedger>& l) {
-    return l ? l->total_blocks() - l->available_blocks() : 0;
-  };
   return {target_slots_.in_use_count(), draft_slots_ ? draft_slots_->in_use_count() : 0, target_slots_.size(),
-          referenced(target_), referenced(draft_)};
+          target_->referenced_blocks(), draft_ ? draft_->referenced_blocks() : 0};
 }
 
 ProposalLayout CacheManager::begin_round(std::vector<TargetPrefill>& chunks, const RoundPlan& plan) {

@@ -97,19 +97,16 @@ struct Engine::Impl {
         weights_summary(std::move(p.weights_summary)),
         context_summary(std::move(p.context_summary)),
         trace(std::make_shared<TraceRecorder>(config.trace, static_cast<size_t>(config.trace_capacity))),
-        draft_ledger(make_ledger(p.draft, config, kv)),
-        target_ledger(make_ledger(p.target, config, kv)),
-        draft_storage(p.draft ? KvCache::make_storage(p.draft->config(), kv.blocks, kv.block_size) : nullptr),
-        target_storage(KvCache::make_storage(p.target->config(), kv.blocks, kv.block_size)),
-        draft_worker({"draft lane", std::max(1, threads.draft_threads), &permits}, trace.get(),
-                     Drafter(p.draft, draft_storage)),
+        draft_worker(
+            {"draft lane", std::max(1, threads.draft_threads), &permits}, trace.get(),
+            Drafter(p.draft, p.draft ? KvCache::make_storage(p.draft->config(), kv.blocks, kv.block_size) : nullptr)),
         verify_worker({"target lane", threads.target_threads, &permits}, trace.get(),
-                      Verifier(p.target, target_storage)),
+                      Verifier(p.target, KvCache::make_storage(p.target->config(), kv.blocks, kv.block_size))),
         lanes(draft_worker, verify_worker),
         live_requests(std::make_shared<std::atomic<int64_t>>(0)),
         executor(executor),
         api_strand(asio::make_strand(executor)),
-        cache(config.max_batch, target_ledger, draft_ledger) {
+        cache(config.max_batch, make_ledger(p.target, config, kv), make_ledger(p.draft, config, kv)) {
     // Calibration times the lanes' round shapes, so it runs once they exist and before
     // the scheduler that plans with its curves.
     KPlanSetup planning = calibrate();
@@ -163,16 +160,13 @@ struct Engine::Impl {
   std::string context_summary;
   RoundCostTable start_costs;            // the planner's curves as calibration left them
   std::shared_ptr<TraceRecorder> trace;  // shared with the burst marks a socket still holds
-  // Each model's KV ledger is CacheManager's, its storage its lane's.
-  std::shared_ptr<KvLedger> draft_ledger, target_ledger;
-  std::shared_ptr<KvBlockPool> draft_storage, target_storage;
-  DraftWorker draft_worker;    // owns the draft model and its KV storage, on the draft lane
-  VerifyWorker verify_worker;  // owns the target model and its KV storage, on the target lane
+  DraftWorker draft_worker;              // owns the draft model and its KV storage, on the draft lane
+  VerifyWorker verify_worker;            // owns the target model and its KV storage, on the target lane
   ModelLanes lanes;
   std::shared_ptr<std::atomic<int64_t>> live_requests;
   asio::any_io_executor executor;    // every actor gets its own strand of it
   asio::any_io_executor api_strand;  // where the public awaitables wait for replies
-  CacheManager cache;
+  CacheManager cache;                // both models' KV ledgers and the slots, on the scheduler's strand
   std::unique_ptr<SchedulerActor> scheduler;
   std::atomic<uint64_t> next_number{1};
   std::mutex gate;  // orders submissions before the scheduler's Stop message

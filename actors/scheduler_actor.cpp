@@ -213,37 +213,37 @@ void SchedulerActor::admit() {
 // Preempts the youngest requests while the next round's estimate does not fit the pools.
 void SchedulerActor::preempt_to_fit() {
   for (;;) {
-    std::vector<Entry*> all;
-    std::vector<int64_t> admitted;
+    const std::vector<Entry*> all = admitted_entries();
     int64_t need = 0;
-    for (auto* list : {&running_, &prefilling_}) {
-      for (auto& e : *list) {
-        all.push_back(e.get());
-        admitted.push_back(e->admitted_at.time_since_epoch().count());
-        need += blocks_for(round_positions(footprint(*e), options_.planning.sequence.k_max), options_.kv.block_size);
-      }
-    }
-    const std::optional<size_t> victim = preemption_victim(admitted, need, options_.kv.blocks);
+    for (const Entry* e : all)
+      need += blocks_for(round_positions(footprint(*e), options_.planning.sequence.k_max), options_.kv.block_size);
+    const std::optional<size_t> victim = preemption_victim(admission_times(all), need, options_.kv.blocks);
     if (!victim) return;
     preempt(all[*victim]);
   }
 }
 
 bool SchedulerActor::preempt_youngest() {
-  std::vector<Entry*> all;
-  std::vector<int64_t> admitted;
-  for (auto* list : {&running_, &prefilling_}) {
-    for (auto& e : *list) {
-      all.push_back(e.get());
-      admitted.push_back(e->admitted_at.time_since_epoch().count());
-    }
-  }
-  // Any need above a pool of one block names the youngest, unless it is alone.
-  const std::optional<size_t> victim = preemption_victim(admitted, 2, 1);
+  const std::vector<Entry*> all = admitted_entries();
+  const std::optional<size_t> victim = youngest_of_several(admission_times(all));
   if (!victim) return false;
   preempt(all[*victim]);
   room_short_ = true;  // until a request ends, the victim would only meet the same shortage
   return true;
+}
+
+std::vector<SchedulerActor::Entry*> SchedulerActor::admitted_entries() const {
+  std::vector<Entry*> all;
+  for (const auto* list : {&running_, &prefilling_}) {
+    for (const auto& e : *list) all.push_back(e.get());
+  }
+  return all;
+}
+
+std::vector<int64_t> SchedulerActor::admission_times(std::span<Entry* const> entries) {
+  std::vector<int64_t> admitted;
+  for (const Entry* e : entries) admitted.push_back(e->admitted_at.time_since_epoch().count());
+  return admitted;
 }
 
 // The request's KV is dropped (its committed blocks stay in the prefix cache); it keeps

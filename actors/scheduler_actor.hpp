@@ -121,6 +121,9 @@ class SchedulerActor {
   // it is alone (false).
   bool preempt_youngest();
   void preempt(Entry* victim);
+  // The running and prefilling requests, in that order, and when each was first admitted.
+  std::vector<Entry*> admitted_entries() const;
+  static std::vector<int64_t> admission_times(std::span<Entry* const> entries);
   // Finishes and removes every entry of `entries` that `which` selects. Coroutine
   // arguments here are references, pointers or trivially destructible values: no
   // temporary with a destructor is left in a co_await expression (compilers have

@@ -48,4 +48,7 @@ TEST_CASE("the youngest request is preempted, the later one of equal times, only
   CHECK_FALSE(preemption_victim(admitted, 13, 0));  // no bound
   const std::vector<int64_t> alone{5};
   CHECK_FALSE(preemption_victim(alone, 100, 12));  // one request alone always runs
+  // When CacheManager finds no room, whatever the estimate: the same youngest.
+  CHECK(youngest_of_several(admitted) == std::optional<size_t>(3));
+  CHECK_FALSE(youngest_of_several(alone));
 }

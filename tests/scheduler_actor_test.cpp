@@ -492,18 +492,29 @@ TEST_CASE("a prefix cache hit moves the first chunk past the cached tokens; cach
   CHECK(s.kv_blocks_referenced_target == 0);  // all back in the step the requests ended
 }
 
+namespace {
+
+// Two requests of 30 tokens (K 2) in pools of 48 positions; both finish with their
+// scripted tokens.
+std::vector<Outcome> two_that_do_not_fit(Harness& h) {
+  h.lanes.script[1] = counting(1, 40);
+  h.lanes.script[2] = counting(2, 40);
+  h.submit("older", request(1, 30, 2));
+  h.submit("younger", request(2, 30, 2));
+  std::vector<Outcome> outcomes = h.wait_all();
+  CHECK(outcomes[0].result.token_ids == counting(1, 30));
+  CHECK(outcomes[1].result.token_ids == counting(2, 30));
+  return outcomes;
+}
+
+}  // namespace
+
 TEST_CASE("when CacheManager finds no room for a round after all, the youngest request is preempted, not failed") {
   SchedulerOptions o = options(16, 64);
   o.planning.sequence.k_max = 2;
   o.kv = {0, 4};        // the scheduler's own estimate: no bound, so it never preempts first
   Harness h(2, o, 12);  // CacheManager's pools: 48 positions, two requests of 30 tokens do not fit
-  h.lanes.script[1] = counting(1, 40);
-  h.lanes.script[2] = counting(2, 40);
-  h.submit("older", request(1, 30, 2));
-  h.submit("younger", request(2, 30, 2));
-  const auto outcomes = h.wait_all();
-  CHECK(outcomes[0].result.token_ids == counting(1, 30));
-  CHECK(outcomes[1].result.token_ids == counting(2, 30));
+  const auto outcomes = two_that_do_not_fit(h);
   CHECK(outcomes[0].result.finish_reason == FinishReason::length);
   CHECK(outcomes[1].result.finish_reason == FinishReason::length);
   const EngineSnapshot s = h.snapshot();
@@ -517,13 +528,7 @@ TEST_CASE("when the KV blocks run out the youngest request is preempted and resu
   o.planning.sequence.k_max = 2;
   o.kv = {12, 4};  // 48 positions: two requests of 30 tokens do not fit at once
   Harness h(2, o);
-  h.lanes.script[1] = counting(1, 40);
-  h.lanes.script[2] = counting(2, 40);
-  h.submit("older", request(1, 30, 2));
-  h.submit("younger", request(2, 30, 2));
-  const auto outcomes = h.wait_all();
-  CHECK(outcomes[0].result.token_ids == counting(1, 30));
-  CHECK(outcomes[1].result.token_ids == counting(2, 30));
+  const auto outcomes = two_that_do_not_fit(h);
   std::vector<int32_t> streamed;  // what the client saw: each token once, in order
   for (const Burst& b : outcomes[1].bursts) streamed.insert(streamed.end(), b.token_ids.begin(), b.token_ids.end());
   CHECK(streamed == counting(2, 30));

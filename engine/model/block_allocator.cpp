@@ -72,7 +72,6 @@ PrefixHit BlockAllocator::match(std::span<const int32_t> tokens) {
     hit.key = key;
   }
   hit.tokens = static_cast<int64_t>(hit.blocks.size()) * block_size_;
-  publish();
   return hit;
 }
 
@@ -94,7 +93,6 @@ std::optional<std::vector<int32_t>> BlockAllocator::allocate(int32_t n) {
     refs_[block] = 1;
     out.push_back(block);
   }
-  publish();
   return out;
 }
 
@@ -125,7 +123,6 @@ void BlockAllocator::release(int32_t block) {
   } else {
     free_.push_back(block);
   }
-  publish();
 }
 
 void BlockAllocator::release_all(std::span<const int32_t> blocks) {

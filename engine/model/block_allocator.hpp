@@ -7,8 +7,7 @@
 // nobody references but that holds a keyed prefix stays cached, in least-recently-released
 // order, until a new block is needed. Prefix hits are decided by map_prefixes
 // (engine/speculation/pass_layout.cpp) and counted once, by the scheduler, from what it
-// reports. Not thread-safe, except referenced_published().
-#include <atomic>
+// reports. Not thread-safe.
 #include <cstdint>
 #include <list>
 #include <optional>
@@ -48,9 +47,6 @@ class BlockAllocator {
   int32_t available() const { return static_cast<int32_t>(free_.size() + lru_.size()); }
   int32_t referenced() const { return total() - available(); }
   int32_t ref_count(int32_t block) const { return refs_.at(block); }
-  // referenced() as of the last change, readable from any thread (metrics, the soak's
-  // check that every block came back).
-  int32_t referenced_published() const { return referenced_published_.load(std::memory_order_relaxed); }
 
   // The longest chain of cached full blocks that starts `tokens`, always leaving at
   // least one token to compute (a sequence needs the logits of its last prompt token),
@@ -84,7 +80,6 @@ class BlockAllocator {
   };
   void take_cached(int32_t block);
   void forget(int32_t block);
-  void publish() { referenced_published_.store(referenced(), std::memory_order_relaxed); }
 
   int32_t block_size_;
   std::vector<int32_t> refs_;
@@ -93,7 +88,6 @@ class BlockAllocator {
   std::vector<int32_t> free_;  // a stack
   std::list<int32_t> lru_;     // unreferenced cached blocks, oldest first
   std::vector<std::list<int32_t>::iterator> in_lru_;
-  std::atomic<int32_t> referenced_published_{0};
 };
 
 }  // namespace specd

@@ -29,7 +29,6 @@ class KvCache : public KvLedger {
   static std::shared_ptr<KvBlockPool> make_storage(const ModelConfig& config, int32_t blocks, int32_t block_size);
 
   int64_t bytes() const { return pool_->bytes(); }  // the pool's reservation
-  KvLedger& ledger() { return *this; }
   KvBlockPool& pool() { return *pool_; }
   const KvBlockPool& pool() const { return *pool_; }
   const std::shared_ptr<KvBlockPool>& storage() const { return pool_; }

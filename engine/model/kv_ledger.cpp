@@ -98,13 +98,6 @@ int32_t KvLedger::blocks_covering(int64_t length) const {
   return static_cast<int32_t>((length + block_size() - 1) / block_size());
 }
 
-int32_t KvLedger::blocks_to_grow(int32_t slot, int64_t to) const {
-  const Slot& s = at(slot);
-  if (to <= s.length) return 0;
-  const bool copy = s.length / block_size() < s.frozen;
-  return std::max(0, blocks_covering(to) - static_cast<int32_t>(s.blocks.size())) + (copy ? 1 : 0);
-}
-
 std::vector<BlockCopy> KvLedger::take_copies() {
   std::vector<BlockCopy> out;
   out.swap(copies_);

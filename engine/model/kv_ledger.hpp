@@ -7,8 +7,7 @@
 // the same prefix (map_prefix). Blocks a slot shares with the prefix cache or a branch
 // are never written: a write into one goes to a private copy, which the ledger only
 // records (take_copies); whoever writes the storage makes the copies first. One owner
-// drives it: the engine's CacheManager, or KvCache on a single thread. Not thread-safe,
-// except referenced_blocks_published().
+// drives it: the engine's CacheManager, or KvCache on a single thread. Not thread-safe.
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -20,7 +19,6 @@ namespace specd {
 // Storage work a ledger change implies: block `to` must first hold what `from` holds.
 struct BlockCopy {
   int32_t from = 0, to = 0;
-  friend bool operator==(const BlockCopy&, const BlockCopy&) = default;
 };
 
 class KvLedger {
@@ -38,12 +36,8 @@ class KvLedger {
   int64_t max_seq_len() const { return max_seq_len_; }
   int32_t block_size() const { return allocator_.block_size(); }
   int32_t total_blocks() const { return allocator_.total(); }
-  int32_t available_blocks() const { return allocator_.available(); }  // free + cached-unreferenced
-  // Blocks some slot holds, readable from any thread (BlockAllocator::referenced_published).
-  int32_t referenced_blocks_published() const { return allocator_.referenced_published(); }
-  // Blocks a slot of length `from` takes to reach `to` (0 when it does not grow), a
-  // private copy of a shared partial block included.
-  int32_t blocks_to_grow(int32_t slot, int64_t to) const;
+  int32_t available_blocks() const { return allocator_.available(); }    // free + cached-unreferenced
+  int32_t referenced_blocks() const { return allocator_.referenced(); }  // held by some slot or branch
   // Blocks a sequence of `length` positions covers.
   int32_t blocks_covering(int64_t length) const;
 

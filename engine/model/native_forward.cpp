@@ -206,38 +206,26 @@ void ForwardRunner::mlp_block(int64_t layer, int64_t m) {
 
 void ForwardRunner::run(std::span<const ForwardRow> rows, KvCache& cache, std::span<const int64_t> logit_rows,
                         float* logits) {
-  {  // the rows' checks against the slots as they are, before taking blocks
-    KvTables now{.block_size = cache.block_size(), .max_seq_len = cache.max_seq_len()};
-    for (const ForwardRow& r : rows) {
-      add_table(now, cache, r.slot);
-      for (int32_t slot : r.also_write) add_table(now, cache, slot);
-    }
-    // Blocks are taken next: only the lengths and the limits are checked here.
-    for (SlotTable& t : now.slots) t.blocks.resize(static_cast<size_t>(cache.max_seq_len() / now.block_size + 1));
-    check_rows(rows, now);
-  }
-  // Every row's block before any write. A pool that runs out stops the call here and
-  // gives back what the call took, so the slots hold what they held.
-  std::vector<int32_t> slots;
+  // Every row's block before any write; run() checks the rows before it writes. A pool
+  // that runs out or a row the checks refuse stops the call there and gives back what
+  // the call took, so the slots hold what they held.
+  std::vector<int32_t> reserved;
   try {
     for (const ForwardRow& r : rows) {
       cache.reserve(r.slot, r.position + 1);
-      slots.push_back(r.slot);
+      reserved.push_back(r.slot);
       for (int32_t slot : r.also_write) {
         cache.reserve(slot, r.position + 1);
-        slots.push_back(slot);
+        reserved.push_back(slot);
       }
     }
+    const KvTables tables = tables_of(cache, reserved);
+    apply_copies(tables, cache.pool());
+    run(rows, tables, cache.pool(), logit_rows, logits);
   } catch (const SpecdError&) {
-    for (const ForwardRow& r : rows) {
-      cache.truncate_to(r.slot, cache.length(r.slot));
-      for (int32_t slot : r.also_write) cache.truncate_to(slot, cache.length(slot));
-    }
+    for (int32_t slot : reserved) cache.truncate_to(slot, cache.length(slot));
     throw;
   }
-  const KvTables tables = tables_of(cache, slots);
-  apply_copies(tables, cache.pool());
-  run(rows, tables, cache.pool(), logit_rows, logits);
 }
 
 void ForwardRunner::run(std::span<const ForwardRow> rows, const KvTables& tables, KvBlockPool& pool,

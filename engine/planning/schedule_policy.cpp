@@ -27,7 +27,12 @@ std::vector<int64_t> share_prefill(int64_t budget, std::span<const int64_t> rema
 }
 
 std::optional<size_t> preemption_victim(std::span<const int64_t> admitted, int64_t need, int32_t pool_blocks) {
-  if (pool_blocks <= 0 || need <= pool_blocks || admitted.size() <= 1) return std::nullopt;
+  if (pool_blocks <= 0 || need <= pool_blocks) return std::nullopt;
+  return youngest_of_several(admitted);
+}
+
+std::optional<size_t> youngest_of_several(std::span<const int64_t> admitted) {
+  if (admitted.size() <= 1) return std::nullopt;
   size_t youngest = 0;
   for (size_t i = 1; i < admitted.size(); ++i) {
     if (admitted[i] >= admitted[youngest]) youngest = i;

@@ -42,5 +42,7 @@ std::vector<int64_t> share_prefill(int64_t budget, std::span<const int64_t> rema
 // `admitted`: each request's admission time, in the order the scheduler lists them;
 // `need`: the blocks the round needs with all of them.
 std::optional<size_t> preemption_victim(std::span<const int64_t> admitted, int64_t need, int32_t pool_blocks);
+// The youngest of `admitted` as above, whatever the need; nothing when one is left.
+std::optional<size_t> youngest_of_several(std::span<const int64_t> admitted);
 
 }  // namespace specd
