@@ -100,10 +100,9 @@ void KernelThreads::worker_loop(int32_t index) {
 void KernelThreads::parallel_for(int64_t n, int64_t grain, const RangeFn& fn) {
   if (n <= 0) return;
   const int64_t by_grain = grain > 0 ? (n + grain - 1) / grain : n;
-  if (size() == 1 || by_grain <= 1 || serial_calls_left_ > 0) {
-    if (serial_calls_left_ > 0) --serial_calls_left_;
-    return fn(0, n);
-  }
+  if (size() == 1 || by_grain <= 1) return fn(0, n);
+  const auto start = Clock::now();
+  if (start < serial_until_) return fn(0, n);
   const int32_t borrowed = lender_ && size() > reserved_ ? lender_->borrow(size() - reserved_) : 0;
   struct GiveBack {
     ThreadLender* lender;
@@ -117,7 +116,6 @@ void KernelThreads::parallel_for(int64_t n, int64_t grain, const RangeFn& fn) {
   // (a busy neighbour) leaves its share to the others instead of stalling the caller.
   const int64_t chunks = std::min<int64_t>(by_grain, int64_t{kChunksPerThread} * threads);
   if (threads == 1 || chunks <= 1) return fn(0, n);
-  const auto start = std::chrono::steady_clock::now();
   if (++generation_ == 0) ++generation_;  // 0 is "no job" in claim_
   const uint32_t job = generation_;
   fn_ = &fn;
@@ -130,23 +128,23 @@ void KernelThreads::parallel_for(int64_t n, int64_t grain, const RangeFn& fn) {
     wake_[i].notify_one();
   }
   run_chunks(job);
-  const auto own_done = std::chrono::steady_clock::now();
+  const auto own_done = Clock::now();
   for (int64_t d = done_.load(std::memory_order_acquire); d != chunks;) d = wait_change(done_, d);
   claim_ = 0;  // a worker that wakes late finds no job to claim
-  note_stall(std::chrono::duration<double>(std::chrono::steady_clock::now() - own_done).count(),
-             std::chrono::duration<double>(own_done - start).count());
+  const auto end = Clock::now();
+  note_stall(end, end - own_done, own_done - start);
 }
 
-void KernelThreads::note_stall(double waited, double worked) {
+void KernelThreads::note_stall(Clock::time_point now, Clock::duration waited, Clock::duration worked) {
   // A worker the host preempted in the middle of a chunk holds the caller up for a
-  // time slice (milliseconds, against microseconds of work): when waiting becomes a
-  // large share of the calls, the caller works alone for a while, then tries again.
-  const double share = waited / std::max(waited + worked, 1e-9);
-  stall_share_ = 0.9 * stall_share_ + 0.1 * share;
-  if (stall_share_ > kStallShare) {
-    serial_calls_left_ = kSerialCalls;
-    stall_share_ = 0;
-  }
+  // time slice: when that is a large share of a window's time, the caller works alone
+  // for a while (one thread on a shared host beats two that wait for each other), then
+  // tries again. A quiet host never waits that long, so it never goes serial.
+  window_waited_ += waited;
+  window_total_ += waited + worked;
+  if (window_total_ < kStallWindow) return;
+  if (window_waited_ > window_total_ * kStallShare) serial_until_ = now + kSerialTime;
+  window_waited_ = window_total_ = {};
 }
 
 }  // namespace specd::kernels

@@ -6,6 +6,7 @@
 // (std::atomic::wait) after a short bounded spin, so a shared host loses no CPU to them.
 // One caller at a time: parallel_for is called from the owning lane's thread only.
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -43,8 +44,9 @@ class KernelThreads {
 
   // Calls fn(begin, end) over [0, n) split into up to kChunksPerThread * size() contiguous
   // chunks of at least `grain` items (small ranges run on the caller alone); the caller
-  // takes chunks too. After calls that mostly waited for a preempted worker (a busy
-  // host), the caller runs the next kSerialCalls alone.
+  // takes chunks too. When, over a window of calls, the caller spent a large share of
+  // its time waiting for preempted workers (a busy host), it runs calls alone for a while,
+  // then tries its workers again.
   // Returns when all parts are done. Exceptions from fn terminate (kernels do not throw).
   using RangeFn = std::function<void(int64_t begin, int64_t end)>;
   void parallel_for(int64_t n, int64_t grain, const RangeFn& fn);
@@ -55,12 +57,16 @@ class KernelThreads {
   static void set_current(KernelThreads* threads);
 
  private:
+  using Clock = std::chrono::steady_clock;
   static constexpr int32_t kChunksPerThread = 4;
-  static constexpr double kStallShare = 0.3;     // of a call's time spent waiting for workers
-  static constexpr int32_t kSerialCalls = 2048;  // calls run alone after a stall (a few ms)
+  // Stall accounting is by time, not by call: one preempted worker costs a time slice
+  // (milliseconds) against calls of tens of microseconds, so a per-call average hides it.
+  static constexpr Clock::duration kStallWindow = std::chrono::milliseconds(20);
+  static constexpr double kStallShare = 0.25;  // of the window's time spent waiting for workers
+  static constexpr Clock::duration kSerialTime = std::chrono::milliseconds(200);
   void worker_loop(int32_t index);
   void run_chunks(uint32_t job);
-  void note_stall(double waited, double worked);
+  void note_stall(Clock::time_point now, Clock::duration waited, Clock::duration worked);
 
   int32_t reserved_;
   ThreadLender* lender_;
@@ -76,8 +82,9 @@ class KernelThreads {
   std::atomic<uint64_t> claim_{0};  // job number << 32 | next chunk to take
   std::atomic<int64_t> done_{0};    // chunks of the current job finished
   std::atomic<bool> stop_{false};
-  double stall_share_ = 0;         // moving average of the waiting share (caller only)
-  int32_t serial_calls_left_ = 0;  // > 0: a recent stall, the caller runs calls alone
+  // Caller only: the current window's waiting and total time, and the end of a serial spell.
+  Clock::duration window_waited_{}, window_total_{};
+  Clock::time_point serial_until_{};
 };
 
 }  // namespace specd::kernels
