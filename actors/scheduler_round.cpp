@@ -56,8 +56,8 @@ awaitable<void> SchedulerActor::run_round() {
 }
 
 RoundPlan SchedulerActor::plan_round(std::optional<BatchPlan>& batch_plan) {
-  std::vector<KRow> rows;
-  for (auto& e : running_) rows.push_back(k_row(*e->seq, e->request.max_tokens - e->output.generated()));
+  std::vector<RunningRequest> rows;
+  for (auto& e : running_) rows.push_back(running_request(*e->seq, e->request.max_tokens - e->output.generated()));
   KPlan planned = planner_.plan(rows);
   batch_plan = std::move(planned.batch);
   RoundPlan plan;

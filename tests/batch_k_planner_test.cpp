@@ -23,8 +23,8 @@ RoundCostModel linear_costs(int32_t max_batch, int32_t k_max, double base, doubl
   return m;
 }
 
-PlanRow plannable(double acceptance, int32_t cap = 8) {
-  PlanRow row;
+PricedRow plannable(double acceptance, int32_t cap = 8) {
+  PricedRow row;
   row.plannable = true;
   row.acceptance = acceptance;
   row.k_cap = cap;
@@ -47,7 +47,7 @@ TEST_CASE("one row with a flat verify cost gets the K of the speedup formula, or
   for (double a : {0.3, 0.5, 0.7, 0.8, 0.9, 0.95}) {
     for (double c : {0.02, 0.05, 0.1, 0.25, 0.5}) {
       const RoundCostModel costs = linear_costs(1, 8, 1.0, 0.0, c, 0.0);
-      const std::vector<PlanRow> rows{plannable(a)};
+      const std::vector<PricedRow> rows{plannable(a)};
       const BatchPlan plan = plan_batch_k(rows, costs, 8);
       CAPTURE(a);
       CAPTURE(c);
@@ -62,7 +62,7 @@ TEST_CASE("one row with a flat verify cost gets the K of the speedup formula, or
 TEST_CASE("a compute-bound verify pass turns speculation off for a full batch") {
   // Each verified token costs as much as a whole one-token pass: drafting cannot pay.
   const RoundCostModel costs = linear_costs(32, 8, 0.0, 1.0, 0.05, 0.001);
-  const std::vector<PlanRow> rows(32, plannable(0.8));
+  const std::vector<PricedRow> rows(32, plannable(0.8));
   const BatchPlan plan = plan_batch_k(rows, costs, 8);
   for (int32_t k : plan.k) CHECK(k == 0);
   CHECK(plan.expected_tokens == doctest::Approx(32.0));
@@ -71,7 +71,7 @@ TEST_CASE("a compute-bound verify pass turns speculation off for a full batch") 
 
 TEST_CASE("the same rows draft when the verify pass is weight-bound") {
   const RoundCostModel costs = linear_costs(32, 8, 1.0, 0.001, 0.05, 0.001);
-  const std::vector<PlanRow> rows(32, plannable(0.8));
+  const std::vector<PricedRow> rows(32, plannable(0.8));
   const BatchPlan plan = plan_batch_k(rows, costs, 8);
   for (int32_t k : plan.k) CHECK(k > 0);
   CHECK(plan.expected_tokens > 32.0 * 2);
@@ -80,7 +80,7 @@ TEST_CASE("the same rows draft when the verify pass is weight-bound") {
 TEST_CASE("rows with poor acceptance are left out while good rows draft") {
   // Draft steps cost per row, so a row that rarely keeps a draft only slows the round.
   const RoundCostModel costs = linear_costs(8, 8, 1.0, 0.01, 0.0, 0.02);
-  std::vector<PlanRow> rows;
+  std::vector<PricedRow> rows;
   for (int i = 0; i < 4; ++i) rows.push_back(plannable(0.9));
   for (int i = 0; i < 4; ++i) rows.push_back(plannable(0.05));
   const BatchPlan plan = plan_batch_k(rows, costs, 8);
@@ -90,11 +90,11 @@ TEST_CASE("rows with poor acceptance are left out while good rows draft") {
 
 TEST_CASE("caps bound a row's K and fixed rows keep theirs") {
   const RoundCostModel costs = linear_costs(4, 8, 1.0, 0.0, 0.01, 0.0);
-  PlanRow fixed;
+  PricedRow fixed;
   fixed.fixed_k = 3;
   fixed.acceptance = 0.5;
-  PlanRow off;  // speculation disabled: fixed at K = 0
-  const std::vector<PlanRow> rows{plannable(0.95, 2), plannable(0.95, 8), fixed, off};
+  PricedRow off;  // speculation disabled: fixed at K = 0
+  const std::vector<PricedRow> rows{plannable(0.95, 2), plannable(0.95, 8), fixed, off};
   const BatchPlan plan = plan_batch_k(rows, costs, 8);
   CHECK(plan.k[0] == 2);
   CHECK(plan.k[1] == 8);
@@ -104,10 +104,10 @@ TEST_CASE("caps bound a row's K and fixed rows keep theirs") {
 
 TEST_CASE("no plannable rows: the plan is the fixed settings, priced") {
   const RoundCostModel costs = linear_costs(2, 4, 1.0, 0.5, 0.1, 0.0);
-  PlanRow fixed;
+  PricedRow fixed;
   fixed.fixed_k = 2;
   fixed.acceptance = 0.5;
-  const std::vector<PlanRow> rows{fixed, PlanRow{}};
+  const std::vector<PricedRow> rows{fixed, PricedRow{}};
   const BatchPlan plan = plan_batch_k(rows, costs, 4);
   CHECK(plan.k == std::vector<int32_t>{2, 0});
   CHECK(plan.expected_tokens == doctest::Approx(1.75 + 1.0));
@@ -117,7 +117,7 @@ TEST_CASE("no plannable rows: the plan is the fixed settings, priced") {
 TEST_CASE("a drafting plan runs undrafted once the undrafted pass's price has gone stale") {
   // 4 rows at acceptance 0.9 over a weight-bound verify pass: drafting pays.
   RoundCostModel costs = linear_costs(4, 8, 1.0, 0.001, 0.05, 0.001);
-  const std::vector<PlanRow> rows(4, plannable(0.9));
+  const std::vector<PricedRow> rows(4, plannable(0.9));
   const BatchPlan fresh_prices = plan_batch_k(rows, costs, 8);
   REQUIRE(fresh_prices.k[0] > 0);
   CHECK_FALSE(fresh_prices.refresh);
@@ -145,7 +145,7 @@ TEST_CASE("a stale undrafted price measured on a slow minute is replaced before 
   for (int32_t t = 1; t <= 36; ++t) costs.observe_verify(t, t == 4 ? 1.3 : 1.0 + 0.08 * t);
   for (int32_t r = 1; r <= 4; ++r) costs.observe_draft_step(r, 0.1);
   for (int i = 0; i < 8; ++i) costs.observe_verify(4, 1.3);
-  const std::vector<PlanRow> rows(4, plannable(0.5));
+  const std::vector<PricedRow> rows(4, plannable(0.5));
   const PlanOptions options{kRefreshUndraftedAfter};
   REQUIRE(plan_batch_k(rows, costs, 8, options).k[0] > 0);
   for (int64_t i = 0; i <= kRefreshUndraftedAfter; ++i) costs.observe_verify(8, 1.64);  // drafting rounds only
@@ -171,16 +171,16 @@ TEST_CASE("a row whose draft cache lags after undrafted rounds pays its catch-up
   // Draft steps cost 0.05 + 0.05 a token fed; verify 1.0 + 0.001 a token: drafting pays
   // for rows in step, not for a row that must first feed 60 missed tokens.
   const RoundCostModel costs = linear_costs(64, 8, 1.0, 0.001, 0.05, 0.05);
-  PlanRow in_step = plannable(0.8), lagging = plannable(0.8);
+  PricedRow in_step = plannable(0.8), lagging = plannable(0.8);
   lagging.draft_lag = 60;
-  const BatchPlan caught_up = plan_batch_k(std::vector<PlanRow>{in_step}, costs, 8);
+  const BatchPlan caught_up = plan_batch_k(std::vector<PricedRow>{in_step}, costs, 8);
   CHECK(caught_up.k[0] > 0);
-  const BatchPlan behind = plan_batch_k(std::vector<PlanRow>{lagging}, costs, 8);
+  const BatchPlan behind = plan_batch_k(std::vector<PricedRow>{lagging}, costs, 8);
   CHECK(behind.k[0] == 0);
   CHECK(behind.expected_seconds == doctest::Approx(1.001));
   // Priced exactly: K = 1 costs verify(2) + one step over 3 tokens.
   lagging.draft_lag = 2;
-  const BatchPlan near = plan_batch_k(std::vector<PlanRow>{lagging}, costs, 1);
+  const BatchPlan near = plan_batch_k(std::vector<PricedRow>{lagging}, costs, 1);
   REQUIRE(near.k[0] == 1);
   CHECK(near.expected_seconds == doctest::Approx(1.002 + 0.05 + 0.05 * 3));
 }

@@ -32,7 +32,7 @@ SpecSettings adaptive(int32_t k_max = 8, DrafterKind drafter = DrafterKind::mode
 
 // The one row's K this round.
 int32_t plan_one(KPlanner& planner, RequestK& request, int64_t context = 10, int32_t max_new = 100) {
-  const KRow row{&request, context, max_new};
+  const RunningRequest row{&request, context, max_new};
   return planner.plan(std::span(&row, 1)).k.front();
 }
 
@@ -176,7 +176,7 @@ TEST_CASE("the batch plan plans adaptive lookup rows from the verify curve alone
   RequestK b = flat.start(lookup, false);
   accepted_once(flat, a, b);
   CHECK(a.acceptance() == doctest::Approx(6.52 / 7.6));
-  std::vector<KRow> rows{{&a, 5, 100}, {&b, 5, 100}};
+  std::vector<RunningRequest> rows{{&a, 5, 100}, {&b, 5, 100}};
   KPlan plan = flat.plan(rows);
   REQUIRE(plan.batch.has_value());
   CHECK(plan.k == std::vector<int32_t>{8, 8});
@@ -214,7 +214,7 @@ TEST_CASE("a batch plan keeps fixed rows at their K and caps its rows by the roo
   KPlanner planner({.sequence = {.max_seq_len = 64, .k_max = 8}, .has_draft_model = true, .round_costs = costs});
   RequestK fixed_row = planner.start(fixed(3), true);
   RequestK planned = planner.start(adaptive(), true);
-  std::vector<KRow> rows{{&fixed_row, 10, 100}, {&planned, 60, 100}};
+  std::vector<RunningRequest> rows{{&fixed_row, 10, 100}, {&planned, 60, 100}};
   const KPlan plan = planner.plan(rows);
   REQUIRE(plan.batch.has_value());
   // Drafts nearly free against a flat verify pass: the adaptive row takes all 4 that fit.

@@ -366,7 +366,7 @@ TEST_CASE("a row's draft lag counts what rounds without its draft model appended
   apply_output(seq, plain);
   apply_output(seq, plain);
   CHECK(seq.draft_lag == 2);
-  CHECK(k_row(seq, 10).draft_lag == 2);
+  CHECK(running_request(seq, 10).draft_lag == 2);
   RoundOutput drafted;
   drafted.tokens = {5, 6};
   drafted.drafted = 3;

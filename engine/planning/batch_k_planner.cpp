@@ -46,7 +46,8 @@ struct RoundShape {
 
 }  // namespace
 
-BatchPlan plan_batch_k(std::span<const PlanRow> rows, const RoundCostModel& model, int32_t k_max, PlanOptions options) {
+BatchPlan plan_batch_k(std::span<const PricedRow> rows, const RoundCostModel& model, int32_t k_max,
+                       PlanOptions options) {
   const size_t n = rows.size();
   std::vector<size_t> plannable;
   for (size_t i = 0; i < n; ++i) {
@@ -83,7 +84,7 @@ BatchPlan plan_batch_k(std::span<const PlanRow> rows, const RoundCostModel& mode
     RoundShape shape = undrafted;
     double tokens = undrafted_tokens;
     for (size_t m = 0; m < plannable.size(); ++m) {
-      const PlanRow& row = rows[plannable[m]];
+      const PricedRow& row = rows[plannable[m]];
       const int32_t row_k = std::min(common, row.k_cap);
       shape.tokens -= 1;  // the row was counted at K = 0
       shape.add(row_k, row.draft_model, row.draft_lag);

@@ -15,7 +15,9 @@
 
 namespace specd {
 
-struct PlanRow {
+// A row as the batch planner prices it, made by KPlanner from a RunningRequest. The
+// round's planned row, what the lanes receive, is RowPlan (engine/speculation).
+struct PricedRow {
   bool plannable = false;   // adaptive K: the planner chooses
   int32_t fixed_k = 0;      // otherwise this K is used (0: no speculation)
   bool draft_model = true;  // its drafts cost draft-model steps (false: prompt lookup, free)
@@ -54,7 +56,7 @@ double expected_round_tokens(double acceptance, int32_t k);
 // highest acceptance (m in [0, rows]); each drafting row uses min(K, its cap). Cost:
 // O(k_max^2 * rows) cost-curve lookups. Ties go to less drafting. Needs a verify curve,
 // and a draft-step curve when a row with draft_model may draft.
-BatchPlan plan_batch_k(std::span<const PlanRow> rows, const RoundCostModel& model, int32_t k_max,
+BatchPlan plan_batch_k(std::span<const PricedRow> rows, const RoundCostModel& model, int32_t k_max,
                        PlanOptions options = {});
 
 }  // namespace specd

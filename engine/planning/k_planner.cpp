@@ -25,9 +25,9 @@ RequestK KPlanner::start(const SpecSettings& spec, bool has_draft_slot) const {
                   spec.tree.mode == TreeMode::automatic, TreeGain(meter_.tree_gain.estimate(spec.drafter)));
 }
 
-KPlan KPlanner::plan(std::span<const KRow> rows) {
+KPlan KPlanner::plan(std::span<const RunningRequest> rows) {
   const double c = meter_.cost_ratio();
-  for (const KRow& row : rows) {
+  for (const RunningRequest& row : rows) {
     RequestK& r = *row.request;
     r.adaptive_k_.set_cost_ratio(c);
     r.adaptive_k_.set_pooled_acceptance(meter_.acceptance.estimate(r.drafter_));
@@ -40,7 +40,7 @@ KPlan KPlanner::plan(std::span<const KRow> rows) {
   return out;
 }
 
-void KPlanner::plan_trees(std::span<const KRow> rows, KPlan& plan) const {
+void KPlanner::plan_trees(std::span<const RunningRequest> rows, KPlan& plan) const {
   plan.trees.assign(rows.size(), TreeShape{});
   TreePricing pricing;
   double tokens = 0;
@@ -81,11 +81,11 @@ void KPlanner::observe(std::span<const KOutcome> rows, const RoundCosts& costs, 
   meter_.observe(costs, round_seconds);
 }
 
-int64_t KPlanner::room(const KRow& row) const {
+int64_t KPlanner::room(const RunningRequest& row) const {
   return std::min<int64_t>(max_seq_len_ - row.context, int64_t{row.max_new} - 1);
 }
 
-int32_t KPlanner::row_k(const KRow& row, int32_t planned) const {
+int32_t KPlanner::row_k(const RunningRequest& row, int32_t planned) const {
   RequestK& r = *row.request;
   if (!r.drafts_) return 0;
   int64_t k = planned >= 0 ? planned : r.adaptive_ ? r.adaptive_k_.next_k() : r.k_;
@@ -93,15 +93,16 @@ int32_t KPlanner::row_k(const KRow& row, int32_t planned) const {
   return static_cast<int32_t>(std::max<int64_t>(k, 0));
 }
 
-std::optional<BatchPlan> KPlanner::plan_batch(std::span<const KRow> rows, std::vector<int32_t>& planned) const {
+std::optional<BatchPlan> KPlanner::plan_batch(std::span<const RunningRequest> rows,
+                                              std::vector<int32_t>& planned) const {
   const RoundCostModel& costs = *meter_.rounds;
   if (!costs.verify_ready()) return std::nullopt;
-  std::vector<PlanRow> plan_rows;
+  std::vector<PricedRow> plan_rows;
   int32_t k_max = 0;  // the largest cap this round: the planner searches no further
   bool needs_draft_curve = false;
-  for (const KRow& row : rows) {
+  for (const RunningRequest& row : rows) {
     const RequestK& r = *row.request;
-    PlanRow p;
+    PricedRow p;
     p.acceptance = r.acceptance();
     p.draft_model = r.drafter_ == DrafterKind::model;
     p.draft_lag = p.draft_model ? row.draft_lag : 0;

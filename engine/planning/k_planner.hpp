@@ -60,7 +60,7 @@ class RequestK {
 };
 
 // A running request at a round's start, as the planner reads it.
-struct KRow {
+struct RunningRequest {
   RequestK* request = nullptr;
   int64_t context = 0;    // the sequence's tokens, g included
   int32_t max_new = 0;    // tokens it may still generate: drafts never run past them
@@ -96,7 +96,7 @@ class KPlanner {
   // measured); otherwise each picks its own from its acceptance and the cost ratio. A
   // row that cannot draft gets 0; every K stays within the engine's k_max, the caches'
   // room and max_tokens.
-  KPlan plan(std::span<const KRow> rows);
+  KPlan plan(std::span<const RunningRequest> rows);
 
   // What the round did, per row in plan order, and what its passes cost;
   // `round_seconds` is the whole round's wall time (0: unknown).
@@ -111,13 +111,13 @@ class KPlanner {
 
  private:
   // Drafts that fit: verify writes g and K drafts after n - 1 tokens, and never past max_tokens.
-  int64_t room(const KRow& row) const;
+  int64_t room(const RunningRequest& row) const;
   // The batch planner's K per row (-1: not planned), or nothing while its curves are unmeasured.
-  std::optional<BatchPlan> plan_batch(std::span<const KRow> rows, std::vector<int32_t>& planned) const;
+  std::optional<BatchPlan> plan_batch(std::span<const RunningRequest> rows, std::vector<int32_t>& planned) const;
   // `planned` (-1: none), else the request's own choice, capped by the room.
-  int32_t row_k(const KRow& row, int32_t planned) const;
+  int32_t row_k(const RunningRequest& row, int32_t planned) const;
   // The `auto` tree rows' shapes for the K chosen.
-  void plan_trees(std::span<const KRow> rows, KPlan& plan) const;
+  void plan_trees(std::span<const RunningRequest> rows, KPlan& plan) const;
 
   int32_t k_max_;
   int64_t max_seq_len_;

@@ -25,7 +25,7 @@ SpecSequence::SpecSequence(std::vector<int32_t> context, int32_t target_slot_, i
       spec(spec_),
       k_state(std::move(k_state_)) {}
 
-KRow k_row(SpecSequence& seq, int32_t max_new) {
+RunningRequest running_request(SpecSequence& seq, int32_t max_new) {
   return {&seq.k_state, static_cast<int64_t>(seq.tokens.size()), max_new, seq.draft_lag};
 }
 

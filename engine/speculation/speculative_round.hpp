@@ -131,7 +131,7 @@ struct RoundResult : RoundCosts {
 };
 
 // The sequence as the K planner reads it before a round (`max_new`: max_tokens left).
-KRow k_row(SpecSequence& seq, int32_t max_new);
+RunningRequest running_request(SpecSequence& seq, int32_t max_new);
 // The row's plan with the K the planner chose (copies the context and the random stream)
 // and its tree: the request's fixed shape cut to K, or the planner's for `auto`.
 RowPlan plan_row(const SpecSequence& seq, int32_t k, TreeShape tree = {});

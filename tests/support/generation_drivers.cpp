@@ -138,8 +138,8 @@ RoundResult run_planned_round(KPlanner& planner, Drafter& drafter, KvLedger* dra
                               KvLedger& ledger, std::span<SpecSequence* const> batch, std::span<const int32_t> max_new,
                               std::span<const std::optional<int32_t>> auto_tree_extra = {}) {
   const auto start = Clock::now();
-  std::vector<KRow> rows;
-  for (size_t i = 0; i < batch.size(); ++i) rows.push_back(k_row(*batch[i], max_new[i]));
+  std::vector<RunningRequest> rows;
+  for (size_t i = 0; i < batch.size(); ++i) rows.push_back(running_request(*batch[i], max_new[i]));
   const KPlan planned = planner.plan(rows);
   RoundPlan plan;
   for (size_t i = 0; i < batch.size(); ++i) {
