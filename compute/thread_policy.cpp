@@ -157,7 +157,9 @@ std::string ThreadPolicy::describe() const {
   std::snprintf(line, sizeof line, "%d CPUs (affinity %d, %s), budget %d: target %d", limits.usable(),
                 limits.affinity_cpus, quota, budget, target_threads);
   std::string out = line;
-  if (draft_threads > 0) out += " + draft " + std::to_string(draft_threads);
+  // Each lane's count is what it keeps for itself: a call borrows the threads the other
+  // lane is not using, so a lone target pass computes on the whole budget.
+  if (draft_threads > 0) out += " + draft " + std::to_string(draft_threads) + ", idle threads lent across lanes";
   return out + " (" + origin + ")";
 }
 

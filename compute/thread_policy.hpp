@@ -44,7 +44,8 @@ struct ThreadPolicy {
   int32_t target_threads = 1;  // intra-op threads of the target lane
   int32_t draft_threads = 0;   // of the draft lane; 0 without one
   std::string origin;
-  // One line for logs: "2 CPUs (affinity 2, no quota), budget 2: target 1 + draft 1 (auto)".
+  // One line for logs:
+  // "2 CPUs (affinity 2, no quota), budget 2: target 1 + draft 1, idle threads lent across lanes (auto)".
   std::string describe() const;
 };
 

@@ -115,7 +115,8 @@ TEST_CASE("--threads and explicit lane counts override the machine's figures") {
   CHECK(lanes.target_threads == 3);
   CHECK(lanes.draft_threads == 2);
   CHECK(lanes.budget == 3);
-  CHECK(lanes.describe() == "2 CPUs (affinity 2, no quota), budget 3: target 3 + draft 2 ([engine])");
+  CHECK(lanes.describe() ==
+        "2 CPUs (affinity 2, no quota), budget 3: target 3 + draft 2, idle threads lent across lanes ([engine])");
 }
 
 TEST_CASE("a budget of one permit lets one lane compute at a time") {
