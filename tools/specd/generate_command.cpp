@@ -134,10 +134,15 @@ void add_generate_command(CLI::App& app) {
   cmd->add_option("--seed", args->sampling.seed, "sampling seed")->capture_default_str();
   cmd->add_flag("--ignore-eos", args->ignore_eos, "keep generating past EOS (benchmarks: always max-tokens)");
   cmd->add_flag("--json", args->json, "print one JSON object");
-  cmd->callback([args, prompt, ids, messages, system] {
+  // K as the wire chooses it: `auto` unless named, except for a sample, which keeps a
+  // fixed K so that its seed gives the same text twice (a sampled round's draws follow K).
+  auto* k = cmd->get_option("--k");
+  k->default_str("auto (4 when sampling)");
+  cmd->callback([args, prompt, ids, messages, system, k] {
     if (prompt->count() + ids->count() + messages->count() == 0) {
       throw CLI::RequiredError("--prompt, --prompt-ids or --messages");
     }
+    if (k->count() == 0 && args->sampling.temperature == 0) args->pair.k = "auto";
     run_generate(*args, system->count() > 0);
   });
 }
