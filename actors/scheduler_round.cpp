@@ -113,7 +113,9 @@ std::vector<TargetPrefill> SchedulerActor::choose_chunks(const RoundPlan& plan, 
 awaitable<SchedulerActor::RoundOutcome> SchedulerActor::execute(RoundPlan& plan) {
   RoundOutcome out;
   std::vector<TargetPrefill> prefills = choose_chunks(plan, out);
-  const bool drafting = std::any_of(plan.rows.begin(), plan.rows.end(), [](const RowPlan& r) { return r.k > 0; });
+  const auto drafting_rows =
+      static_cast<size_t>(std::count_if(plan.rows.begin(), plan.rows.end(), [](const RowPlan& r) { return r.k > 0; }));
+  const bool drafting = drafting_rows > 0;
   // No room, as CacheManager finds it, preempts instead of failing the round (run_round).
   ProposalLayout proposal;
   try {
@@ -139,15 +141,18 @@ awaitable<SchedulerActor::RoundOutcome> SchedulerActor::execute(RoundPlan& plan)
     drafts = undrafted(plan);
   }
   // The draft prefill follows where the target's went (a prefix hit moves a chunk on).
-  // While the planner keeps the batch at K = 0 a draft prefill is wasted work on a busy
-  // machine; the draft slot then catches up lazily if drafting resumes, and the planner
-  // prices that catch-up (SpecSequence::draft_lag).
+  // It runs on the CPU the target pass would otherwise borrow, and the planner does not
+  // price it: it pays where the batch drafts, and is wasted where most rows run plain
+  // (a loaded server, where the newcomer will mostly run plain too). There the draft
+  // slot catches up lazily if the row drafts later, and the planner prices that
+  // catch-up (SpecSequence::draft_lag).
+  const bool prefill_draft = batch_drafting_ && drafting_rows * 2 >= plan.rows.size();
   std::vector<DraftPrefill> prompts;
   std::vector<size_t> lagging;  // chunks the draft skips (counted once the round is laid out)
   for (size_t i = 0; i < prefills.size(); ++i) {
     SpecSequence& seq = *out.chunked[i]->seq;
     if (seq.draft_slot < 0) continue;
-    if (batch_drafting_) {
+    if (prefill_draft) {
       prompts.push_back({seq.draft_slot, prefills[i].prompt, prefills[i].chunk_end()});
     } else {
       lagging.push_back(i);
