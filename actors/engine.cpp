@@ -3,10 +3,7 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/strand.hpp>
-#include <boost/asio/thread_pool.hpp>
 #include <boost/asio/use_awaitable.hpp>
-
-#include <pthread.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -18,13 +15,12 @@
 #include "actors/model_pair.hpp"
 #include "actors/reply.hpp"
 #include "actors/request_actor.hpp"
+#include "actors/request_grammars.hpp"
 #include "actors/scheduler_actor.hpp"
 #include "actors/spawn.hpp"
 #include "compute/compute_lane.hpp"
 #include "compute/compute_permits.hpp"
 #include "engine/base/byte_size.hpp"
-#include "engine/grammar/grammar_cache.hpp"
-#include "engine/grammar/token_vocabulary.hpp"
 #include "engine/model/kv_cache.hpp"
 #include "engine/model/llama_model.hpp"
 #include "engine/speculation/cost_calibration.hpp"
@@ -73,13 +69,6 @@ std::optional<ChatTemplate> load_chat_template(const std::filesystem::path& dir,
   }
 }
 
-grammar::GrammarKind grammar_kind(OutputGrammar::Kind kind) {
-  using Kind = OutputGrammar::Kind;
-  return kind == Kind::gbnf          ? grammar::GrammarKind::gbnf
-         : kind == Kind::json_schema ? grammar::GrammarKind::json_schema
-                                     : grammar::GrammarKind::any_json_object;
-}
-
 }  // namespace
 
 struct Engine::Impl {
@@ -89,6 +78,7 @@ struct Engine::Impl {
         threads(engine_thread_policy(config)),
         permits(threads.budget),
         tokenizer(std::move(p.tokenizer)),
+        grammars(*tokenizer, config.target_dir, config.grammar_cache_memory),
         chat(load_chat_template(config.target_dir, config.chat_template, no_chat_reason)),
         limits{static_cast<int32_t>(p.target->config().vocab_size), config.sequence},
         has_draft(p.draft != nullptr),
@@ -121,19 +111,12 @@ struct Engine::Impl {
                              .kv = kv};
     scheduler = std::make_unique<SchedulerActor>(asio::make_strand(executor), std::move(options), cache, lanes,
                                                  trace.get(), live_requests);
-    asio::post(grammar_thread, [] { pthread_setname_np(pthread_self(), "grammar"); });  // for top -H
   }
 
   KPlanSetup calibrate();
   // The request's input as token ids: its ids, its text encoded, or its messages rendered
   // with the chat template and encoded.
   std::vector<int32_t> prompt_ids(const GenerateRequest& r) const;
-  // The request's grammar compiled against the target's vocabulary (null: free text);
-  // throws SpecdError bad_value naming what the grammar engine cannot handle. Runs on the
-  // grammar thread (it may take a second), or wherever the grammar is already cached.
-  std::shared_ptr<const grammar::CompiledGrammar> compile_grammar(const OutputGrammar& g);
-  // The request's grammar when it is free text or cached (no compile, any thread).
-  std::optional<std::shared_ptr<const grammar::CompiledGrammar>> ready_grammar(const OutputGrammar& g) const;
   // Hands a checked request to the scheduler, or refuses it (stopping, full mailbox).
   void enqueue(const std::shared_ptr<RequestActor>& actor, GenerateRequest request, std::vector<int32_t> prompt,
                std::shared_ptr<const grammar::CompiledGrammar> grammar);
@@ -142,14 +125,7 @@ struct Engine::Impl {
   ThreadPolicy threads;
   ComputePermits permits;
   std::unique_ptr<Tokenizer> tokenizer;
-  // Built on the first request with a grammar: the vocabulary's trie costs start-up time
-  // that free-text servers need not pay.
-  std::once_flag grammar_setup;
-  std::unique_ptr<grammar::GrammarCache> grammars;
-  std::atomic<grammar::GrammarCache*> grammars_ready{nullptr};  // `grammars` once set up
-  // One thread compiles grammars not cached yet, so that no caller's thread (a gateway io
-  // thread) waits for a schema's precomputation; joined by ~Engine.
-  asio::thread_pool grammar_thread{1};
+  RequestGrammars grammars;    // joined by ~Engine: its compile jobs hold the Impl
   std::string no_chat_reason;  // initialised by load_chat_template before `chat`
   std::optional<ChatTemplate> chat;
   RequestLimits limits;
@@ -199,32 +175,6 @@ KPlanSetup Engine::Impl::calibrate() {
   return planning;
 }
 
-std::shared_ptr<const grammar::CompiledGrammar> Engine::Impl::compile_grammar(const OutputGrammar& g) {
-  if (g.kind == OutputGrammar::Kind::none) return nullptr;
-  std::call_once(grammar_setup, [&] {
-    const std::filesystem::path json = config.target_dir / "tokenizer.json";
-    const std::vector<int32_t> specials = std::filesystem::is_regular_file(json)
-                                              ? grammar::special_ids_from_tokenizer_json(json)
-                                              : std::vector<int32_t>{};
-    auto vocabulary =
-        std::make_shared<const grammar::TokenVocabulary>(grammar::vocabulary_from_tokenizer(*tokenizer, specials));
-    grammars = std::make_unique<grammar::GrammarCache>(std::move(vocabulary),
-                                                       static_cast<size_t>(config.grammar_cache_memory));
-    grammars_ready.store(grammars.get());
-  });
-  return grammars->get(grammar_kind(g.kind), g.text);
-}
-
-std::optional<std::shared_ptr<const grammar::CompiledGrammar>> Engine::Impl::ready_grammar(
-    const OutputGrammar& g) const {
-  if (g.kind == OutputGrammar::Kind::none) return std::shared_ptr<const grammar::CompiledGrammar>{};
-  grammar::GrammarCache* cache = grammars_ready.load();
-  if (!cache) return std::nullopt;
-  auto found = cache->find(grammar_kind(g.kind), g.text);
-  if (!found) return std::nullopt;
-  return found;
-}
-
 void Engine::Impl::enqueue(const std::shared_ptr<RequestActor>& actor, GenerateRequest request,
                            std::vector<int32_t> prompt, std::shared_ptr<const grammar::CompiledGrammar> grammar) {
   std::lock_guard lock(gate);
@@ -263,7 +213,7 @@ Engine::Engine(boost::asio::any_io_executor executor, EngineConfig config)
 
 Engine::~Engine() {
   if (!impl_) return;
-  impl_->grammar_thread.join();  // its jobs hold the Impl: they end before it does
+  impl_->grammars.join();  // its jobs hold the Impl: they end before it does
   impl_->draft_worker.stop();
   impl_->verify_worker.stop();
 }
@@ -286,24 +236,23 @@ RequestHandle Engine::submit(GenerateRequest request, BurstHandler on_burst, Don
     }
     validate_request(request, prompt, impl.limits);
     request.id = id;
-    if (auto ready = impl.ready_grammar(request.grammar)) {
+    if (auto ready = impl.grammars.ready(request.grammar)) {
       impl.enqueue(actor, std::move(request), std::move(prompt), std::move(*ready));
       return RequestHandle(actor);
     }
-    asio::post(impl.grammar_thread,
-               [impl = impl_, actor, request = std::move(request), prompt = std::move(prompt)]() mutable {
-                 std::shared_ptr<const grammar::CompiledGrammar> grammar;
-                 try {
-                   grammar = impl->compile_grammar(request.grammar);
-                 } catch (const SpecdError& e) {
-                   actor->post_finished({FinishReason::error, RequestError{e.code(), e.message()}});
-                   return;
-                 } catch (const std::exception& e) {  // std::bad_alloc: the request fails, the thread lives
-                   actor->post_finished({FinishReason::error, RequestError{ErrorCode::internal, e.what()}});
-                   return;
-                 }
-                 impl->enqueue(actor, std::move(request), std::move(prompt), std::move(grammar));
-               });
+    impl.grammars.post([impl = impl_, actor, request = std::move(request), prompt = std::move(prompt)]() mutable {
+      std::shared_ptr<const grammar::CompiledGrammar> grammar;
+      try {
+        grammar = impl->grammars.compile(request.grammar);
+      } catch (const SpecdError& e) {
+        actor->post_finished({FinishReason::error, RequestError{e.code(), e.message()}});
+        return;
+      } catch (const std::exception& e) {  // std::bad_alloc: the request fails, the thread lives
+        actor->post_finished({FinishReason::error, RequestError{ErrorCode::internal, e.what()}});
+        return;
+      }
+      impl->enqueue(actor, std::move(request), std::move(prompt), std::move(grammar));
+    });
   } catch (const SpecdError& e) {
     refuse({e.code(), e.message()});
   }
