@@ -7,14 +7,12 @@
 
 #include <boost/json/parse.hpp>
 
-#include <limits>
 #include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "engine/grammar/grammar_cache.hpp"
-#include "engine/model/kv_cache.hpp"
 #include "tests/support/generation_drivers.hpp"
 #include "tests/support/grammar_pair.hpp"
 #include "tests/support/joint_distribution.hpp"
@@ -108,56 +106,6 @@ TEST_CASE("sampled speculation under a JSON schema and a GBNF grammar: every out
   }
 }
 
-namespace {
-
-// P(t1, t2, t3 | prompt) of target-only sampling under `grammar`: each position's logits
-// masked by hand (a fresh matcher fed the tokens so far; disallowed ids to -inf) before
-// temperature, for every triple the grammar allows.
-std::map<Continuation, double> exact_masked_joint3(LlamaModel& target, const std::vector<int32_t>& prompt,
-                                                   const SamplingParams& sp,
-                                                   const std::shared_ptr<const grammar::CompiledGrammar>& g) {
-  c10::InferenceMode guard;
-  const int64_t max_seq = static_cast<int64_t>(prompt.size()) + 4;
-  KvCache cache(target.config(), 1, max_seq, KvCache::blocks_to_hold(1, max_seq));
-  auto dist = [&](const std::vector<int32_t>& ctx) {
-    std::vector<int64_t> ids(ctx.begin(), ctx.end());
-    cache.set_length(0, 0);
-    at::Tensor logits = target
-                            .forward({at::tensor(ids).unsqueeze(0), {0}, {static_cast<int64_t>(ids.size())}}, cache,
-                                     LogitsFor::last_position)[0]
-                            .to(at::kFloat)
-                            .clone();
-    grammar::GrammarMatcher m(g);
-    for (size_t i = prompt.size(); i < ctx.size(); ++i) REQUIRE(m.accept_token(ctx[i]));
-    grammar::TokenBitset allowed;
-    m.fill_mask(allowed);
-    float* row = logits.data_ptr<float>();
-    for (int32_t id = 0; id < logits.numel(); ++id)
-      if (static_cast<size_t>(id) >= allowed.size() || !allowed.test(id))
-        row[id] = -std::numeric_limits<float>::infinity();
-    return sampling_distribution(logits, sp, {ctx, static_cast<int64_t>(prompt.size())});
-  };
-  std::map<Continuation, double> exact;
-  auto walk = [&](auto& self, std::vector<int32_t> ctx, double prob) -> void {
-    if (ctx.size() == prompt.size() + 3) {
-      exact[Continuation(ctx.begin() + static_cast<std::ptrdiff_t>(prompt.size()), ctx.end())] = prob;
-      return;
-    }
-    const at::Tensor p = dist(ctx);
-    for (int32_t id = 0; id < p.numel(); ++id) {
-      const double q = p[id].item<double>();
-      if (q <= 0) continue;
-      ctx.push_back(id);
-      self(self, ctx, prob * q);
-      ctx.pop_back();
-    }
-  };
-  walk(walk, prompt, 1.0);
-  return exact;
-}
-
-}  // namespace
-
 TEST_CASE("sampled speculation under a GBNF alternation has the masked target's joint distribution (chi-square)") {
   // Three tokens whose choices depend on the earlier ones, one of them forced ("m" "n"):
   // 14 triples. K = 2 with the draft model: t2 and t3 come from one speculative round in
@@ -173,7 +121,7 @@ TEST_CASE("sampled speculation under a GBNF alternation has the masked target's 
   const std::vector<int32_t> prompt = {0, 40, 41, 42};
   SamplingParams sp;
   sp.temperature = 1.0;
-  const auto exact = exact_masked_joint3(*pair.target, prompt, sp, g);
+  const auto exact = exact_joint3(*pair.target, prompt, sp, g);
   REQUIRE(exact.size() == 14);
   const int64_t n = 48000;
   JointSample sample;

@@ -3,13 +3,16 @@
 // many requests share a connection, every bad input gets its error code and the
 // connection survives where the protocol allows, cancel and disconnect end requests
 // (a cancel that crosses its request's done frame is silent), a slow reader is cancelled without slowing anyone else,
-// idle peers time out, and sampled speculation served from the prefix cache keeps the
-// target's distribution.
+// idle peers time out, and sampled speculation served from the prefix cache, or under a
+// grammar, keeps the (masked) target's distribution.
 #include "tests/support/doctest_torch.hpp"
 
 #include <boost/beast/websocket/error.hpp>
 
+#include "engine/grammar/grammar_cache.hpp"
+#include "engine/grammar/token_vocabulary.hpp"
 #include "engine/model/model_files.hpp"
+#include "engine/tokenizer/tokenizer.hpp"
 #include "tests/support/gateway_fixture.hpp"
 #include "tests/support/joint_distribution.hpp"
 
@@ -47,7 +50,7 @@ asio::awaitable<std::vector<ServerFrame>> exchange(net::WsClient& client, std::v
   co_return out;
 }
 
-// `n` sampled requests of 3 tokens (K = 2, top-k 3) for one prompt over one connection,
+// `n` sampled requests of 3 tokens (K = 2, top-k 3, `fields` added) for one prompt over one connection,
 // 16 in flight at a time, seeds seed0, seed0 + 1, ...; the continuations and the
 // requests whose prompt was partly served from the prefix cache.
 struct ServedSample {
@@ -55,7 +58,8 @@ struct ServedSample {
   int64_t cached_requests = 0, errors = 0;
 };
 
-asio::awaitable<ServedSample> sample_served(uint16_t port, std::string prompt, int64_t n, int64_t seed0) {
+asio::awaitable<ServedSample> sample_served(uint16_t port, std::string prompt, int64_t n, int64_t seed0,
+                                            boost::json::object fields = {}) {
   net::WsClient client(co_await asio::this_coro::executor);
   REQUIRE_FALSE(co_await client.connect("127.0.0.1", port));
   ServedSample out;
@@ -65,6 +69,7 @@ asio::awaitable<ServedSample> sample_served(uint16_t port, std::string prompt, i
       ids.push_back("r" + std::to_string(i));
       boost::json::object m{{"type", "generate"}, {"id", ids.back()}, {"prompt", prompt},  {"max_tokens", 3},
                             {"temperature", 1},   {"top_k", 3},       {"seed", seed0 + i}, {"speculative", {{"k", 2}}}};
+      for (const auto& [key, value] : fields) m[key] = value;
       REQUIRE_FALSE(co_await client.send_text(serialize_json(m)));
     }
     for (auto& [id, stream] : co_await collect(client, ids)) {
@@ -78,6 +83,26 @@ asio::awaitable<ServedSample> sample_served(uint16_t port, std::string prompt, i
   }
   co_await client.close();
   co_return out;
+}
+
+// sample_served from `clients` connections at once, `per_client` requests each; the
+// counts added up.
+ServedSample sample_clients(GatewayFixture& fixture, const std::string& prompt, int64_t clients, int64_t per_client,
+                            int64_t seed0, const boost::json::object& fields = {}) {
+  std::vector<std::future<ServedSample>> futures;
+  for (int64_t c = 0; c < clients; ++c) {
+    futures.push_back(asio::co_spawn(asio::make_strand(fixture.io()),
+                                     sample_served(fixture.port(), prompt, per_client, seed0 + c * per_client, fields),
+                                     asio::use_future));
+  }
+  ServedSample all;
+  for (auto& f : futures) {
+    const ServedSample s = f.get();
+    for (const auto& [seq, count] : s.counts) all.counts[seq] += count;
+    all.cached_requests += s.cached_requests;
+    all.errors += s.errors;
+  }
+  return all;
 }
 
 }  // namespace
@@ -99,27 +124,43 @@ TEST_CASE(
   sp.top_k = 3;
   const auto exact = exact_joint3(*load_model(kGatewayModels / "target"), ids, sp);
   REQUIRE(exact.size() == 27);
-  const int64_t per_client = 2000, clients = 4, n = per_client * clients;
-  std::vector<std::future<ServedSample>> futures;
-  for (int64_t c = 0; c < clients; ++c) {
-    futures.push_back(asio::co_spawn(asio::make_strand(fixture.io()),
-                                     sample_served(fixture.port(), prompt, per_client, 7000 + c * per_client),
-                                     asio::use_future));
-  }
-  JointSample sample;
-  int64_t cached = 0, errors = 0;
-  for (auto& f : futures) {
-    const ServedSample s = f.get();
-    for (const auto& [seq, count] : s.counts) sample.counts[seq] += count;
-    cached += s.cached_requests;
-    errors += s.errors;
-  }
-  REQUIRE(errors == 0);
-  CHECK(cached >= n - clients * 16);  // all but the first requests of each client hit the cache
+  const int64_t clients = 4, n = 2000 * clients;
+  const ServedSample served = sample_clients(fixture, prompt, clients, n / clients, 7000);
+  REQUIRE(served.errors == 0);
+  CHECK(served.cached_requests >= n - clients * 16);  // all but the first requests of each client hit the cache
   int64_t outside = 0;
-  const ChiSquare test = fit_joint3(exact, sample, n, outside);
-  MESSAGE("chi2 = " << test.statistic << " (dof " << test.dof << ", critical " << test.critical << "), " << cached
-                    << " of " << n << " requests hit the prefix cache");
+  const ChiSquare test = fit_joint3(exact, {served.counts, {}}, n, outside);
+  MESSAGE("chi2 = " << test.statistic << " (dof " << test.dof << ", critical " << test.critical << "), "
+                    << served.cached_requests << " of " << n << " requests hit the prefix cache");
+  CHECK(outside == 0);
+  CHECK(test.dof >= 3);
+  CHECK(test.passes());
+}
+
+TEST_CASE("sampled speculation served under a GBNF grammar has the masked target's joint distribution (chi-square)") {
+  // The draft proposes from its masked distribution and the target judges with its own
+  // masked one, at every row of the verify pass: through the server, the first three
+  // tokens must follow the target masked by hand (each step's logits under the grammar's
+  // mask, then temperature and top-k), with nothing outside the grammar.
+  GatewayFixture fixture(test_gateway_config());
+  const std::string prompt = "ROMEO:\n";
+  const std::string gbnf = R"(root ::= ("Good my lord" | "My gracious liege" | "Sweet friend") "!")";
+  const Tokenizer& tokenizer = *fixture.engine().tokenizer();
+  const auto grammar = grammar::compile_grammar(
+      grammar::GrammarKind::gbnf, gbnf,
+      std::make_shared<const grammar::TokenVocabulary>(grammar::vocabulary_from_tokenizer(tokenizer, {})));
+  SamplingParams sp;
+  sp.temperature = 1.0;
+  sp.top_k = 3;
+  const auto exact = exact_joint3(*load_model(kGatewayModels / "target"), tokenizer.encode(prompt, true), sp, grammar);
+  REQUIRE(exact.size() >= 4);
+  const int64_t clients = 4, n = 2000 * clients;
+  const ServedSample served = sample_clients(fixture, prompt, clients, n / clients, 9000, {{"grammar", gbnf}});
+  REQUIRE(served.errors == 0);
+  int64_t outside = 0;
+  const ChiSquare test = fit_joint3(exact, {served.counts, {}}, n, outside);
+  MESSAGE("chi2 = " << test.statistic << " (dof " << test.dof << ", critical " << test.critical << ") over "
+                    << exact.size() << " triples the grammar allows");
   CHECK(outside == 0);
   CHECK(test.dof >= 3);
   CHECK(test.passes());

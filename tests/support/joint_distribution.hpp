@@ -4,10 +4,13 @@
 #include <ATen/ATen.h>
 #include <c10/core/InferenceMode.h>
 
+#include <limits>
 #include <map>
+#include <memory>
 #include <optional>
 #include <vector>
 
+#include "engine/grammar/grammar_matcher.hpp"
 #include "engine/model/kv_cache.hpp"
 #include "engine/model/llama_model.hpp"
 #include "engine/sampling/sampling.hpp"
@@ -19,20 +22,37 @@ namespace specd::testing {
 using Continuation = std::vector<int32_t>;
 
 // P(t1, t2, t3 | prompt) under target-only sampling with `sp`, for every triple with
-// non-zero probability (keep the support small with top_k).
-inline std::map<Continuation, double> exact_joint3(LlamaModel& target, const std::vector<int32_t>& prompt,
-                                                   const SamplingParams& sp) {
+// non-zero probability (keep the support small with top_k). Under a `grammar`, each
+// position's logits are masked by hand first (a fresh matcher fed the tokens so far;
+// disallowed ids to -inf), as the engine masks before it samples.
+inline std::map<Continuation, double> exact_joint3(
+    LlamaModel& target, const std::vector<int32_t>& prompt, const SamplingParams& sp,
+    const std::shared_ptr<const grammar::CompiledGrammar>& grammar = {}) {
   c10::InferenceMode guard;
   // The inference forward the speculative runs use, on a fresh cache slot per context.
   const int64_t max_seq = static_cast<int64_t>(prompt.size()) + 4;
   KvCache cache(target.config(), 1, max_seq, KvCache::blocks_to_hold(1, max_seq));
   const int32_t slot = 0;  // the cache's one slot
+  auto mask = [&](const std::vector<int32_t>& ctx, at::Tensor& logits) {
+    grammar::GrammarMatcher m(grammar);
+    for (size_t i = prompt.size(); i < ctx.size(); ++i) REQUIRE(m.accept_token(ctx[i]));
+    grammar::TokenBitset allowed;
+    m.fill_mask(allowed);
+    float* row = logits.data_ptr<float>();
+    for (int32_t id = 0; id < logits.numel(); ++id)
+      if (static_cast<size_t>(id) >= allowed.size() || !allowed.test(id))
+        row[id] = -std::numeric_limits<float>::infinity();
+  };
   auto dist = [&](const std::vector<int32_t>& ctx) {
     std::vector<int64_t> ids(ctx.begin(), ctx.end());
     const int64_t n = static_cast<int64_t>(ids.size());
     cache.set_length(slot, 0);
-    at::Tensor logits = target.forward({at::tensor(ids).unsqueeze(0), {slot}, {n}}, cache, LogitsFor::last_position);
-    return sampling_distribution(logits[0], sp, {ctx, static_cast<int64_t>(prompt.size())});
+    at::Tensor logits = target.forward({at::tensor(ids).unsqueeze(0), {slot}, {n}}, cache, LogitsFor::last_position)[0];
+    if (grammar) {
+      logits = logits.to(at::kFloat).clone();
+      mask(ctx, logits);
+    }
+    return sampling_distribution(logits, sp, {ctx, static_cast<int64_t>(prompt.size())});
   };
   auto support = [](const at::Tensor& p) {
     std::vector<int32_t> ids;
