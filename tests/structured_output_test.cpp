@@ -73,6 +73,32 @@ TEST_CASE("greedy under a JSON schema: identical with and without speculation, K
   CHECK(finished >= 20);  // most end their document and stop
 }
 
+TEST_CASE("tokens the grammar forces are drafted without draft-model steps, and greedy output stays exact") {
+  // After "a" or "b" the grammar allows one token at a time for ten positions: a chain of
+  // K = 8 takes the forced tokens after its first sampled node without calling the draft
+  // model, so it drafts more tokens than it runs draft steps (a chain without forcing
+  // runs one step per drafted token).
+  TestPair pair = make_pair(true, 4);
+  const auto g = grammar::compile_grammar(grammar::GrammarKind::gbnf,
+                                          R"(root ::= ("a" | "b") "cdefghijkl" ("m" | "n") "!")", ascii_vocabulary());
+  const auto prompts = mixed_prompts();
+  for (size_t i = 0; i < 4; ++i) {
+    CAPTURE(i);
+    DriverRequest r;
+    r.prompt = prompts[i];
+    r.max_tokens = 20;
+    r.eos_ids = {kEos};
+    r.grammar = g;
+    r.spec.k = 8;
+    SpecModels models = pair.models();
+    const SpecResult got = generate_speculative(models, {r}, nullptr)[0];
+    CHECK(got.tokens == target_only_reference(pair, r, 128));
+    REQUIRE(got.tokens.size() == 14);  // 13 characters and EOS
+    CHECK(got.stats.drafted >= 10);
+    CHECK(got.draft_steps * 2 <= got.stats.drafted);
+  }
+}
+
 TEST_CASE("sampled speculation under a JSON schema and a GBNF grammar: every output follows the grammar") {
   TestPair pair = make_pair(true, 8);
   const auto vocabulary = ascii_vocabulary();

@@ -34,6 +34,9 @@ struct Growing {
   // Structured output: per node, the grammar's state after it (the root's is the plan's).
   std::vector<grammar::GrammarMatcher> grammar_states;
   const DraftRowLayout* layout = nullptr;
+  // A chain: the first node the next step feeds (its newest sampled node, then any forced
+  // ones after it); -1 before the first step, which feeds the context.
+  int32_t run_start = -1;
   size_t spare_used = 0;                        // of layout->spare
   std::map<int32_t, std::vector<int32_t>> fed;  // per slot or branch written, what it holds
 };
@@ -85,6 +88,30 @@ void add_children(Growing& g, int32_t parent, const at::Tensor& logits_in, int32
   for (Draw& d : draw_distinct(q, count, row.plan.rng)) {
     const double prob = q[d.token].item<double>();
     add(d.token, std::move(d.q), prob);
+  }
+}
+
+// Under a grammar, a token it leaves no choice over is drafted without the draft model:
+// it is the only token the masked draft could propose and the masked target could accept
+// (its q is one-hot). A chain takes every such token after its newest node, up to K, and
+// the next step feeds them with that node as one wider step.
+void append_forced(Growing& g) {
+  DraftedRow& row = *g.row;
+  grammar::TokenBitset mask;
+  while (!row.drafts.empty() && static_cast<int32_t>(row.drafts.size()) < row.plan.k) {
+    const auto last = static_cast<int32_t>(row.drafts.size()) - 1;
+    grammar::GrammarMatcher next = g.grammar_states[static_cast<size_t>(last)];
+    const int32_t token = next.forced_token(mask);
+    if (token < 0 || !next.accept_token(token)) return;
+    g.grammar_states.push_back(std::move(next));
+    row.drafts.push_back(token);
+    row.parents.push_back(last);
+    if (!row.plan.sampling.greedy()) {
+      at::Tensor q = at::zeros_like(row.draft_q.back());
+      q[token] = 1.0;
+      row.draft_q.push_back(std::move(q));
+    }
+    g.path_prob.push_back(g.path_prob[static_cast<size_t>(last)]);
   }
 }
 
@@ -217,6 +244,9 @@ int32_t Drafter::run_steps(std::vector<DraftedRow*>& rows, const ProposalLayout&
         if (g.frontier[e] < 0) {
           const int64_t from = g.layout->from;
           feed = std::span<const int32_t>(context).subspan(static_cast<size_t>(from));
+        } else if (g.run_start >= 0) {  // a chain: its newest node and the forced run after it
+          feed = std::span<const int32_t>(g.row->drafts)
+                     .subspan(static_cast<size_t>(g.run_start), static_cast<size_t>(g.frontier[e] - g.run_start + 1));
         } else {
           node_feed.push_back(g.row->drafts[static_cast<size_t>(g.frontier[e])]);
           feed = std::span<const int32_t>(&node_feed.back(), 1);
@@ -233,17 +263,27 @@ int32_t Drafter::run_steps(std::vector<DraftedRow*>& rows, const ProposalLayout&
     int64_t at = 0;
     for (Growing& g : trees) {
       const TreeShape& shape = g.row->plan.tree;
+      const bool chain = shape.widths.empty();
       const bool need_probs = shape.beam > 0 || shape.nodes > 0;
       const auto first_new = static_cast<int32_t>(g.row->drafts.size());
       for (size_t e = 0; e < g.frontier.size(); ++e) {
-        const int32_t width = shape.widths.empty() ? 1 : shape.widths[static_cast<size_t>(level)];
+        const int32_t width = chain ? 1 : shape.widths[static_cast<size_t>(level)];
         add_children(g, g.frontier[e], logits[at++], width, need_probs);
       }
+      if (chain && g.row->plan.grammar && static_cast<int32_t>(g.row->drafts.size()) > first_new) append_forced(g);
       // The next level expands the new nodes (the most probable `beam` of them, or for
       // sampling rows the first: see keep_most_probable), each in a branch holding its
-      // path: the first child of a node continues its parent's.
+      // path: the first child of a node continues its parent's. A chain expands its newest
+      // node in its one slot, feeding the forced run before it in the same step.
       std::vector<int32_t> next, next_branch;
-      if (level + 1 < g.row->plan.k) {
+      const auto newest = static_cast<int32_t>(g.row->drafts.size()) - 1;
+      if (chain) {
+        if (newest >= first_new && newest + 1 < g.row->plan.k) {
+          next = {newest};
+          next_branch = {g.branch.front()};
+          g.run_start = first_new;
+        }
+      } else if (level + 1 < g.row->plan.k) {
         for (auto i = first_new; i < static_cast<int32_t>(g.row->drafts.size()); ++i) next.push_back(i);
         if (shape.beam > 0 && static_cast<int32_t>(next.size()) > shape.beam) {
           if (g.row->plan.sampling.greedy()) {

@@ -227,6 +227,7 @@ std::vector<SpecResult> generate_speculative(SpecModels& m, const std::vector<Dr
       Active& a = active[b];
       SpecResult& res = results[a.index];
       const RoundOutput& row = round.rows[b];
+      if (row.drafted > 0) res.draft_steps += round.draft_steps;
       if (deliver(a, res, row.tokens, row.drafted, row.accepted, row.logprobs)) {
         finish(slots, a, res);
       } else {

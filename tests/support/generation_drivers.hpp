@@ -104,6 +104,7 @@ struct SpecResult {
   std::string text;                     // decoded text, cut before a stop string (empty without tokenizer)
   FinishReason finish_reason = FinishReason::length;
   SpecStats stats;
+  int64_t draft_steps = 0;  // the draft model's calls in the rounds it drafted in (a batched call counts for each row)
   double prefill_seconds = 0;
   double decode_seconds = 0;
 };
