@@ -23,7 +23,10 @@ struct GatewayHooks {
 // one at a time per request (the request's strand).
 class RequestTiming {
  public:
-  RequestTiming(Metrics& metrics, Route route, std::string client_id, const GatewayHooks& hooks);
+  // `further_choice`: choice 1.. of an n > 1 request: its inter-token times count, its
+  // end (finish reason, error, time to first token, end to end) is counted by choice 0's.
+  RequestTiming(Metrics& metrics, Route route, std::string client_id, const GatewayHooks& hooks,
+                bool further_choice = false);
   void burst(const Burst& burst);
   void done(const GenerateResult& result);
 
@@ -33,6 +36,7 @@ class RequestTiming {
   Route route_;
   std::string client_id_;
   const GatewayHooks& hooks_;
+  bool further_choice_;
   std::optional<Clock::time_point> last_burst_;
   int64_t bursts_ = 0;
 };

@@ -580,9 +580,12 @@ TEST_CASE("n choices: each its own seeded sample with its index, the prompt once
   const std::string body =
       R"({"prompt":")" + kLongPromptJson + R"(","max_tokens":12,"temperature":1,"seed":21,"ignore_eos":true)";
   const double hits_before = metric(f.port(), "specd:prefix_cache_hits_total");
+  const uint64_t finished_before = f.gateway().metrics().finished(net::Route::completions, FinishReason::length);
   Reply many = request(f.port(), http::verb::post, "/v1/completions", body + R"(,"n":4})");
   const double hits_after = metric(f.port(), "specd:prefix_cache_hits_total");
   REQUIRE(many.status == 200);
+  // One request in the metrics, whatever its n.
+  CHECK(f.gateway().metrics().finished(net::Route::completions, FinishReason::length) == finished_before + 1);
   Reply again = request(f.port(), http::verb::post, "/v1/completions", body + R"(,"n":4})");
   Reply one = request(f.port(), http::verb::post, "/v1/completions", body + "}");
   REQUIRE(again.status == 200);
