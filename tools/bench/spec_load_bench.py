@@ -85,6 +85,11 @@ def summarize_rounds(rounds):
                                                                 if a["planned_ms"] > 0)
     if drafting:
         out["drafted_per_drafting_row"] = statistics.mean(a["drafted"] / a["drafting_rows"] for a in drafting)
+        # The acceptance estimate's bias: tokens a drafting round delivered over what the planner expected.
+        judged = [a["tokens"] / a["planned_tokens"] for a in drafting if a.get("planned_tokens", 0) > 0]
+        if judged:
+            out["drafting_tokens_over_planned_median"] = statistics.median(judged)
+            out["drafting_tokens_over_planned_mean"] = statistics.mean(judged)
     return out
 
 
