@@ -78,6 +78,12 @@ def summarize_rounds(rounds):
     out = {"decode_rounds": len(decode), "drafting_share": len(drafting) / len(decode),
            "rows_mean": statistics.mean(a["rows"] for a in decode),
            "tokens_per_round": statistics.mean(a["tokens"] for a in decode)}
+    # Plain rounds' time by their row count: the two modes compared at equal batch sizes.
+    by_rows = {}
+    for a in decode:
+        if a["drafting_rows"] == 0:
+            by_rows.setdefault(a["rows"], []).append(a["ms"])
+    out["plain_ms_median_by_rows"] = {str(r): statistics.median(v) for r, v in sorted(by_rows.items())}
     if planned:
         out["planned_ms_median"] = statistics.median(a["planned_ms"] for a in planned)
         out["measured_ms_median"] = statistics.median(a["ms"] for a in planned)
