@@ -29,8 +29,7 @@ ClientStream::ClientStream(Gateway& gateway, asio::any_io_executor strand, Route
 }
 
 void ClientStream::submit(const std::string& id, GenerateRequest request, bool stream_bursts, Counted counted) {
-  auto timing = std::make_shared<RequestTiming>(gateway_.metrics(), route_, id, gateway_.hooks(),
-                                                counted == Counted::further_choice);
+  auto timing = std::make_shared<RequestTiming>(gateway_.metrics(), route_, id, gateway_.hooks(), counted);
   auto on_burst = [weak = weak_from_this(), strand = strand_, id, timing, stream_bursts](const Burst& burst) {
     timing->burst(burst);
     if (!stream_bursts) return;

@@ -31,6 +31,7 @@
 #include "net/metrics.hpp"
 #include "net/protocol.hpp"
 #include "net/recent_ids.hpp"
+#include "net/request_timing.hpp"
 
 namespace specd::net {
 
@@ -56,11 +57,9 @@ class ClientStream : public std::enable_shared_from_this<ClientStream> {
   // requests cancel() still knows (a cancel may cross its request's end on the wire).
   ClientStream(Gateway& gateway, boost::asio::any_io_executor strand, Route route, size_t remember_finished = 0);
 
-  // How a submission counts in the metrics: a request, or a further choice of one (n > 1),
-  // whose tokens count but whose finish, latencies and errors are its request's.
-  enum class Counted { request, further_choice };
   // Submits `request` to the engine as the client's `id` (unique among this stream's
-  // requests in flight). Its bursts, when `stream_bursts`, then its result come out of next().
+  // requests in flight). Its bursts, when `stream_bursts`, then its result come out of next();
+  // `counted`: how it counts in the metrics (request_timing.hpp).
   void submit(const std::string& id, GenerateRequest request, bool stream_bursts, Counted counted = Counted::request);
   // Cancels request `id` at the engine's next round. False when the stream never ran it
   // or has forgotten it; a request that already ended is known and nothing happens.

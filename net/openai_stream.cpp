@@ -296,7 +296,7 @@ asio::awaitable<bool> respond(GenerationContext& c, const HttpRequest& request, 
     if (!refused || !refused->error) {
       for (int32_t i = 1; i < p.n; ++i)
         s->submit(choices.ids[static_cast<size_t>(i)], choice_request(engine_request, choices, i), p.stream,
-                  ClientStream::Counted::further_choice);
+                  Counted::further_choice);
     }
     keep_alive = p.stream ? co_await respond_stream(c, request, *s, who, p, choices, std::move(*first))
                           : co_await respond_whole(c, request, *s, who, p, choices, std::move(*first));

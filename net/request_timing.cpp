@@ -3,12 +3,8 @@
 namespace specd::net {
 
 RequestTiming::RequestTiming(Metrics& metrics, Route route, std::string client_id, const GatewayHooks& hooks,
-                             bool further_choice)
-    : metrics_(metrics),
-      route_(route),
-      client_id_(std::move(client_id)),
-      hooks_(hooks),
-      further_choice_(further_choice) {}
+                             Counted counted)
+    : metrics_(metrics), route_(route), client_id_(std::move(client_id)), hooks_(hooks), counted_(counted) {}
 
 void RequestTiming::burst(const Burst& b) {
   const auto now = Clock::now();
@@ -26,7 +22,7 @@ void RequestTiming::burst(const Burst& b) {
 // Time to first token and end to end are the request's own timings (RequestActor
 // measures them once, for the result, the trace and these histograms).
 void RequestTiming::done(const GenerateResult& r) {
-  if (further_choice_) return;
+  if (counted_ == Counted::further_choice) return;
   if (r.timings.first_token_ms > 0) metrics_.time_to_first_token(r.timings.first_token_ms / 1000.0);
   if (r.error) {
     metrics_.request_error(route_, r.error->code);

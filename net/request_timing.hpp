@@ -19,14 +19,16 @@ struct GatewayHooks {
   std::function<void(const std::string& client_id, int64_t burst_index)> on_burst_ready;
 };
 
+// How a gateway submission counts in the metrics: a request, or a further choice of one
+// (n > 1), whose inter-token times count but whose end (finish reason, error, time to
+// first token, end to end) is counted by choice 0's.
+enum class Counted { request, further_choice };
+
 // One request's latencies. Its methods run in the engine's burst and done handlers,
 // one at a time per request (the request's strand).
 class RequestTiming {
  public:
-  // `further_choice`: choice 1.. of an n > 1 request: its inter-token times count, its
-  // end (finish reason, error, time to first token, end to end) is counted by choice 0's.
-  RequestTiming(Metrics& metrics, Route route, std::string client_id, const GatewayHooks& hooks,
-                bool further_choice = false);
+  RequestTiming(Metrics& metrics, Route route, std::string client_id, const GatewayHooks& hooks, Counted counted);
   void burst(const Burst& burst);
   void done(const GenerateResult& result);
 
@@ -36,7 +38,7 @@ class RequestTiming {
   Route route_;
   std::string client_id_;
   const GatewayHooks& hooks_;
-  bool further_choice_;
+  Counted counted_;
   std::optional<Clock::time_point> last_burst_;
   int64_t bursts_ = 0;
 };

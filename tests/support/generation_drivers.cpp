@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -254,6 +255,19 @@ at::Tensor last_logits(LlamaModel& model, KvCache& cache, int32_t slot, const st
 
 }  // namespace
 
+std::optional<at::Tensor> masked_by_hand(const at::Tensor& logits, grammar::GrammarMatcher& state) {
+  grammar::TokenBitset allowed;
+  state.fill_mask(allowed);
+  if (allowed.count() == 0) return std::nullopt;
+  at::Tensor out = logits.to(at::kFloat).clone();
+  float* row = out.data_ptr<float>();
+  for (int64_t id = 0; id < out.numel(); ++id) {
+    if (id >= static_cast<int64_t>(allowed.size()) || !allowed.test(static_cast<int32_t>(id)))
+      row[id] = -std::numeric_limits<float>::infinity();
+  }
+  return out;
+}
+
 GenerationResult generate_target_only(LlamaModel& model, KvCache& cache, const GenerationRequest& request,
                                       const TokenCallback& on_token) {
   validate(request.sampling);
@@ -278,17 +292,11 @@ GenerationResult generate_target_only(LlamaModel& model, KvCache& cache, const G
   std::optional<grammar::GrammarMatcher> grammar;
   if (request.grammar) grammar.emplace(request.grammar);
   while (true) {
-    // Under a grammar: the logits masked to what it allows, by hand (not the round's code).
     at::Tensor scored = logits;
     if (grammar) {
-      grammar::TokenBitset allowed;
-      grammar->fill_mask(allowed);
-      if (allowed.count() == 0) break;
-      scored = logits.to(at::kFloat).clone();
-      for (int64_t id = 0; id < scored.numel(); ++id) {
-        if (id >= static_cast<int64_t>(allowed.size()) || !allowed.test(static_cast<int32_t>(id)))
-          scored[id] = -INFINITY;
-      }
+      std::optional<at::Tensor> masked = masked_by_hand(logits, *grammar);
+      if (!masked) break;
+      scored = std::move(*masked);
     }
     const int32_t token =
         sample_token(scored, request.sampling, {context, static_cast<int64_t>(request.prompt.size())}, rng);

@@ -92,6 +92,10 @@ struct GenerationResult {
 // Called after each generated token; return false to stop early.
 using TokenCallback = std::function<bool(int32_t token)>;
 
+// Logits (one row) masked by hand to what `state` allows: a float32 copy, disallowed ids
+// at -inf; nothing when it allows none. The references' own masking, not the round's code.
+std::optional<at::Tensor> masked_by_hand(const at::Tensor& logits, grammar::GrammarMatcher& state);
+
 // Runs on slot 0 of `cache`. A prompt that does
 // not fit the cache is SpecdError(out_of_capacity); generation that reaches
 // max_seq_len ends with finish_reason length.

@@ -4,7 +4,6 @@
 #include <ATen/ATen.h>
 #include <c10/core/InferenceMode.h>
 
-#include <limits>
 #include <map>
 #include <memory>
 #include <optional>
@@ -33,24 +32,17 @@ inline std::map<Continuation, double> exact_joint3(
   const int64_t max_seq = static_cast<int64_t>(prompt.size()) + 4;
   KvCache cache(target.config(), 1, max_seq, KvCache::blocks_to_hold(1, max_seq));
   const int32_t slot = 0;  // the cache's one slot
-  auto mask = [&](const std::vector<int32_t>& ctx, at::Tensor& logits) {
-    grammar::GrammarMatcher m(grammar);
-    for (size_t i = prompt.size(); i < ctx.size(); ++i) REQUIRE(m.accept_token(ctx[i]));
-    grammar::TokenBitset allowed;
-    m.fill_mask(allowed);
-    float* row = logits.data_ptr<float>();
-    for (int32_t id = 0; id < logits.numel(); ++id)
-      if (static_cast<size_t>(id) >= allowed.size() || !allowed.test(id))
-        row[id] = -std::numeric_limits<float>::infinity();
-  };
   auto dist = [&](const std::vector<int32_t>& ctx) {
     std::vector<int64_t> ids(ctx.begin(), ctx.end());
     const int64_t n = static_cast<int64_t>(ids.size());
     cache.set_length(slot, 0);
     at::Tensor logits = target.forward({at::tensor(ids).unsqueeze(0), {slot}, {n}}, cache, LogitsFor::last_position)[0];
     if (grammar) {
-      logits = logits.to(at::kFloat).clone();
-      mask(ctx, logits);
+      grammar::GrammarMatcher m(grammar);
+      for (size_t i = prompt.size(); i < ctx.size(); ++i) REQUIRE(m.accept_token(ctx[i]));
+      std::optional<at::Tensor> masked = masked_by_hand(logits, m);
+      REQUIRE(masked);
+      logits = std::move(*masked);
     }
     return sampling_distribution(logits, sp, {ctx, static_cast<int64_t>(prompt.size())});
   };
