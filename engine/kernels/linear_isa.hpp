@@ -68,6 +68,19 @@ inline void prefetch_ahead(const std::byte* line, int64_t ahead = kPrefetchAhead
   __builtin_prefetch(line + ahead, 0, 3);
 }
 
+// Where a tile's stream goes on past its block. A tile of nv blocks reads one stream a
+// block, the blocks contiguous: past the end of its block a stream continues in the
+// block nv further on (its place in the next tile), not in the next block, which another
+// stream of this tile has read already. Prefetches `ahead` bytes past `line` there.
+struct TileStreams {
+  int64_t block_bytes = 0;
+  int nv = 1;
+  void prefetch(const std::byte* block, const std::byte* line, int64_t ahead) const {
+    const std::byte* p = line + ahead;
+    __builtin_prefetch(p < block + block_bytes ? p : p + (nv - 1) * block_bytes, 0, 3);
+  }
+};
+
 // Rows per register tile and how many 16-output blocks a tile holds for r rows: about
 // 20 zmm accumulators, leaving room for the weight vectors and a broadcast.
 constexpr int kTileRows = 16;

@@ -53,10 +53,11 @@ inline __m512i interleaved_pairs(const std::byte* a, const std::byte* b) {  // (
   return Signed ? _mm512_cvtepi8_epi16(v) : _mm512_cvtepu8_epi16(v);
 }
 
-// The exact S of one super-block for R rows and NV blocks (chunk: the blocks' chunks, xt:
-// the super-block's input quads of the first row at xt[k * m]).
+// The exact S of one super-block for R rows and NV blocks (blk: the blocks, chunk: their
+// chunks of this super-block, xt: its input quads of the first row at xt[k * m]).
 template <Dtype D, int R, int NV>
-inline void superblock_sums(const std::byte* const (&chunk)[NV], const int32_t* xt, int64_t m, __m512i (&s)[R][NV]) {
+inline void superblock_sums(const std::byte* const (&blk)[NV], const std::byte* const (&chunk)[NV],
+                            const TileStreams& streams, const int32_t* xt, int64_t m, __m512i (&s)[R][NV]) {
   constexpr NibbleLayout L = nibble_layout(D);
 #pragma GCC unroll 8
   for (int r = 0; r < R; ++r)
@@ -81,7 +82,7 @@ inline void superblock_sums(const std::byte* const (&chunk)[NV], const int32_t* 
           constexpr int kLines = L.group_bytes() / 64;
           const int slot = part * 4 + step, line = (slot * kLines + 7) / 8;
           if (line < kLines && line * 8 / kLines == slot) {
-            prefetch_ahead(group + line * 64, L.prefetch_ahead());
+            streams.prefetch(blk[v], group + line * 64, L.prefetch_ahead());
           }
           w[v] = step_quants<L.bits>(group, part, step);
         }
@@ -122,7 +123,8 @@ inline void superblock_sums(const std::byte* const (&chunk)[NV], const int32_t* 
 // int16 (4 steps of 4 x 15 x 127 = 30480), so vpdpwssd by the lanes' scales as (sc, 0)
 // pairs adds sc times it to S in one instruction where vpmulld takes two and an add.
 template <int NV>
-inline void q4k_row_sums(const std::byte* const (&chunk)[NV], const int32_t* xt, int64_t m, __m512i (&s)[1][NV]) {
+inline void q4k_row_sums(const std::byte* const (&blk)[NV], const std::byte* const (&chunk)[NV],
+                         const TileStreams& streams, const int32_t* xt, int64_t m, __m512i (&s)[1][NV]) {
   constexpr NibbleLayout L = nibble_layout(Dtype::q4_k);
   const __m512i low4 = _mm512_set1_epi8(0x0f), high4 = _mm512_set1_epi8(static_cast<char>(0xf0));
 #pragma GCC unroll 4
@@ -136,7 +138,7 @@ inline void q4k_row_sums(const std::byte* const (&chunk)[NV], const int32_t* xt,
 #pragma GCC unroll 4
       for (int v = 0; v < NV; ++v) {
         const std::byte* q = chunk[v] + g * L.group_bytes() + step * 64;
-        prefetch_ahead(q, L.prefetch_ahead());
+        streams.prefetch(blk[v], q, L.prefetch_ahead());
         const __m512i raw = _mm512_loadu_si512(q);
         const __m512i zero = _mm512_setzero_si512();
         lo[v] = _mm512_dpbusd_epi32(step == 0 ? zero : lo[v], _mm512_and_si512(raw, low4), x_lo);
@@ -161,6 +163,7 @@ void tile(const KernelCall& c, int64_t b0, int64_t r0) {
   const auto* x = static_cast<const int32_t*>(c.x) + r0;
   const int64_t m = c.m, superblocks = c.w->in() / L.inputs;
   const std::byte* blk[NV];
+  const TileStreams streams{c.w->block_bytes(), NV};
   __m512 acc[R][NV];
 #pragma GCC unroll 4
   for (int v = 0; v < NV; ++v) {
@@ -175,9 +178,9 @@ void tile(const KernelCall& c, int64_t b0, int64_t r0) {
     const int32_t* xt = x + t * (L.inputs / 4) * m;
     __m512i s[R][NV];
     if constexpr (D == Dtype::q4_k && R == 1) {
-      q4k_row_sums<NV>(chunk, xt, m, s);
+      q4k_row_sums<NV>(blk, chunk, streams, xt, m, s);
     } else {
-      superblock_sums<D, R, NV>(chunk, xt, m, s);
+      superblock_sums<D, R, NV>(blk, chunk, streams, xt, m, s);
     }
     const int32_t* sums = c.x_sums + t * L.sum_pairs() * m + r0;
 #pragma GCC unroll 4

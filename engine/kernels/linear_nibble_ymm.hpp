@@ -60,6 +60,7 @@ void nibble_ymm_tile(const KernelCall& c, int64_t b0, int64_t r0) {
   constexpr NibbleLayout L = nibble_layout(D);
   const auto* x = static_cast<const int32_t*>(c.x) + r0;
   const int64_t m = c.m, superblocks = c.w->in() / L.inputs;
+  const TileStreams streams{c.w->block_bytes(), NV};
   __m256 acc[NV][R][2];
 #pragma GCC unroll 4
   for (int v = 0; v < NV; ++v) {
@@ -84,7 +85,7 @@ void nibble_ymm_tile(const KernelCall& c, int64_t b0, int64_t r0) {
           constexpr int kLines = L.group_bytes() / 64;
 #pragma GCC unroll 6
           for (int l = h * kLines / 2; l < (h + 1) * kLines / 2; ++l) {
-            prefetch_ahead(chunk + g * L.group_bytes() + l * 64, L.prefetch_ahead());
+            streams.prefetch(c.w->block(b0 + v), chunk + g * L.group_bytes() + l * 64, L.prefetch_ahead());
           }
           Sums::template group_sums<D, R>(chunk, g, h, xt + g * 8 * m, m, s[v]);
         }
@@ -142,9 +143,10 @@ void nibble_ymm_tile(const KernelCall& c, int64_t b0, int64_t r0) {
   }
 }
 
-// Blocks a tile: 4 at one row, 2 at two (more quant streams in flight a thread, as the
-// Q4_0 tile); BENCHMARKS.md, "K-quant decode at the Q4_0 kernels' speed".
-constexpr int nibble_ymm_tile_blocks(int rows) { return rows <= 1 ? 4 : rows <= 2 ? 2 : 1; }
+// Blocks a tile: 2 at one and two rows (more quant streams in flight a thread, as the
+// Q4_0 tile; 4 at one row spilled registers and ran 5% slower on AVX2 decode:
+// BENCHMARKS.md, "K-quant decode on AVX2: two streams a tile").
+constexpr int nibble_ymm_tile_blocks(int rows) { return rows <= 2 ? 2 : 1; }
 
 template <class Sums, Dtype D>
 void nibble_ymm_blocks(const KernelCall& c, int64_t b_begin, int64_t b_end) {
