@@ -53,7 +53,7 @@ awaitable<void> SchedulerActor::run() {
   for (;;) {
     co_await collect_messages();
     if (stopping_) {
-      co_await end_for_stop();
+      end_for_stop();
       if (idle()) break;  // checked here: a stopping scheduler waits for no message
     }
     admit();
@@ -84,17 +84,17 @@ awaitable<void> SchedulerActor::collect_messages() {
   }
   while (mailbox_.try_receive([&](error_code, Message m) { messages.push_back(std::move(m)); })) {
   }
-  for (auto& m : messages) co_await handle(m);
+  for (auto& m : messages) handle(m);
 }
 
-awaitable<void> SchedulerActor::handle(Message& message) {
+void SchedulerActor::handle(Message& message) {
   if (auto* m = std::get_if<Submit>(&message)) {
-    co_await accept(*m);
+    accept(*m);
   } else if (auto* m = std::get_if<Cancel>(&message)) {
     auto match = [m](const Entry& e) { return m->number ? e.actor->number() == m->number : e.actor->id() == m->id; };
-    co_await finish_where(waiting_, match, FinishReason::cancelled);
-    co_await finish_where(prefilling_, match, FinishReason::cancelled);
-    co_await finish_where(running_, match, FinishReason::cancelled);
+    finish_where(waiting_, match, FinishReason::cancelled);
+    finish_where(prefilling_, match, FinishReason::cancelled);
+    finish_where(running_, match, FinishReason::cancelled);
   } else if (auto* m = std::get_if<Snapshot>(&message)) {
     const CacheUsage usage = cache_.usage();
     EngineSnapshot s = counters_;
@@ -121,7 +121,7 @@ void SchedulerActor::take_snapshot(EngineSnapshot& s, const CacheUsage& usage) c
 }
 
 // Queues a submission, or refuses it: stopping, a duplicate id, or a full queue.
-awaitable<void> SchedulerActor::accept(Submit& m) {
+void SchedulerActor::accept(Submit& m) {
   const GenerateRequest& r = m.request;
   RequestOutput output(options_.tokenizer, {.eos_ids = r.ignore_eos ? std::vector<int32_t>{} : options_.eos_ids,
                                             .stop = r.stop,
@@ -153,18 +153,18 @@ awaitable<void> SchedulerActor::accept(Submit& m) {
   if (refusal) {
     counters_.requests_failed += 1;  // not through finish_where(): no slots, no trace span
     entry->actor->post_finished({FinishReason::error, refusal, {}, static_cast<int32_t>(entry->prompt.size())});
-    co_return;
+    return;
   }
   waiting_.push_back(std::move(entry));
 }
 
-awaitable<void> SchedulerActor::end_for_stop() {
+void SchedulerActor::end_for_stop() {
   // Nothing waiting is admitted any more: that includes a request preempted since the Stop.
   auto all = [](const Entry&) { return true; };
-  co_await finish_where(waiting_, all, FinishReason::cancelled);
-  if (Clock::now() < stop_deadline_) co_return;
-  co_await finish_where(prefilling_, all, FinishReason::cancelled);
-  co_await finish_where(running_, all, FinishReason::cancelled);
+  finish_where(waiting_, all, FinishReason::cancelled);
+  if (Clock::now() < stop_deadline_) return;
+  finish_where(prefilling_, all, FinishReason::cancelled);
+  finish_where(running_, all, FinishReason::cancelled);
 }
 
 // Running requests decode; the others (new, prefilling, or preempted and resuming) prefill.

@@ -108,9 +108,9 @@ class SchedulerActor {
 
   // The actor's loop (scheduler_actor.cpp): messages, admission, preemption, endings.
   awaitable<void> collect_messages();
-  awaitable<void> handle(Message& message);
+  void handle(Message& message);
   void take_snapshot(EngineSnapshot& s, const CacheUsage& usage) const;
-  awaitable<void> accept(Submit& submit);
+  void accept(Submit& submit);
   void admit();
   KvFootprint footprint(const Entry& e) const;
   int64_t blocks_reserved() const;
@@ -124,13 +124,9 @@ class SchedulerActor {
   // The running and prefilling requests, in that order, and when each was first admitted.
   std::vector<Entry*> admitted_entries() const;
   static std::vector<int64_t> admission_times(std::span<Entry* const> entries);
-  // Finishes and removes every entry of `entries` that `which` selects. Coroutine
-  // arguments here are references, pointers or trivially destructible values: no
-  // temporary with a destructor is left in a co_await expression (compilers have
-  // destroyed such temporaries twice; see CMakeLists.txt).
+  // Finishes and removes every entry of `entries` that `which` selects.
   template <class Which>
-  awaitable<void> finish_where(Entries& entries, const Which& which, FinishReason reason,
-                               const RequestError* error = nullptr);
+  void finish_where(Entries& entries, const Which& which, FinishReason reason, const RequestError* error = nullptr);
   // The one place a request that was accepted ends: its finish reason decided
   // (compose_finish_reason), its counters kept, its actor told, its slots and blocks released.
   void end(Entries& leaving, FinishReason reason, const RequestError* failure);
@@ -138,7 +134,7 @@ class SchedulerActor {
   // ends them: an idle engine holds no block.
   void release_slots(std::span<Entry* const> entries);
   // Once stopping: ends the waiting requests now and, past the deadline, the rest.
-  awaitable<void> end_for_stop();
+  void end_for_stop();
   bool idle() const;
   void post(Message message);
 
@@ -150,8 +146,8 @@ class SchedulerActor {
   // The chunks of the prefilling requests' prompts the round's pass carries.
   std::vector<TargetPrefill> choose_chunks(const RoundPlan& plan, RoundOutcome& out);
   // Applies the round's outputs and the newcomers' first tokens; finishes who ended.
-  awaitable<void> apply_round(RoundOutcome& outcome, double seconds);
-  awaitable<void> start_prefilled(RoundOutcome& outcome);
+  void apply_round(RoundOutcome& outcome, double seconds);
+  void start_prefilled(RoundOutcome& outcome);
   // A round's burst, and a newcomer's first token, through the entry's output to its
   // actor (the trace records each as its own span).
   void deliver_round(Entry& entry, const RoundOutput& row, int32_t planned_k);

@@ -45,8 +45,8 @@ struct SchedulerActor::RoundOutcome {
 };
 
 template <class Which>
-awaitable<void> SchedulerActor::finish_where(Entries& entries, const Which& which, FinishReason reason,
-                                             const RequestError* failure) {
+void SchedulerActor::finish_where(Entries& entries, const Which& which, FinishReason reason,
+                                  const RequestError* failure) {
   Entries keep;
   Entries leaving;
   for (auto& e : entries) {
@@ -54,7 +54,6 @@ awaitable<void> SchedulerActor::finish_where(Entries& entries, const Which& whic
   }
   entries = std::move(keep);
   if (!leaving.empty()) end(leaving, reason, failure);
-  co_return;
 }
 
 }  // namespace specd::actors

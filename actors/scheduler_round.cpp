@@ -35,8 +35,8 @@ awaitable<void> SchedulerActor::run_round() {
   if (failure) {
     // A failed model call fails this round's requests; the engine keeps serving.
     auto all = [](const Entry&) { return true; };
-    co_await finish_where(running_, all, FinishReason::error, &*failure);
-    co_await finish_where(prefilling_, all, FinishReason::error, &*failure);
+    finish_where(running_, all, FinishReason::error, &*failure);
+    finish_where(prefilling_, all, FinishReason::error, &*failure);
     co_return;
   }
   // A round that also prefilled newcomers says nothing about the per-round overhead.
@@ -51,7 +51,7 @@ awaitable<void> SchedulerActor::run_round() {
   }
   planned_k_.clear();
   for (const RowPlan& row : plan.rows) planned_k_.push_back(row.k);
-  co_await apply_round(outcome, seconds);
+  apply_round(outcome, seconds);
   if (trace_.on()) trace_round(outcome, delivered_tokens_ - delivered_before, batch_plan);
 }
 
@@ -195,7 +195,7 @@ awaitable<SchedulerActor::RoundOutcome> SchedulerActor::execute(RoundPlan& plan)
   co_return out;
 }
 
-awaitable<void> SchedulerActor::apply_round(RoundOutcome& outcome, double seconds) {
+void SchedulerActor::apply_round(RoundOutcome& outcome, double seconds) {
   std::vector<KOutcome> running;
   for (size_t i = 0; i < running_.size(); ++i) {
     try {
@@ -221,14 +221,14 @@ awaitable<void> SchedulerActor::apply_round(RoundOutcome& outcome, double second
     if (!running_[i]->error) deliver_round(*running_[i], outcome.round.rows[i], planned_k_[i]);
   if (seconds > 0 && !running.empty())
     tally_round(running.size(), drafted, seconds, delivered_tokens_ - delivered_before);
-  co_await finish_where(
+  finish_where(
       running_, [](const Entry& e) { return e.finished(); }, FinishReason::length);
-  co_await start_prefilled(outcome);
+  start_prefilled(outcome);
 }
 
 // Newcomers whose prompt is now all in their slot take their first token and join the
 // batch; the others keep prefilling in the next rounds.
-awaitable<void> SchedulerActor::start_prefilled(RoundOutcome& outcome) {
+void SchedulerActor::start_prefilled(RoundOutcome& outcome) {
   size_t next_first = 0;
   for (size_t i = 0; i < outcome.chunked.size(); ++i) {
     Entry& e = *outcome.chunked[i];
@@ -257,7 +257,7 @@ awaitable<void> SchedulerActor::start_prefilled(RoundOutcome& outcome) {
     e.seq->rng = first.rng;
     deliver_first_token(e, first);
   }
-  co_await finish_where(
+  finish_where(
       running_, [](const Entry& e) { return e.finished(); }, FinishReason::length);
 }
 
