@@ -31,12 +31,16 @@ def read_prompts(count=None):
     return prompts[:count]
 
 
-def write_config(path, engine, trace=False):
-    """A serve config on port 0: `engine` maps [engine] keys to values (str values quoted)."""
+def write_config(path, engine, trace=False, trace_capacity=None):
+    """A serve config on port 0: `engine` maps [engine] keys to values (str values quoted);
+    `trace_capacity` sizes the trace ring when given."""
     lines = ["[server]", "port = 0", "[engine]"]
     for key, value in engine.items():
         lines.append(f'{key} = "{value}"' if isinstance(value, str) else f"{key} = {value}")
-    lines += ["[trace]", f"enabled = {'true' if trace else 'false'}", ""]
+    lines += ["[trace]", f"enabled = {'true' if trace else 'false'}"]
+    if trace_capacity is not None:
+        lines.append(f"capacity = {trace_capacity}")
+    lines.append("")
     with open(path, "w", encoding="utf-8") as f:
         f.write("\n".join(lines))
     return path

@@ -58,13 +58,16 @@ def run_level(url, prompts, clients, per_client, max_tokens, spec_off):
 
 
 def rounds_since(url, since_us):
-    """The server's scheduler rounds recorded after `since_us` (trace clock), from GET /v1/trace."""
-    with urllib.request.urlopen(url + "/v1/trace", timeout=60) as r:
+    """The server's scheduler rounds recorded after `since_us` (trace clock), from GET /v1/trace,
+    the trace's end, and how many events the server's ring has dropped so far. The window
+    is the route's widest (an hour): its default, the last 10 s, would keep only a long
+    run's tail."""
+    with urllib.request.urlopen(url + "/v1/trace?seconds=3600", timeout=60) as r:
         trace = json.load(r)
-    events = trace["traceEvents"] if isinstance(trace, dict) else trace
+    events = trace["traceEvents"]
     rounds = [e for e in events if e.get("name") == "round" and e.get("ph") == "X" and "rows" in e.get("args", {})]
     last = max((e["ts"] + e["dur"] for e in events if e.get("ph") == "X"), default=0)
-    return [e for e in rounds if e["ts"] >= since_us], last
+    return [e for e in rounds if e["ts"] >= since_us], last, trace["otherData"]["dropped_events"]
 
 
 def summarize_rounds(rounds):
@@ -110,12 +113,15 @@ def main():
     p.add_argument("--requests-per-client", type=int, default=1)
     p.add_argument("--max-tokens", type=int, default=64)
     p.add_argument("--trace", action="store_true", help="report the planner's rounds from the server's trace")
+    p.add_argument("--trace-capacity", type=int, default=1_000_000,
+                   help="events the server's trace ring holds; a run must fit in it")
     p.add_argument("--extra", default="", help="more `specd serve` flags, space separated")
     args = p.parse_args()
     levels = [int(x) for x in args.levels.split(",")]
     prompts = read_prompts()
     with tempfile.TemporaryDirectory() as tmp:
-        config = write_config(os.path.join(tmp, "serve.toml"), {}, trace=args.trace)
+        config = write_config(os.path.join(tmp, "serve.toml"), {}, trace=args.trace,
+                              trace_capacity=args.trace_capacity)
         command = ["serve", "--config", config, "--model", args.target, "--draft", args.draft, "--weights", args.weights,
                    "--draft-weights", "stored", *args.extra.split()]
         print("spec_load_bench: specd " + " ".join(command), file=sys.stderr)
@@ -127,14 +133,22 @@ def main():
             for clients in levels:
                 runs = {"off": [], "auto": []}
                 rounds = {"off": [], "auto": []}
+                traced = {"off": 0, "auto": 0}  # tokens the traced rounds delivered, against the clients' count
+                delivered = {"off": 0, "auto": 0}
                 for r in range(args.repeat):
                     for mode in (["off", "auto"] if r % 2 == 0 else ["auto", "off"]):
-                        since = rounds_since(url, 0)[1] if args.trace else 0
+                        _, since, dropped = rounds_since(url, 0) if args.trace else (None, 0, 0)
                         tps, tokens, seconds = run_level(url, prompts, clients, args.requests_per_client,
                                                          args.max_tokens, mode == "off")
                         runs[mode].append(tps)
                         if args.trace:
-                            rounds[mode] += rounds_since(url, since)[0]
+                            seen, _, dropped_after = rounds_since(url, since)
+                            if dropped_after > dropped:
+                                sys.exit(f"spec_load_bench: the trace ring dropped {dropped_after - dropped} events "
+                                         "during a run; raise --trace-capacity")
+                            rounds[mode] += seen
+                            traced[mode] += sum(e["args"]["tokens"] for e in seen)
+                            delivered[mode] += tokens
                         print(f"spec_load_bench: {clients} clients {mode}: {tps:.2f} tokens/s "
                               f"({tokens} in {seconds:.1f} s)", file=sys.stderr)
                 ratios = [a / o for a, o in zip(runs["auto"], runs["off"])]
@@ -143,7 +157,8 @@ def main():
                          "auto_over_off": statistics.median(ratios), "auto_over_off_per_repeat": ratios,
                          "per_repeat": runs}
                 if args.trace:
-                    level["rounds"] = {mode: summarize_rounds(rs) for mode, rs in rounds.items()}
+                    level["rounds"] = {mode: summarize_rounds(rs) | {"traced_token_share": traced[mode] / delivered[mode]}
+                                       for mode, rs in rounds.items()}
                 report["levels"].append(level)
                 print(f"spec_load_bench: {clients} clients auto/off {level['auto_over_off']:.2f}", file=sys.stderr)
     json.dump(report, sys.stdout, indent=1)
