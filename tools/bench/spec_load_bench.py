@@ -78,7 +78,12 @@ def summarize_rounds(rounds):
         return {}
     drafting = [a for a in decode if a["drafting_rows"] > 0]
     planned = [a for a in decode if "planned_ms" in a]
-    out = {"decode_rounds": len(decode), "drafting_share": len(drafting) / len(decode),
+    # Where a run's time went: decode rounds against the rounds that prefilled newcomers.
+    all_s = sum(e["dur"] for e in rounds) / 1e6
+    decode_s = sum(a["ms"] for a in decode) / 1e3
+    out = {"decode_rounds": len(decode), "other_rounds": len(rounds) - len(decode),
+           "decode_seconds": decode_s, "other_seconds": all_s - decode_s,
+           "drafting_share": len(drafting) / len(decode),
            "rows_mean": statistics.mean(a["rows"] for a in decode),
            "tokens_per_round": statistics.mean(a["tokens"] for a in decode)}
     # Plain rounds' time by their row count: the two modes compared at equal batch sizes.
@@ -133,6 +138,7 @@ def main():
             for clients in levels:
                 runs = {"off": [], "auto": []}
                 rounds = {"off": [], "auto": []}
+                per_repeat = {"off": [], "auto": []}  # each run's rounds alone: where one repeat differs
                 traced = {"off": 0, "auto": 0}  # tokens the traced rounds delivered, against the clients' count
                 delivered = {"off": 0, "auto": 0}
                 for r in range(args.repeat):
@@ -147,6 +153,7 @@ def main():
                                 sys.exit(f"spec_load_bench: the trace ring dropped {dropped_after - dropped} events "
                                          "during a run; raise --trace-capacity")
                             rounds[mode] += seen
+                            per_repeat[mode].append(summarize_rounds(seen))
                             traced[mode] += sum(e["args"]["tokens"] for e in seen)
                             delivered[mode] += tokens
                         print(f"spec_load_bench: {clients} clients {mode}: {tps:.2f} tokens/s "
@@ -159,6 +166,7 @@ def main():
                 if args.trace:
                     level["rounds"] = {mode: summarize_rounds(rs) | {"traced_token_share": traced[mode] / delivered[mode]}
                                        for mode, rs in rounds.items()}
+                    level["rounds_per_repeat"] = per_repeat
                 report["levels"].append(level)
                 print(f"spec_load_bench: {clients} clients auto/off {level['auto_over_off']:.2f}", file=sys.stderr)
     json.dump(report, sys.stdout, indent=1)
