@@ -9,14 +9,15 @@ read bandwidth, verify passes of 5 and 8 rows in decode steps, and 128-token pre
 speeds also as ratios to the stored weights'.
 
 Part 2, one request through `specd serve` with the draft: a server per format (stored,
-int8, int4 target; the draft as stored), all started first, then each prompt of
-conf/bench_prompts.txt sent to each server in turn, target-only and with `k: auto`
-(greedy, --max-tokens, ignore_eos), so the host's drift hits every format alike. Reports
-median decode tokens/s (the done frame's) and each as a ratio to the stored target-only.
+int8, int4 target, and each --checkpoint as stored; the draft as stored), all started
+first, then each prompt of conf/bench_prompts.txt sent to each server in turn,
+target-only and with `k: auto` (greedy, --max-tokens, ignore_eos), so the host's drift
+hits every format alike. Reports median decode tokens/s (the done frame's) and each as a
+ratio to the stored target-only.
 
     /usr/bin/python3 tools/bench/quantized_bench.py --target /work/padded/target-3b-bf16 \\
-        [--draft models/draft] [--checkpoint int4=/tmp/target-int4 ...] [--prompts 4] \\
-        [--max-tokens 128] [--skip-model] [--skip-requests]
+        [--draft models/draft] [--checkpoint q4_k_m=/tmp/target-q4_k_m.gguf ...] [--prompts 4] \\
+        [--max-tokens 128] [--model-rounds 1] [--skip-model] [--skip-requests]
 
 SPECD_KERNEL_ISA=avx2 in the environment runs both parts on the AVX2 kernels.
 """
@@ -58,8 +59,18 @@ def model_figures(args, model, weights):
 
 
 def model_part(args):
+    """Each way's figures; with --model-rounds N the ways run N times, forward then backward
+    in turn so drift hits them alike, and each figure is the way's median over rounds."""
     ways = [(args.target, w) for w in FORMATS] + [(path, "stored") for _, path in args.checkpoint]
-    rows = [model_figures(args, model, weights) for model, weights in ways]
+    runs = [[] for _ in ways]
+    for r in range(args.model_rounds):
+        order = range(len(ways)) if r % 2 == 0 else reversed(range(len(ways)))
+        for i in order:
+            runs[i].append(model_figures(args, *ways[i]))
+    rows = [{key: (statistics.median(run[key] for run in way_runs) if isinstance(way_runs[0][key], float)
+                   else way_runs[0][key]) for key in way_runs[0]} for way_runs in runs]
+    for row, way_runs in zip(rows, runs):
+        row["decode_ms_per_round"] = [run["decode_ms"] for run in way_runs]
     base = rows[0]
     for r in rows:
         r["decode_speed_over_stored"] = base["decode_ms"] / r["decode_ms"]
@@ -76,13 +87,15 @@ async def one_request(url, prompt, spec, max_tokens, number):
 def request_part(args, workdir):
     modes = {"target-only": {"enabled": False}, "auto": {"enabled": True, "k": "auto"}}
     prompts = read_prompts(args.prompts)
-    speeds = {(f, m): [] for f in FORMATS for m in modes}
-    tokens_per_round = {f: [] for f in FORMATS}
+    # Each server's target and its --weights: the float checkpoint three ways, then the checkpoints given.
+    servers = {f: (args.target, f) for f in FORMATS} | {name: (path, "stored") for name, path in args.checkpoint}
+    speeds = {(f, m): [] for f in servers for m in modes}
+    tokens_per_round = {f: [] for f in servers}
 
     async def run(urls):
         number = 0
         for prompt in prompts:
-            for f in FORMATS:
+            for f in servers:
                 for mode, spec in modes.items():
                     number += 1
                     speed, stats = await one_request(urls[f], prompt, spec, args.max_tokens, number)
@@ -93,10 +106,10 @@ def request_part(args, workdir):
 
     urls = {}
     with contextlib.ExitStack() as stack:
-        for f in FORMATS:
+        for f, (target, weights) in servers.items():
             config = write_config(os.path.join(workdir, f"{f}.toml"), {
-                "target": os.path.abspath(args.target), "draft": os.path.abspath(args.draft),
-                "target_weights": f, "draft_weights": "stored", "max_batch": 4, "kv_cache_memory": "1GiB"})
+                "target": os.path.abspath(target), "draft": os.path.abspath(args.draft),
+                "target_weights": weights, "draft_weights": "stored", "max_batch": 4, "kv_cache_memory": "1GiB"})
             _, url = stack.enter_context(serving(args.specd, ["serve", "--config", config], "quantized_bench"))
             urls[f] = url.replace("http://", "ws://") + "/v1/ws"
         asyncio.run(run(urls))
@@ -117,7 +130,8 @@ def main():
     parser.add_argument("--target", required=True, help="float (F16/BF16) model directory")
     parser.add_argument("--draft", default=os.path.join(HERE, "..", "..", "models", "draft"))
     parser.add_argument("--checkpoint", action="append", default=[], type=lambda s: tuple(s.split("=", 1)),
-                        help="FORMAT=DIR: a `specd quantize` checkpoint of the target (repeatable)")
+                        help="NAME=PATH: a `specd quantize` checkpoint of the target, a folder or a GGUF file (repeatable)")
+    parser.add_argument("--model-rounds", type=int, default=1, help="part 1: runs of every way, alternating order")
     parser.add_argument("--prompts", type=int, default=4)
     parser.add_argument("--max-tokens", type=int, default=128)
     parser.add_argument("--skip-model", action="store_true")
