@@ -135,6 +135,8 @@ def main():
             report = {"target": args.target, "draft": args.draft, "weights": args.weights,
                       "isa": os.environ.get("SPECD_KERNEL_ISA", "best"), "max_tokens": args.max_tokens,
                       "requests_per_client": args.requests_per_client, "levels": []}
+            # The trace's end and its dropped count so far; each run's fetch afterwards moves them on.
+            _, since, dropped = rounds_since(url, 0) if args.trace else (None, 0, 0)
             for clients in levels:
                 runs = {"off": [], "auto": []}
                 rounds = {"off": [], "auto": []}
@@ -143,15 +145,15 @@ def main():
                 delivered = {"off": 0, "auto": 0}
                 for r in range(args.repeat):
                     for mode in (["off", "auto"] if r % 2 == 0 else ["auto", "off"]):
-                        _, since, dropped = rounds_since(url, 0) if args.trace else (None, 0, 0)
                         tps, tokens, seconds = run_level(url, prompts, clients, args.requests_per_client,
                                                          args.max_tokens, mode == "off")
                         runs[mode].append(tps)
                         if args.trace:
-                            seen, _, dropped_after = rounds_since(url, since)
+                            seen, end, dropped_after = rounds_since(url, since)
                             if dropped_after > dropped:
                                 sys.exit(f"spec_load_bench: the trace ring dropped {dropped_after - dropped} events "
                                          "during a run; raise --trace-capacity")
+                            since = end
                             rounds[mode] += seen
                             per_repeat[mode].append(summarize_rounds(seen))
                             traced[mode] += sum(e["args"]["tokens"] for e in seen)
