@@ -232,3 +232,31 @@ TEST_CASE("packing the parameters for inference keeps their values and the full 
   at::Tensor cached = model->forward({tokens, {slot}, {30}}, cache, LogitsFor::all_positions);
   CHECK(max_diff(cached, before) < kCachedTolerance);
 }
+
+TEST_CASE("a profiled pass counts its parts and gives the same logits as an unprofiled one") {
+  torch::InferenceMode guard;
+  auto model = random_model(tiny_config(), 43);
+  at::Tensor tokens = random_tokens(12, 97, 11).unsqueeze(0);
+  KvCache cache(model->config(), 1, 64, KvCache::blocks_to_hold(1, 64));
+  const int32_t slot = 0;
+  const at::Tensor plain = model->forward({tokens, {slot}, {12}}, cache, LogitsFor::all_positions);
+  CHECK(model->runner().profile().passes == 0);  // off by default
+  cache.truncate_to(slot, 0);
+  ForwardRunner& runner = model->runner();
+  runner.set_profiling(true);
+  const at::Tensor profiled = model->forward({tokens, {slot}, {12}}, cache, LogitsFor::all_positions);
+  for (int64_t t = 0; t < 3; ++t) {
+    model->forward({at::full({1, 1}, 5 + t, at::kLong), {slot}, {1}}, cache, LogitsFor::last_position);
+  }
+  runner.set_profiling(false);
+  CHECK(at::equal(plain, profiled));
+  const ForwardProfile p = runner.profile();
+  CHECK(p.passes == 4);
+  CHECK(p.linear > 0);
+  CHECK(p.attention > 0);
+  CHECK(p.linear + p.attention <= p.seconds);
+  model->forward({at::full({1, 1}, 9, at::kLong), {slot}, {1}}, cache, LogitsFor::last_position);
+  CHECK(runner.profile().passes == 4);  // off keeps the profile for reading
+  runner.set_profiling(true);
+  CHECK(runner.profile().passes == 0);  // on starts from zero
+}

@@ -148,6 +148,11 @@ void LlamaModel::use_inference_weights(std::shared_ptr<const InferenceWeights> w
 
 const InferenceWeights* LlamaModel::inference_weights() const { return runner_ ? &runner_->weights() : nullptr; }
 
+ForwardRunner& LlamaModel::runner() {
+  if (!runner_) pack_parameters_for_inference();
+  return *runner_;
+}
+
 void LlamaModel::pack_parameters_for_inference() {
   if (!model_) throw SpecdError(ErrorCode::invalid_argument, "the model has no float32 parameters to pack");
   torch::NoGradGuard no_grad;

@@ -110,6 +110,8 @@ class LlamaModel : public torch::nn::Module {
   void use_inference_weights(std::shared_ptr<const InferenceWeights> weights);
   const InferenceWeights* inference_weights() const;  // null until given or packed
   void pack_parameters_for_inference();
+  // The inference passes' profile (ForwardRunner::set_profiling); needs the weights.
+  ForwardRunner& runner();
 
   // Full-sequence causal forward with no cache on the float32 parameters (training,
   // reference checks): tokens [B, T] -> logits [B, T, vocab].

@@ -1,6 +1,7 @@
 #include "engine/model/native_forward.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <string>
 
@@ -153,6 +154,18 @@ void ForwardRunner::attend(std::span<const ForwardRow> rows, const KvTables& tab
   }
 }
 
+void ForwardRunner::linear(const kernels::PackedWeight& w, const float* x, int64_t m, float* y) {
+  if (!profiling_) return kernels::linear(w, x, m, y);
+  const auto t0 = std::chrono::steady_clock::now();
+  kernels::linear(w, x, m, y);
+  profile_.linear += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+void ForwardRunner::set_profiling(bool on) {
+  if (on) profile_ = {};
+  profiling_ = on;
+}
+
 void ForwardRunner::attention_block(int64_t layer, std::span<const ForwardRow> rows, const KvTables& tables,
                                     KvBlockPool& pool) {
   const ModelConfig& c = weights_->config;
@@ -161,7 +174,7 @@ void ForwardRunner::attention_block(int64_t layer, std::span<const ForwardRow> r
   const int64_t heads = c.num_attention_heads, kv_heads = c.num_key_value_heads;
   const int64_t qkv_width = (heads + 2 * kv_heads) * d;
   rms_norm(s_.x.data(), w.input_norm.data(), m, hidden, c.rms_norm_eps, s_.h.data());
-  kernels::linear(w.qkv, s_.h.data(), m, s_.qkv.data());
+  linear(w.qkv, s_.h.data(), m, s_.qkv.data());
   const int64_t block_size = tables.block_size;
   for (int64_t r = 0; r < m; ++r) {
     float* row = s_.qkv.data() + r * qkv_width;
@@ -182,8 +195,14 @@ void ForwardRunner::attention_block(int64_t layer, std::span<const ForwardRow> r
     write_into(at.slot);
     for (int32_t slot : at.also_write) write_into(slot);
   }
-  attend(rows, tables, pool, layer);
-  kernels::linear(w.o, s_.attn.data(), m, s_.out.data());
+  if (profiling_) {
+    const auto t0 = std::chrono::steady_clock::now();
+    attend(rows, tables, pool, layer);
+    profile_.attention += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  } else {
+    attend(rows, tables, pool, layer);
+  }
+  linear(w.o, s_.attn.data(), m, s_.out.data());
   add_into(s_.x.data(), s_.out.data(), m * hidden);
 }
 
@@ -192,7 +211,7 @@ void ForwardRunner::mlp_block(int64_t layer, int64_t m) {
   const LayerWeights& w = weights_->layers[layer];
   const int64_t hidden = c.hidden_size, inter = c.intermediate_size;
   rms_norm(s_.x.data(), w.post_attention_norm.data(), m, hidden, c.rms_norm_eps, s_.h.data());
-  kernels::linear(w.gate_up, s_.h.data(), m, s_.mlp.data());
+  linear(w.gate_up, s_.h.data(), m, s_.mlp.data());
   for (int64_t r = 0; r < m; ++r) {  // silu(gate) * up, written over the gate half
     float* gate = s_.mlp.data() + r * 2 * inter;
     const float* up = gate + inter;
@@ -200,7 +219,7 @@ void ForwardRunner::mlp_block(int64_t layer, int64_t m) {
   }
   // down reads the gated rows with a stride of 2 * inter: pack them first.
   for (int64_t r = 1; r < m; ++r) std::copy_n(s_.mlp.data() + r * 2 * inter, inter, s_.mlp.data() + r * inter);
-  kernels::linear(w.down, s_.mlp.data(), m, s_.out.data());
+  linear(w.down, s_.mlp.data(), m, s_.out.data());
   add_into(s_.x.data(), s_.out.data(), m * hidden);
 }
 
@@ -230,6 +249,7 @@ void ForwardRunner::run(std::span<const ForwardRow> rows, KvCache& cache, std::s
 
 void ForwardRunner::run(std::span<const ForwardRow> rows, const KvTables& tables, KvBlockPool& pool,
                         std::span<const int64_t> logit_rows, float* logits) {
+  const auto start = std::chrono::steady_clock::now();
   const ModelConfig& c = weights_->config;
   check_rows(rows, tables);
   const int64_t m = static_cast<int64_t>(rows.size()), hidden = c.hidden_size, d = c.head_dim;
@@ -253,7 +273,11 @@ void ForwardRunner::run(std::span<const ForwardRow> rows, const KvTables& tables
     rms_norm(s_.x.data() + logit_rows[i] * hidden, weights_->final_norm.data(), 1, hidden, c.rms_norm_eps,
              s_.h.data() + i * hidden);
   }
-  kernels::linear(weights_->head(), s_.h.data(), n, logits);
+  linear(weights_->head(), s_.h.data(), n, logits);
+  if (profiling_) {
+    ++profile_.passes;
+    profile_.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  }
 }
 
 }  // namespace specd

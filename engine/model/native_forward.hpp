@@ -35,6 +35,17 @@ struct ForwardRow {
   std::span<const int32_t> also_write = {};
 };
 
+// Where the passes' wall time went since profiling was switched on (bench: the parts of
+// a decode step). Off by default: a profiled pass reads the clock a few times a layer.
+struct ForwardProfile {
+  int64_t passes = 0;
+  double seconds = 0;    // whole passes
+  double linear = 0;     // the linear layers (kernels::linear, lm_head included)
+  double attention = 0;  // attend(): scores, softmax and values over the cache
+  // Left: norms, RoPE, KV writes, SiLU gating, residual adds, embedding.
+  double other() const { return seconds - linear - attention; }
+};
+
 class ForwardRunner {
  public:
   explicit ForwardRunner(std::shared_ptr<const InferenceWeights> weights);
@@ -55,6 +66,10 @@ class ForwardRunner {
   // slots' lengths).
   void run(std::span<const ForwardRow> rows, KvCache& cache, std::span<const int64_t> logit_rows, float* logits);
 
+  // Profiling on starts the profile from zero; off keeps it for reading.
+  void set_profiling(bool on);
+  const ForwardProfile& profile() const { return profile_; }
+
  private:
   struct Scratch {
     std::vector<float> x, h, qkv, attn, mlp, out;
@@ -65,12 +80,15 @@ class ForwardRunner {
   void attention_block(int64_t layer, std::span<const ForwardRow> rows, const KvTables& tables, KvBlockPool& pool);
   void mlp_block(int64_t layer, int64_t m);
   void attend(std::span<const ForwardRow> rows, const KvTables& tables, const KvBlockPool& pool, int64_t layer);
+  void linear(const kernels::PackedWeight& w, const float* x, int64_t m, float* y);  // timed when profiling
 
   std::shared_ptr<const InferenceWeights> weights_;
   std::vector<float> rope_cos_, rope_sin_;  // [positions][head_dim / 2], grown on demand
   int64_t rope_positions_ = 0;
   std::vector<float> inv_freq_;
   Scratch s_;
+  bool profiling_ = false;
+  ForwardProfile profile_;
 };
 
 }  // namespace specd

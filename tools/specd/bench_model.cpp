@@ -88,7 +88,9 @@ struct Figures {
   double prefill_seconds = 0;
   double decode_ms = 0, batch_step_ms = 0;
   std::vector<double> verify_ms;  // per ModelBenchArgs::verify_rows
-  double decode_context = 0;      // mean context length during the timed decode steps
+  ForwardProfile decode_parts;    // the decode steps' passes, warm-up included
+  std::vector<ForwardProfile> verify_parts;
+  double decode_context = 0;  // mean context length during the timed decode steps
 };
 
 // Weights a decode step reads, in their stored dtype: every matrix once; the embedding
@@ -164,12 +166,18 @@ Figures measure_model(const std::string& dir, WeightFormat weights, const ModelB
   }
   f.prefill_seconds = median(prefill);
   f.decode_context = a.prompt_len + (a.steps - 1) / 2.0;
+  ForwardRunner& runner = model->runner();
+  runner.set_profiling(true);
   f.decode_ms = time_decode(*model, cache, {slots[0]}, a.prompt_len, a);
+  f.decode_parts = runner.profile();
   std::cerr << "bench: decode " << f.decode_ms << " ms/token\n";
   for (int64_t rows : a.verify_rows) {
+    runner.set_profiling(true);
     f.verify_ms.push_back(time_verify(*model, cache, slots[0], a.prompt_len, rows, a));
+    f.verify_parts.push_back(runner.profile());
     std::cerr << "bench: verify " << rows << " rows " << f.verify_ms.back() << " ms\n";
   }
+  runner.set_profiling(false);
   if (a.batch > 1) {
     // Every row starts from the same prefilled prompt: copy slot 0's keys and values
     // (the cost of a step depends on the lengths, the copy saves B - 1 prefills).
@@ -183,6 +191,15 @@ Figures measure_model(const std::string& dir, WeightFormat weights, const ModelB
     std::cerr << "bench: batch " << a.batch << " decode " << f.batch_step_ms << " ms/step\n";
   }
   return f;
+}
+
+// Milliseconds a pass in each part (ForwardProfile).
+boost::json::object parts_json(const ForwardProfile& p) {
+  const double per_pass = p.passes > 0 ? 1e3 / static_cast<double>(p.passes) : 0.0;
+  return {{"pass", p.seconds * per_pass},
+          {"linear", p.linear * per_pass},
+          {"attention", p.attention * per_pass},
+          {"other", p.other() * per_pass}};
 }
 
 boost::json::object figures_json(const std::string& dir, const Figures& f, const ModelBenchArgs& a, double gbps) {
@@ -203,10 +220,14 @@ boost::json::object figures_json(const std::string& dir, const Figures& f, const
                         {"kv_gb_per_step", kv_single / 1e9},
                         {"decode_ms_per_token", f.decode_ms},
                         {"bound_ms_per_token", bound_single_ms},
-                        {"fraction_of_bound", bound_single_ms / f.decode_ms}};
+                        {"fraction_of_bound", bound_single_ms / f.decode_ms},
+                        {"decode_parts_ms", parts_json(f.decode_parts)}};
   boost::json::array verify;
   for (size_t i = 0; i < f.verify_ms.size(); ++i) {
-    verify.push_back({{"rows", a.verify_rows[i]}, {"ms", f.verify_ms[i]}, {"steps", f.verify_ms[i] / f.decode_ms}});
+    verify.push_back({{"rows", a.verify_rows[i]},
+                      {"ms", f.verify_ms[i]},
+                      {"steps", f.verify_ms[i] / f.decode_ms},
+                      {"parts_ms", parts_json(f.verify_parts[i])}});
   }
   o["verify"] = std::move(verify);
   if (a.batch > 1) {
