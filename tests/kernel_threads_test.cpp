@@ -1,5 +1,6 @@
 // KernelThreads (engine/kernels/kernel_threads): every item runs once whatever the
-// split, and a caller whose workers keep stalling it works alone for a while.
+// split, a caller whose workers keep stalling it works alone for a while, and a slower
+// worker that still does its share keeps the split.
 #include "engine/kernels/kernel_threads.hpp"
 
 #include <doctest/doctest.h>
@@ -55,4 +56,22 @@ TEST_CASE("a caller held up by a stalled worker runs the next calls alone") {
     call();
     CHECK(ran_on == std::set{caller});
   }
+}
+
+TEST_CASE("a worker slower than the caller that still does its share keeps the split") {
+  KernelThreads threads(2);
+  const auto caller = std::this_thread::get_id();
+  std::atomic<int32_t> on_worker{0};
+  // Two chunks a call: the caller's takes 1 ms, the worker's 1.5 ms. The caller waits a
+  // third of every call (a share that once sent it serial), yet the two finish a call's
+  // items 1.33x as fast as the caller would alone, so the split stays.
+  auto call = [&] {
+    threads.parallel_for(2, 1, [&](int64_t, int64_t) {
+      const bool mine = std::this_thread::get_id() == caller;
+      std::this_thread::sleep_for(std::chrono::microseconds(mine ? 1000 : 1500));
+      if (!mine) on_worker.fetch_add(1);
+    });
+  };
+  for (int32_t i = 0; i < 60; ++i) call();  // about 90 ms: four stall windows
+  CHECK(on_worker.load() >= 50);
 }

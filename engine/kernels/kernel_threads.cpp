@@ -16,11 +16,14 @@ namespace {
 thread_local KernelThreads* t_current = nullptr;
 
 // How long a worker (or the caller waiting for workers) polls before it sleeps on the
-// futex. A decode step issues one parallel_for per linear layer, a few microseconds
-// apart; a futex wake-up costs several microseconds, so a short spin catches the next
-// layer without a system call, while the bound keeps an idle pool off the CPU (a pool
-// that spins without bound slowed neighbours 10-30x on this 2-vCPU host).
-constexpr auto kSpin = std::chrono::microseconds(50);
+// futex. A decode step issues one parallel_for per linear layer, tens of microseconds
+// apart (a 3B model's attention between its qkv and o layers takes 40-110 us at short
+// contexts); waking a sleeping worker costs tens of microseconds in a VM, so the spin
+// outlasts those gaps (at 50 us the caller waited 16-26% of a Q4_K_M decode for late
+// workers, at 200 us 2-11%: BENCHMARKS.md, 2026-11-29), while the bound keeps an idle
+// pool off the CPU (a pool that spins without bound slowed neighbours 10-30x on this
+// 2-vCPU host).
+constexpr auto kSpin = std::chrono::microseconds(200);
 
 void cpu_relax() {
 #if defined(__x86_64__)
@@ -71,19 +74,21 @@ KernelThreads::~KernelThreads() {
   for (auto& t : workers_) t.join();
 }
 
-void KernelThreads::run_chunks(uint32_t job) {
+int64_t KernelThreads::run_chunks(uint32_t job) {
+  int64_t items = 0;
   for (;;) {
     uint64_t claim = claim_.load();
-    if (static_cast<uint32_t>(claim >> 32) != job) return;  // that job is over
+    if (static_cast<uint32_t>(claim >> 32) != job) return items;  // that job is over
     const int64_t chunk = static_cast<int64_t>(claim & 0xffffffffu);
     const int64_t chunks = chunks_.load(), n = n_.load();
     const RangeFn* fn = fn_.load();
-    if (chunk >= chunks) return;
+    if (chunk >= chunks) return items;
     // The claim carries the job's number, so a worker that woke late cannot take a
     // chunk of a newer job with the older job's bounds.
     if (!claim_.compare_exchange_weak(claim, claim + 1)) continue;
     const int64_t begin = n * chunk / chunks, end = n * (chunk + 1) / chunks;
     if (begin < end) (*fn)(begin, end);
+    items += end - begin;
     if (done_.fetch_add(1, std::memory_order_acq_rel) + 1 == chunks) done_.notify_one();
   }
 }
@@ -127,24 +132,32 @@ void KernelThreads::parallel_for(int64_t n, int64_t grain, const RangeFn& fn) {
     wake_[i].store(job, std::memory_order_release);
     wake_[i].notify_one();
   }
-  run_chunks(job);
+  const int64_t own_items = run_chunks(job);
   const auto own_done = Clock::now();
   for (int64_t d = done_.load(std::memory_order_acquire); d != chunks;) d = wait_change(done_, d);
   claim_ = 0;  // a worker that wakes late finds no job to claim
   const auto end = Clock::now();
-  note_stall(end, end - own_done, own_done - start);
+  note_stall(end, end - own_done, own_done - start, n, own_items);
 }
 
-void KernelThreads::note_stall(Clock::time_point now, Clock::duration waited, Clock::duration worked) {
-  // A worker the host preempted in the middle of a chunk holds the caller up for a
-  // time slice: when that is a large share of a window's time, the caller works alone
-  // for a while (one thread on a shared host beats two that wait for each other), then
-  // tries again. A quiet host never waits that long, so it never goes serial.
-  window_waited_ += waited;
+void KernelThreads::note_stall(Clock::time_point now, Clock::duration waited, Clock::duration worked, int64_t items,
+                               int64_t own_items) {
+  // A worker the host preempted in the middle of a chunk holds the caller up for a time
+  // slice, and the caller does most of the items itself meanwhile. When over a window the
+  // split's pace (items / all the time) is not kSplitGain above the caller's own (its
+  // items / its working time), the caller works alone for a while (one thread on a shared
+  // host beats two that wait for each other), then tries again. A worker that is merely
+  // slower still adds its items, so the split stays.
+  window_worked_ += worked;
   window_total_ += waited + worked;
+  window_items_ += items;
+  window_own_items_ += own_items;
   if (window_total_ < kStallWindow) return;
-  if (window_waited_ > window_total_ * kStallShare) serial_until_ = now + kSerialTime;
-  window_waited_ = window_total_ = {};
+  const double split_pace = static_cast<double>(window_items_) / static_cast<double>(window_total_.count());
+  const double own_pace = static_cast<double>(window_own_items_) / static_cast<double>(window_worked_.count() + 1);
+  if (split_pace < kSplitGain * own_pace) serial_until_ = now + kSerialTime;
+  window_worked_ = window_total_ = {};
+  window_items_ = window_own_items_ = 0;
 }
 
 }  // namespace specd::kernels

@@ -44,9 +44,10 @@ class KernelThreads {
 
   // Calls fn(begin, end) over [0, n) split into up to kChunksPerThread * size() contiguous
   // chunks of at least `grain` items (small ranges run on the caller alone); the caller
-  // takes chunks too. When, over a window of calls, the caller spent a large share of
-  // its time waiting for preempted workers (a busy host), it runs calls alone for a while,
-  // then tries its workers again.
+  // takes chunks too. When, over a window of calls, the split did its items no faster
+  // than the caller would have alone (at its own measured pace: workers the host
+  // preempted leave it to do most chunks and then wait), it runs calls alone for a
+  // while, then tries its workers again.
   // Returns when all parts are done. Exceptions from fn terminate (kernels do not throw).
   using RangeFn = std::function<void(int64_t begin, int64_t end)>;
   void parallel_for(int64_t n, int64_t grain, const RangeFn& fn);
@@ -62,11 +63,17 @@ class KernelThreads {
   // Stall accounting is by time, not by call: one preempted worker costs a time slice
   // (milliseconds) against calls of tens of microseconds, so a per-call average hides it.
   static constexpr Clock::duration kStallWindow = std::chrono::milliseconds(20);
-  static constexpr double kStallShare = 0.25;  // of the window's time spent waiting for workers
+  // The split must do a window's items this much faster than the caller's own pace
+  // would, or the caller goes alone. Judged by the caller's waiting alone (over 25% of
+  // the window), workers that started late but did half the items sent a Q4_K_M decode
+  // serial for half its tokens on a noisy host; at 1.1 the committed pair's speculative
+  // decoding went serial for spells at a cost (BENCHMARKS.md, 2026-11-29).
+  static constexpr double kSplitGain = 1.0;
   static constexpr Clock::duration kSerialTime = std::chrono::milliseconds(200);
   void worker_loop(int32_t index);
-  void run_chunks(uint32_t job);
-  void note_stall(Clock::time_point now, Clock::duration waited, Clock::duration worked);
+  int64_t run_chunks(uint32_t job);  // returns the items this thread ran
+  void note_stall(Clock::time_point now, Clock::duration waited, Clock::duration worked, int64_t items,
+                  int64_t own_items);
 
   int32_t reserved_;
   ThreadLender* lender_;
@@ -82,8 +89,10 @@ class KernelThreads {
   std::atomic<uint64_t> claim_{0};  // job number << 32 | next chunk to take
   std::atomic<int64_t> done_{0};    // chunks of the current job finished
   std::atomic<bool> stop_{false};
-  // Caller only: the current window's waiting and total time, and the end of a serial spell.
-  Clock::duration window_waited_{}, window_total_{};
+  // Caller only: the current window's time working and in all, its items and the
+  // caller's own share of them, and the end of a serial spell.
+  Clock::duration window_worked_{}, window_total_{};
+  int64_t window_items_ = 0, window_own_items_ = 0;
   Clock::time_point serial_until_{};
 };
 

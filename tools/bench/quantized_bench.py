@@ -17,7 +17,7 @@ ratio to the stored target-only.
 
     /usr/bin/python3 tools/bench/quantized_bench.py --target /work/padded/target-3b-bf16 \\
         [--draft models/draft] [--checkpoint q4_k_m=/tmp/target-q4_k_m.gguf ...] [--prompts 4] \\
-        [--max-tokens 128] [--model-rounds 1] [--skip-model] [--skip-requests]
+        [--max-tokens 128] [--formats stored,int8,int4] [--model-rounds 1] [--skip-model] [--skip-requests]
 
 SPECD_KERNEL_ISA=avx2 in the environment runs both parts on the AVX2 kernels.
 """
@@ -55,13 +55,15 @@ def model_figures(args, model, weights):
             "decode_ms": t["decode_ms_per_token"], "bound_ms": t["bound_ms_per_token"],
             "decode_over_bound": t["decode_ms_per_token"] / t["bound_ms_per_token"], "read_gbps": out["bound_gbps"],
             "verify5_steps": verify[5], "verify8_steps": verify[8],
+            "decode_parts_ms": t["decode_parts_ms"],
+            "verify5_parts_ms": next(v["parts_ms"] for v in t["verify"] if v["rows"] == 5),
             "prefill_tokens_per_second": t["prefill_tokens_per_second"]}
 
 
 def model_part(args):
     """Each way's figures; with --model-rounds N the ways run N times, forward then backward
     in turn so drift hits them alike, and each figure is the way's median over rounds."""
-    ways = [(args.target, w) for w in FORMATS] + [(path, "stored") for _, path in args.checkpoint]
+    ways = [(args.target, w) for w in args.formats] + [(path, "stored") for _, path in args.checkpoint]
     runs = [[] for _ in ways]
     for r in range(args.model_rounds):
         order = range(len(ways)) if r % 2 == 0 else reversed(range(len(ways)))
@@ -88,7 +90,7 @@ def request_part(args, workdir):
     modes = {"target-only": {"enabled": False}, "auto": {"enabled": True, "k": "auto"}}
     prompts = read_prompts(args.prompts)
     # Each server's target and its --weights: the float checkpoint three ways, then the checkpoints given.
-    servers = {f: (args.target, f) for f in FORMATS} | {name: (path, "stored") for name, path in args.checkpoint}
+    servers = {f: (args.target, f) for f in args.formats} | {name: (path, "stored") for name, path in args.checkpoint}
     speeds = {(f, m): [] for f in servers for m in modes}
     tokens_per_round = {f: [] for f in servers}
 
@@ -131,12 +133,16 @@ def main():
     parser.add_argument("--draft", default=os.path.join(HERE, "..", "..", "models", "draft"))
     parser.add_argument("--checkpoint", action="append", default=[], type=lambda s: tuple(s.split("=", 1)),
                         help="NAME=PATH: a `specd quantize` checkpoint of the target, a folder or a GGUF file (repeatable)")
+    parser.add_argument("--formats", default=",".join(FORMATS), type=lambda s: s.split(","),
+                        help="the float checkpoint's ways, comma-separated, stored first (default: stored,int8,int4)")
     parser.add_argument("--model-rounds", type=int, default=1, help="part 1: runs of every way, alternating order")
     parser.add_argument("--prompts", type=int, default=4)
     parser.add_argument("--max-tokens", type=int, default=128)
     parser.add_argument("--skip-model", action="store_true")
     parser.add_argument("--skip-requests", action="store_true")
     args = parser.parse_args()
+    if args.formats[0] != "stored" or not set(args.formats) <= set(FORMATS):
+        parser.error(f"--formats: a list of {','.join(FORMATS)} starting with stored (the ratios' base)")
     out = {"target": args.target, "draft": args.draft, "kernel_isa": os.environ.get("SPECD_KERNEL_ISA", "best")}
     if not args.skip_model:
         out["model"] = model_part(args)
