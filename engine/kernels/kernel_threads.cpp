@@ -140,6 +140,13 @@ void KernelThreads::parallel_for(int64_t n, int64_t grain, const RangeFn& fn) {
   note_stall(end, end - own_done, own_done - start, n, own_items);
 }
 
+bool KernelThreads::split_pays(int64_t items, int64_t own_items, std::chrono::nanoseconds total,
+                               std::chrono::nanoseconds worked) {
+  const double split_pace = static_cast<double>(items) / static_cast<double>(total.count() + 1);
+  const double own_pace = static_cast<double>(own_items) / static_cast<double>(worked.count() + 1);
+  return split_pace >= kSplitGain * own_pace;
+}
+
 void KernelThreads::note_stall(Clock::time_point now, Clock::duration waited, Clock::duration worked, int64_t items,
                                int64_t own_items) {
   // A worker the host preempted in the middle of a chunk holds the caller up for a time
@@ -153,9 +160,7 @@ void KernelThreads::note_stall(Clock::time_point now, Clock::duration waited, Cl
   window_items_ += items;
   window_own_items_ += own_items;
   if (window_total_ < kStallWindow) return;
-  const double split_pace = static_cast<double>(window_items_) / static_cast<double>(window_total_.count());
-  const double own_pace = static_cast<double>(window_own_items_) / static_cast<double>(window_worked_.count() + 1);
-  if (split_pace < kSplitGain * own_pace) serial_until_ = now + kSerialTime;
+  if (!split_pays(window_items_, window_own_items_, window_total_, window_worked_)) serial_until_ = now + kSerialTime;
   window_worked_ = window_total_ = {};
   window_items_ = window_own_items_ = 0;
 }

@@ -52,6 +52,12 @@ class KernelThreads {
   using RangeFn = std::function<void(int64_t begin, int64_t end)>;
   void parallel_for(int64_t n, int64_t grain, const RangeFn& fn);
 
+  // The rule a stall window is judged by: true when its items went faster split than
+  // the caller's own pace (own_items over its working time) would have done them alone
+  // (in the window's total time), by kSplitGain.
+  static bool split_pays(int64_t items, int64_t own_items, std::chrono::nanoseconds total,
+                         std::chrono::nanoseconds worked);
+
   // The pool the kernels use when none is passed; nullptr (the default) runs them on the
   // calling thread. Thread-local: each lane's thread sets its own.
   static KernelThreads* current();
