@@ -17,12 +17,11 @@ thread_local KernelThreads* t_current = nullptr;
 
 // How long a worker (or the caller waiting for workers) polls before it sleeps on the
 // futex. A decode step issues one parallel_for per linear layer, tens of microseconds
-// apart (a 3B model's attention between its qkv and o layers takes 40-110 us at short
-// contexts); waking a sleeping worker costs tens of microseconds in a VM, so the spin
-// outlasts those gaps (at 50 us the caller waited 16-26% of a Q4_K_M decode for late
-// workers, at 200 us 2-11%: BENCHMARKS.md, 2026-11-29), while the bound keeps an idle
-// pool off the CPU (a pool that spins without bound slowed neighbours 10-30x on this
-// 2-vCPU host).
+// apart (a 3B model's attention sits between its qkv and o layers); waking a sleeping
+// worker costs tens of microseconds in a VM, so the spin outlasts those gaps (a shorter
+// one left the caller waiting for late workers: BENCHMARKS.md, "AVX2 Q4_K_M decode:
+// serial spells"), while the bound keeps an idle pool off the CPU (a pool that spins
+// without bound slowed neighbours 10-30x on this 2-vCPU host).
 constexpr auto kSpin = std::chrono::microseconds(200);
 
 void cpu_relax() {

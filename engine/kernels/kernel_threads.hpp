@@ -70,10 +70,10 @@ class KernelThreads {
   // (milliseconds) against calls of tens of microseconds, so a per-call average hides it.
   static constexpr Clock::duration kStallWindow = std::chrono::milliseconds(20);
   // The split must do a window's items this much faster than the caller's own pace
-  // would, or the caller goes alone. Judged by the caller's waiting alone (over 25% of
-  // the window), workers that started late but did half the items sent a Q4_K_M decode
-  // serial for half its tokens on a noisy host; at 1.1 the committed pair's speculative
-  // decoding went serial for spells at a cost (BENCHMARKS.md, 2026-11-29).
+  // would, or the caller goes alone. Pace, not the caller's share of time waiting: late
+  // workers that still do half the items keep the split, and a higher gain sent the
+  // committed pair's speculative decoding serial at a cost (BENCHMARKS.md, "AVX2 Q4_K_M
+  // decode: serial spells").
   static constexpr double kSplitGain = 1.0;
   static constexpr Clock::duration kSerialTime = std::chrono::milliseconds(200);
   void worker_loop(int32_t index);

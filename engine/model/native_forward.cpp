@@ -56,6 +56,15 @@ void rope(float* v, const float* cos, const float* sin, int64_t half) {
   }
 }
 
+// Runs f, adding its wall seconds to `into` when profiling is on.
+template <class F>
+void timed(bool profiling, double& into, F&& f) {
+  if (!profiling) return f();
+  const auto t0 = std::chrono::steady_clock::now();
+  f();
+  into += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
 template <class T>
 void grow(std::vector<T>& v, size_t n) {
   if (v.size() < n) v.resize(n);
@@ -155,10 +164,7 @@ void ForwardRunner::attend(std::span<const ForwardRow> rows, const KvTables& tab
 }
 
 void ForwardRunner::linear(const kernels::PackedWeight& w, const float* x, int64_t m, float* y) {
-  if (!profiling_) return kernels::linear(w, x, m, y);
-  const auto t0 = std::chrono::steady_clock::now();
-  kernels::linear(w, x, m, y);
-  profile_.linear += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  timed(profiling_, profile_.linear, [&] { kernels::linear(w, x, m, y); });
 }
 
 void ForwardRunner::set_profiling(bool on) {
@@ -195,13 +201,7 @@ void ForwardRunner::attention_block(int64_t layer, std::span<const ForwardRow> r
     write_into(at.slot);
     for (int32_t slot : at.also_write) write_into(slot);
   }
-  if (profiling_) {
-    const auto t0 = std::chrono::steady_clock::now();
-    attend(rows, tables, pool, layer);
-    profile_.attention += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  } else {
-    attend(rows, tables, pool, layer);
-  }
+  timed(profiling_, profile_.attention, [&] { attend(rows, tables, pool, layer); });
   linear(w.o, s_.attn.data(), m, s_.out.data());
   add_into(s_.x.data(), s_.out.data(), m * hidden);
 }

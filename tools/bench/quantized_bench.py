@@ -47,16 +47,15 @@ def model_figures(args, model, weights):
     print("quantized_bench:", " ".join(command), file=sys.stderr)
     out = json.loads(subprocess.run(command, capture_output=True, text=True, check=True).stdout)
     t = out["target"]
-    verify = {v["rows"]: v["steps"] for v in t["verify"]}
+    verify = {v["rows"]: v for v in t["verify"]}
     return {"model": model, "weights": weights, "load_seconds": t["load_seconds"], "packed_gb": t["packed_gb"],
             "peak_rss_gb": out["peak_rss_gb_target"], "rss_over_packed": out["peak_rss_gb_target"] / t["packed_gb"],
             "rss_before_load_gb": out["peak_rss_gb_before_load"],
             "rss_above_floor_over_packed": (out["peak_rss_gb_target"] - out["peak_rss_gb_before_load"]) / t["packed_gb"],
             "decode_ms": t["decode_ms_per_token"], "bound_ms": t["bound_ms_per_token"],
             "decode_over_bound": t["decode_ms_per_token"] / t["bound_ms_per_token"], "read_gbps": out["bound_gbps"],
-            "verify5_steps": verify[5], "verify8_steps": verify[8],
-            "decode_parts_ms": t["decode_parts_ms"],
-            "verify5_parts_ms": next(v["parts_ms"] for v in t["verify"] if v["rows"] == 5),
+            "verify5_steps": verify[5]["steps"], "verify8_steps": verify[8]["steps"],
+            "decode_parts_ms": t["decode_parts_ms"], "verify5_parts_ms": verify[5]["parts_ms"],
             "prefill_tokens_per_second": t["prefill_tokens_per_second"]}
 
 
@@ -89,7 +88,7 @@ async def one_request(url, prompt, spec, max_tokens, number):
 def request_part(args, workdir):
     modes = {"target-only": {"enabled": False}, "auto": {"enabled": True, "k": "auto"}}
     prompts = read_prompts(args.prompts)
-    # Each server's target and its --weights: the float checkpoint three ways, then the checkpoints given.
+    # Each server's target and its --weights: the float checkpoint's --formats, then the checkpoints given.
     servers = {f: (args.target, f) for f in args.formats} | {name: (path, "stored") for name, path in args.checkpoint}
     speeds = {(f, m): [] for f in servers for m in modes}
     tokens_per_round = {f: [] for f in servers}
