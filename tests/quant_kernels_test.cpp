@@ -181,6 +181,17 @@ TEST_CASE("quantize_activations: d = amax / 127, q rounded to nearest even, a ze
   CHECK(q[34] == -4);
   CHECK(q[35] == 0);
   for (int j = 64; j < 96; ++j) CHECK(q[j] == 0);
+  // A super-block of 256: the largest magnitude sets d wherever it sits.
+  for (int at : {0, 101, 255}) {
+    std::vector<float> s(256, 0.5f);
+    s[at] = -8.0f;
+    std::vector<int8_t> qs(256);
+    float ds = 0;
+    quantize_activations(s.data(), 256, 256, qs.data(), &ds);
+    CHECK(ds == 8.0f / 127);
+    CHECK(qs[at] == -127);
+    CHECK(qs[at == 0 ? 1 : 0] == 8);  // 7.94
+  }
 }
 
 namespace {

@@ -170,29 +170,31 @@ void prepare_quantized(const PackedWeight& w, const float* x, int64_t m, KernelC
 void prepare_nibble(const PackedWeight& w, const float* x, int64_t m, KernelCall& call) {
   thread_local std::vector<uint32_t> quads;
   thread_local std::vector<float> scales, row_scales;
-  thread_local std::vector<int32_t> sums;
+  thread_local std::vector<int32_t> sums, sub_sums;
   thread_local std::vector<int8_t> row;
   const detail::NibbleLayout L = detail::nibble_layout(w.dtype());
   const int64_t in = w.in(), superblocks = in / L.inputs, pairs = L.sum_pairs(), span = L.sum_inputs();
   if (quads.size() < static_cast<size_t>(in / 4 * m)) quads.resize(in / 4 * m);
   if (scales.size() < static_cast<size_t>(superblocks * m)) scales.resize(superblocks * m);
   if (sums.size() < static_cast<size_t>(superblocks * pairs * m)) sums.resize(superblocks * pairs * m);
+  const int64_t subs = L.inputs / span;  // sub-blocks a super-block: 1 (then pairs are (sum, 0)), 8 or 16
   row.resize(in);
   row_scales.resize(superblocks);
+  sub_sums.resize(in / span);
   for (int64_t r = 0; r < m; ++r) {
     quantize_activations(x + r * in, in, L.inputs, row.data(), row_scales.data());
     for (int64_t k = 0; k < in / 4; ++k) std::memcpy(&quads[k * m + r], &row[4 * k], 4);
+    for (int64_t s = 0; s < in / span; ++s) {
+      int32_t sum = 0;
+      for (int64_t j = 0; j < span; ++j) sum += row[s * span + j];
+      sub_sums[s] = sum;
+    }
     for (int64_t t = 0; t < superblocks; ++t) {
       scales[t * m + r] = row_scales[t];
       for (int64_t p = 0; p < pairs; ++p) {
-        int32_t half[2] = {0, 0};
-        for (int64_t h = 0; h < 2; ++h) {
-          const int64_t first = t * L.inputs + (2 * p + h) * span;
-          if (first >= (t + 1) * L.inputs) break;  // one sub-block: (sum, 0)
-          for (int64_t j = 0; j < span; ++j) half[h] += row[first + j];
-        }
+        const int32_t low = sub_sums[t * subs + 2 * p], high = subs == 1 ? 0 : sub_sums[t * subs + 2 * p + 1];
         sums[(t * pairs + p) * m + r] =
-            static_cast<int32_t>(static_cast<uint32_t>(half[0] & 0xffff) | static_cast<uint32_t>(half[1]) << 16);
+            static_cast<int32_t>(static_cast<uint32_t>(low & 0xffff) | static_cast<uint32_t>(high) << 16);
       }
     }
   }
@@ -277,8 +279,14 @@ void quantize_activations(const float* x, int64_t n, int8_t* q, float* d) {
 
 void quantize_activations(const float* x, int64_t n, int64_t group, int8_t* q, float* d) {
   for (int64_t g = 0; g < n / group; ++g, x += group, q += group) {
+    // Eight running maxima, not one: a single chain waits on each max's latency, and
+    // the maximum is exact in any order, so the scale is the same bits.
+    float lanes[8] = {};
+    for (int64_t j = 0; j < group; j += 8) {
+      for (int l = 0; l < 8; ++l) lanes[l] = std::max(lanes[l], std::fabs(x[j + l]));
+    }
     float amax = 0;
-    for (int64_t j = 0; j < group; ++j) amax = std::max(amax, std::fabs(x[j]));
+    for (float v : lanes) amax = std::max(amax, v);
     d[g] = amax / 127;
     const float id = d[g] != 0 ? 1.0f / d[g] : 0.0f;  // as ggml: x * (1 / d)
     for (int64_t j = 0; j < group; ++j) q[j] = static_cast<int8_t>(round_even(x[j] * id));
