@@ -7,6 +7,7 @@
 
 #include "engine/base/errors.hpp"
 #include "engine/kernels/attention.hpp"
+#include "engine/kernels/gating.hpp"
 #include "engine/kernels/linear.hpp"
 #include "engine/model/kv_cache.hpp"
 #include "engine/model/kv_tables.hpp"
@@ -215,7 +216,7 @@ void ForwardRunner::mlp_block(int64_t layer, int64_t m) {
   for (int64_t r = 0; r < m; ++r) {  // silu(gate) * up, written over the gate half
     float* gate = s_.mlp.data() + r * 2 * inter;
     const float* up = gate + inter;
-    for (int64_t i = 0; i < inter; ++i) gate[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
+    kernels::silu_gate(gate, up, inter);
   }
   // down reads the gated rows with a stride of 2 * inter: pack them first.
   for (int64_t r = 1; r < m; ++r) std::copy_n(s_.mlp.data() + r * 2 * inter, inter, s_.mlp.data() + r * inter);
