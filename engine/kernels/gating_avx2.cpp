@@ -1,6 +1,7 @@
 // silu_gate on AVX2 (compiled with -mavx2): glibc's libmvec expf, 8 lanes, about 5x the
-// scalar loop with std::exp (BENCHMARKS.md, "The MLP's gating on libmvec"). The tail goes
-// through the same vector call from a padded copy, so every element is computed one way.
+// scalar loop with std::exp (BENCHMARKS.md, "AVX2 Q4_K_M: the activations' preparation,
+// the MLP's gating"). The tail goes through the same vector call from a padded copy, so
+// every element is computed one way.
 #include <immintrin.h>
 
 #include <cstdint>
