@@ -5,23 +5,16 @@
 
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 #include <random>
 #include <vector>
 
 #include "engine/kernels/gating.hpp"
+#include "tests/support/kernel_inputs.hpp"
 
 using namespace specd::kernels;
+using namespace specd::testing;
 
 namespace {
-
-std::vector<Isa> tiers_here() {
-  std::vector<Isa> tiers;
-  for (Isa isa : {Isa::reference, Isa::avx2, Isa::avx2vnni, Isa::avx512f, Isa::avx512bf16}) {
-    if (isa_supported(isa)) tiers.push_back(isa);
-  }
-  return tiers;
-}
 
 // Gates over the range where silu changes shape and past where exp(-g) overflows or
 // vanishes in float; ups of both signs.
@@ -37,15 +30,13 @@ void inputs(int64_t n, std::vector<float>& gate, std::vector<float>& up) {
   }
 }
 
-bool same_bits(float a, float b) { return std::memcmp(&a, &b, sizeof(float)) == 0; }
-
 }  // namespace
 
 TEST_CASE("silu_gate is within 16 float ulps of the float64 silu(g) * u on every tier") {
   for (int64_t n : {1, 7, 8, 9, 40, 8195}) {
     std::vector<float> gate, up;
     inputs(n, gate, up);
-    for (Isa isa : tiers_here()) {
+    for (Isa isa : isas_here()) {
       CAPTURE(isa_name(isa));
       CAPTURE(n);
       std::vector<float> y = gate;
@@ -64,7 +55,7 @@ TEST_CASE("silu_gate is within 16 float ulps of the float64 silu(g) * u on every
 TEST_CASE("silu_gate gives an element the same bits whatever n, its position and the tier above reference") {
   std::vector<float> gate, up;
   inputs(8195, gate, up);
-  const std::vector<Isa> tiers = tiers_here();
+  const std::vector<Isa> tiers = isas_here();
   std::vector<float> first;
   for (Isa isa : tiers) {
     if (isa == Isa::reference) continue;
@@ -75,15 +66,13 @@ TEST_CASE("silu_gate gives an element the same bits whatever n, its position and
     for (int64_t i : {0, 5, 7, 8, 13, 8190, 8194}) {
       float alone = gate[i];
       silu_gate(&alone, &up[i], 1, isa);  // in a tail of one
-      if (!same_bits(alone, whole[i])) ++moved;
+      if (!same_bits(&alone, &whole[i], 1)) ++moved;
     }
     CHECK(moved == 0);
     if (first.empty()) {
       first = whole;
     } else {
-      int64_t differ = 0;
-      for (size_t i = 0; i < whole.size(); ++i) differ += !same_bits(whole[i], first[i]);
-      CHECK(differ == 0);
+      CHECK(same_bits(whole.data(), first.data(), 8195));
     }
   }
 }
@@ -94,5 +83,5 @@ TEST_CASE("silu_gate on the default tier is silu_gate on best_isa()") {
   std::vector<float> a = gate, b = gate;
   silu_gate(a.data(), up.data(), 40);
   silu_gate(b.data(), up.data(), 40, best_isa());
-  CHECK(std::memcmp(a.data(), b.data(), 40 * sizeof(float)) == 0);
+  CHECK(same_bits(a.data(), b.data(), 40));
 }

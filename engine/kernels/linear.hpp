@@ -46,7 +46,7 @@ void linear(const PackedWeight& w, const float* x, int64_t m, float* y,
 // alone, so a row's outputs do not depend on m. The AVX-512 tiers run them with vpdpbusd
 // where the CPU has AVX512-VNNI, else with the AVX2 kernels; avx2vnni with vpdpbusd on ymm.
 void quantize_activations(const float* x, int64_t n, int8_t* q, float* d);
-// The same in groups of `group` inputs (n a multiple of it): the nibble formats take one
+// The same in groups of `group` inputs (n a multiple of it, it of 8): the nibble formats take one
 // scale per stored block, 256 inputs for the K-quants as llama.cpp's Q8_K.
 void quantize_activations(const float* x, int64_t n, int64_t group, int8_t* q, float* d);
 
